@@ -1,0 +1,204 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// HeaderSize is the size of an encoded Header in bytes.
+const HeaderSize = 64
+
+// HeaderVersion is the version of the frame layout this package writes and
+// accepts.
+const HeaderVersion = 1
+
+// MaxPayload bounds Header.Length. It is far above any message gocoll
+// sends (collectives chunk large buffers) and keeps a corrupt length from
+// turning into a huge allocation.
+const MaxPayload = 1 << 40
+
+// headerMagic opens every frame: "GC" little-endian.
+const headerMagic = 0x4347
+
+// ErrBadHeader is wrapped by every error that Unmarshal and Validate
+// return. A peer that sends a bad header is broken or hostile; the link it
+// came on must be closed.
+var ErrBadHeader = errors.New("invalid frame header")
+
+// Kind says which operation a frame belongs to, so that a receiver can tell
+// a peer that called a different collective from one that is merely late.
+type Kind uint8
+
+// The kinds of frame. KindSend is user point-to-point traffic; KindControl
+// is the communicator's own (goodbye, abort, split).
+const (
+	KindSend Kind = iota
+	KindControl
+	KindAllreduce
+	KindReduce
+	KindBcast
+	KindGather
+	KindGatherv
+	KindScatter
+	KindScatterv
+	KindAllgather
+	KindAllgatherv
+	KindReduceScatter
+	KindScan
+	KindExscan
+	KindAlltoall
+	KindBarrier
+	numKinds
+)
+
+var kindNames = [numKinds]string{
+	KindSend:          "Send",
+	KindControl:       "control",
+	KindAllreduce:     "Allreduce",
+	KindReduce:        "Reduce",
+	KindBcast:         "Bcast",
+	KindGather:        "Gather",
+	KindGatherv:       "Gatherv",
+	KindScatter:       "Scatter",
+	KindScatterv:      "Scatterv",
+	KindAllgather:     "Allgather",
+	KindAllgatherv:    "Allgatherv",
+	KindReduceScatter: "ReduceScatter",
+	KindScan:          "Scan",
+	KindExscan:        "Exscan",
+	KindAlltoall:      "Alltoall",
+	KindBarrier:       "Barrier",
+}
+
+func (k Kind) String() string {
+	if k >= numKinds {
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// Flags modify a frame.
+type Flags uint8
+
+const (
+	// FlagGoodbye announces that the sender closes its communicator cleanly:
+	// nothing follows on this link. It carries no payload.
+	FlagGoodbye Flags = 1 << iota
+	// FlagAbort announces that the sender aborted; the payload is the
+	// reason as UTF-8 text.
+	FlagAbort
+	// FlagLast marks the last chunk of a chunked message.
+	FlagLast
+
+	knownFlags = FlagGoodbye | FlagAbort | FlagLast
+)
+
+// CodecID names the wire encoding of a payload. CodecNone means the payload
+// is the elements' own little-endian bytes.
+type CodecID uint8
+
+// CodecNone is the identity encoding.
+const CodecNone CodecID = 0
+
+// maxCodec is the highest CodecID that Validate accepts.
+const maxCodec = CodecNone
+
+// Header is the fixed-size header in front of every message. All fields
+// travel little-endian at fixed offsets:
+//
+//	 0 magic "GC"    2 version   3 flags   4 kind   5 dtype   6 codec   7 op
+//	 8 comm id      16 seq      24 tag    32 count 40 length
+//	48 root (int32) 52 reserved (zero) 56 offset
+type Header struct {
+	Flags  Flags
+	Kind   Kind
+	DType  DType
+	Codec  CodecID
+	Op     OpID
+	Comm   uint64 // communicator id
+	Seq    uint64 // collective sequence number on Comm; 0 for point-to-point
+	Tag    int64  // matching tag
+	Count  uint64 // elements in the whole operation's buffer, as the sender sees it
+	Length uint64 // payload bytes that follow the header
+	Root   int32  // root rank of rooted collectives, -1 where there is none
+	Offset uint64 // element offset of this payload within the operation's buffer
+}
+
+// MarshalTo encodes h into b.
+func (h *Header) MarshalTo(b *[HeaderSize]byte) {
+	binary.LittleEndian.PutUint16(b[0:], headerMagic)
+	b[2] = HeaderVersion
+	b[3] = byte(h.Flags)
+	b[4] = byte(h.Kind)
+	b[5] = byte(h.DType)
+	b[6] = byte(h.Codec)
+	b[7] = byte(h.Op)
+	binary.LittleEndian.PutUint64(b[8:], h.Comm)
+	binary.LittleEndian.PutUint64(b[16:], h.Seq)
+	binary.LittleEndian.PutUint64(b[24:], uint64(h.Tag))
+	binary.LittleEndian.PutUint64(b[32:], h.Count)
+	binary.LittleEndian.PutUint64(b[40:], h.Length)
+	binary.LittleEndian.PutUint32(b[48:], uint32(h.Root))
+	binary.LittleEndian.PutUint32(b[52:], 0)
+	binary.LittleEndian.PutUint64(b[56:], h.Offset)
+}
+
+// Unmarshal decodes b into h and validates it. On error h is left in an
+// unspecified state and the error wraps ErrBadHeader.
+func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
+	if m := binary.LittleEndian.Uint16(b[0:]); m != headerMagic {
+		return fmt.Errorf("%w: magic %#04x, want %#04x", ErrBadHeader, m, headerMagic)
+	}
+	if b[2] != HeaderVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrBadHeader, b[2], HeaderVersion)
+	}
+	if r := binary.LittleEndian.Uint32(b[52:]); r != 0 {
+		return fmt.Errorf("%w: reserved field is %#x, want 0", ErrBadHeader, r)
+	}
+	h.Flags = Flags(b[3])
+	h.Kind = Kind(b[4])
+	h.DType = DType(b[5])
+	h.Codec = CodecID(b[6])
+	h.Op = OpID(b[7])
+	h.Comm = binary.LittleEndian.Uint64(b[8:])
+	h.Seq = binary.LittleEndian.Uint64(b[16:])
+	h.Tag = int64(binary.LittleEndian.Uint64(b[24:]))
+	h.Count = binary.LittleEndian.Uint64(b[32:])
+	h.Length = binary.LittleEndian.Uint64(b[40:])
+	h.Root = int32(binary.LittleEndian.Uint32(b[48:]))
+	h.Offset = binary.LittleEndian.Uint64(b[56:])
+	return h.Validate()
+}
+
+// Validate checks that every field of h is in range and that the fields
+// agree with each other. It never looks at a payload.
+func (h *Header) Validate() error {
+	switch {
+	case h.Flags&^knownFlags != 0:
+		return fmt.Errorf("%w: unknown flags %#x", ErrBadHeader, uint8(h.Flags&^knownFlags))
+	case h.Kind >= numKinds:
+		return fmt.Errorf("%w: unknown kind %d", ErrBadHeader, uint8(h.Kind))
+	case !h.DType.Valid():
+		return fmt.Errorf("%w: unknown element type %d", ErrBadHeader, uint8(h.DType))
+	case h.Codec > maxCodec:
+		return fmt.Errorf("%w: unknown codec %d", ErrBadHeader, uint8(h.Codec))
+	case h.Op >= numOps:
+		return fmt.Errorf("%w: unknown op %d", ErrBadHeader, uint8(h.Op))
+	case h.Length > MaxPayload:
+		return fmt.Errorf("%w: payload length %d exceeds %d", ErrBadHeader, h.Length, uint64(MaxPayload))
+	case h.Flags&FlagGoodbye != 0 && h.Length != 0:
+		return fmt.Errorf("%w: goodbye frame with %d payload bytes", ErrBadHeader, h.Length)
+	case h.Root < -1:
+		return fmt.Errorf("%w: root %d", ErrBadHeader, h.Root)
+	}
+	if h.Codec == CodecNone && h.Length%uint64(h.DType.Size()) != 0 {
+		return fmt.Errorf("%w: payload of %d bytes is not a whole number of %s elements", ErrBadHeader, h.Length, h.DType)
+	}
+	return nil
+}
+
+func (h *Header) String() string {
+	return fmt.Sprintf("%s comm=%#x seq=%d tag=%d %d×%s root=%d len=%d off=%d op=%s flags=%#x",
+		h.Kind, h.Comm, h.Seq, h.Tag, h.Count, h.DType, h.Root, h.Length, h.Offset, h.Op, uint8(h.Flags))
+}

@@ -1,0 +1,26 @@
+// Package transport defines the links that carry gocoll's messages between
+// two ranks, and nothing about collectives.
+//
+// A Link moves messages: a fixed codec.Header followed by a payload. The
+// reader sees the header first and then chooses where the payload goes,
+// which is what makes zero-copy receives possible: the communicator reads
+// a payload straight into the slice of a posted receive and only buffers
+// messages that arrive before their receive.
+//
+// # Implementations
+//
+//   - transport/tcp: one TCP connection per link, header and payload in one
+//     writev, payload read straight into the destination.
+//   - transport/mem: links between goroutines of one process; a payload is
+//     copied once, from the writer's slice into the reader's.
+//
+// # Writing a transport
+//
+// A transport implements Transport, Listener and Link. Run the conformance
+// suite in transport/linktest against it: it checks ordering, partial and
+// skipped payloads, concurrent writers, Close unblocking both sides, the
+// errors at end of stream and the refusal of a wrong secret. A Link must be
+// indistinguishable from the others by its errors: io.EOF at a clean end,
+// io.ErrUnexpectedEOF mid-message, net.ErrClosed after Close, ErrRefused
+// for a refused handshake.
+package transport

@@ -1,0 +1,103 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gocoll/gocoll/codec"
+)
+
+// Link is an ordered, reliable, message-oriented connection between two
+// ranks. Each message is a codec.Header followed by Header.Length payload
+// bytes. The reading side decides where the payload goes after it has seen
+// the header, which is what lets a receiver read a payload straight into
+// the buffer of a posted receive.
+//
+// WriteMessage may be called from several goroutines at once; ReadHeader
+// and ReadPayload belong to one reading goroutine. Close may be called at
+// any time from any goroutine and unblocks both sides.
+type Link interface {
+	// WriteMessage sends h and then payload as one message; len(payload)
+	// must equal h.Length. Messages of concurrent calls are never
+	// interleaved. WriteMessage does not retain h or payload after it
+	// returns.
+	//
+	// If ctx is done before the message starts to go out, WriteMessage
+	// returns ctx's error and the link stays usable. If ctx is done while
+	// the message is partly written, the link is closed (a half-sent
+	// message cannot be taken back) and the error wraps both ctx's error
+	// and net.ErrClosed.
+	WriteMessage(ctx context.Context, h *codec.Header, payload []byte) error
+
+	// ReadHeader blocks until the next message arrives and decodes its
+	// header into h. Payload of the previous message that was not read is
+	// skipped first. It returns io.EOF when the peer closed the link at a
+	// message boundary, io.ErrUnexpectedEOF when it vanished in the middle
+	// of one, an error wrapping codec.ErrBadHeader for garbage (after which
+	// the link is closed), and an error wrapping net.ErrClosed after Close.
+	ReadHeader(h *codec.Header) error
+
+	// ReadPayload reads exactly len(p) bytes of the current message's
+	// payload into p. Asking for more than what remains of the payload is
+	// an error, and nothing is read.
+	ReadPayload(p []byte) error
+
+	// Close closes the link. Messages already handed to WriteMessage and
+	// returned from it are delivered before the peer sees io.EOF.
+	Close() error
+
+	// Peer is the rank at the other end, as proven by the handshake.
+	Peer() int
+}
+
+// Config is what one end of a link knows about its job.
+type Config struct {
+	// Rank is this end's rank in the job.
+	Rank int
+	// JobID identifies the job; links between different jobs are refused.
+	JobID uint64
+	// Secret is the job's shared secret. Both ends prove that they know it
+	// before a link is handed out; an empty secret still binds links to
+	// JobID but authenticates nobody.
+	Secret []byte
+	// HandshakeTimeout bounds a handshake. Zero means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// Logger receives a line for every refused connection. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultHandshakeTimeout bounds a handshake when Config leaves it zero.
+// It is long enough for a loaded host and short enough that a silent
+// client does not hold a listener's goroutine for long.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// Listener accepts links from peers.
+type Listener interface {
+	// Accept waits for the next peer that completed the handshake. A
+	// connection that fails the handshake is logged and dropped, never
+	// returned: Accept returns an error only once the listener is closed
+	// (wrapping net.ErrClosed).
+	Accept() (Link, error)
+	// Addr is the address peers dial, in the transport's own notation.
+	Addr() string
+	Close() error
+}
+
+// Transport makes links of one kind.
+type Transport interface {
+	// Name is the name used by comm.WithTransport ("tcp", "mem", ...).
+	Name() string
+	// Listen starts a listener at addr ("" picks one).
+	Listen(addr string, cfg Config) (Listener, error)
+	// Dial connects to the listener at addr, which must belong to rank
+	// peer of the same job. It fails with an error wrapping ErrRefused when
+	// the other end refuses the handshake.
+	Dial(ctx context.Context, addr string, peer int, cfg Config) (Link, error)
+}
+
+// ErrRefused is wrapped by errors of a handshake that the other side (or
+// this side) refused: a wrong secret, another job, the wrong rank.
+var ErrRefused = errors.New("connection refused by handshake")
