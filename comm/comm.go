@@ -1,0 +1,296 @@
+package comm
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gocoll/gocoll/codec"
+)
+
+// Comm is a communicator: a group of ranks that exchange messages. The
+// world communicator that Init and NewLocal return holds every rank of the
+// job; Split makes smaller ones. All methods are safe for concurrent use.
+type Comm struct {
+	ep     *endpoint
+	id     uint64
+	rank   int
+	group  []int // world rank of each rank of this communicator
+	seq    atomic.Uint64
+	closed atomic.Bool
+}
+
+// worldID is the id of the world communicator. Split derives the ids of
+// the others from their parent's, so every member computes the same id.
+const worldID = 1
+
+// splitEntry is the size of one rank's (color, key) in Split's table.
+const splitEntry = 16
+
+func newWorld(ep *endpoint) *Comm {
+	group := make([]int, ep.size)
+	for i := range group {
+		group[i] = i
+	}
+	return &Comm{ep: ep, id: worldID, rank: ep.rank, group: group}
+}
+
+// Rank is this process's rank in the communicator, in [0, Size()).
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in the communicator.
+func (c *Comm) Size() int { return len(c.group) }
+
+// ID identifies the communicator within the job; it is the same on every
+// member.
+func (c *Comm) ID() uint64 { return c.id }
+
+// WorldRank is the rank in the job (the world communicator) of rank r of c.
+func (c *Comm) WorldRank(r int) int { return c.group[r] }
+
+func (c *Comm) opError(op string, peer int, tag int64, err error) error {
+	return &OpError{Op: op, Comm: c.id, Rank: c.rank, Peer: peer, Tag: tag, Err: err}
+}
+
+// check validates a peer rank and tag of a point-to-point call.
+func (c *Comm) check(op string, peer, tag int) error {
+	switch {
+	case c.closed.Load():
+		return c.opError(op, peer, int64(tag), ErrClosed)
+	case peer < 0 || peer >= len(c.group):
+		return c.opError(op, -1, int64(tag), invalidf("rank %d is outside the communicator of %d ranks", peer, len(c.group)))
+	case tag < 0:
+		return c.opError(op, peer, int64(tag), invalidf("tag %d is negative; negative tags are reserved for collectives", tag))
+	}
+	return nil
+}
+
+// Send sends b to rank dst with the given tag. It returns once b may be
+// reused, which for messages the peer has not yet asked for means once the
+// bytes are handed to the transport. Tags are non-negative; messages with
+// the same tag from one sender arrive in the order they were sent.
+func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
+	if err := c.check("send", dst, tag); err != nil {
+		return err
+	}
+	h := codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Comm: c.id, Tag: int64(tag),
+		Count: uint64(len(b)), Length: uint64(len(b)), Root: -1}
+	if err := c.SendHeader(ctx, dst, &h, b); err != nil {
+		return c.opError("send", dst, int64(tag), err)
+	}
+	return nil
+}
+
+// Recv receives a message with the given tag from rank src into b and
+// returns its length. A message longer than b is an error wrapping
+// ErrTruncated that names both sizes; the message is not consumed.
+func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (int, error) {
+	r, err := c.Irecv(src, tag, b)
+	if err != nil {
+		return 0, err
+	}
+	return r.Wait(ctx)
+}
+
+// Irecv posts a receive and returns at once. A message that arrives after
+// the receive is posted is read straight into b; b must not be touched
+// until Wait returns.
+func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
+	if err := c.check("recv", src, tag); err != nil {
+		return nil, err
+	}
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b), nil
+}
+
+// Wait blocks until the receive completes and returns the message length.
+// It honours ctx and the communicator's timeout: a receive that no message
+// matched yet is withdrawn and the error wraps ctx's error or ErrTimeout.
+func (r *Request) Wait(ctx context.Context) (int, error) {
+	n, _, err := r.wait(ctx)
+	return n, err
+}
+
+// wait is Wait that also returns the header of the message received.
+func (r *Request) wait(ctx context.Context) (int, codec.Header, error) {
+	n, err := r.ep.wait(ctx, r)
+	h, c, peer, tag := r.hdr, r.comm, r.peer, r.key.tag
+	*r = Request{done: r.done}
+	requestPool.Put(r)
+	if err != nil {
+		return n, h, c.opError("recv", peer, tag, err)
+	}
+	return n, h, nil
+}
+
+// SendHeader sends payload to rank dst of c with a header the caller fills
+// in; Comm is set to c's id. It is the primitive that collectives build
+// on: they choose the kind, element type, count, op, root and sequence
+// number that the receiver checks.
+func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload []byte) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	h.Comm = c.id
+	return c.ep.send(ctx, c.group[dst], h, payload)
+}
+
+// RecvHeader receives the message with tag from rank src of c into b and
+// returns its length and header, so that a collective can compare what the
+// sender called with what it expected.
+func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, codec.Header, error) {
+	if c.closed.Load() {
+		return 0, codec.Header{}, c.opError("recv", src, tag, ErrClosed)
+	}
+	r := c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b)
+	return r.wait(ctx)
+}
+
+// NextSeq returns the next collective sequence number of c. Every member
+// calls collectives in the same order, so the same call gets the same
+// number on every rank; tags derived from it keep concurrent collectives
+// apart.
+func (c *Comm) NextSeq() uint64 { return c.seq.Add(1) }
+
+// internalTag is the tag of the control messages of the operation with
+// sequence number seq. User tags are non-negative, so these never match a
+// user's message.
+func internalTag(seq uint64) int64 { return -int64(seq) }
+
+// Split partitions c into disjoint communicators, like MPI_Comm_split.
+// Every rank of c must call it. Ranks that pass the same color end up in
+// the same new communicator, ordered by key and then by their rank in c.
+// A negative color leaves the caller out: it gets nil, nil.
+//
+// Traffic of the new communicator never matches traffic of c or of any
+// other communicator, even with equal tags.
+func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
+	if c.closed.Load() {
+		return nil, c.opError("split", -1, 0, ErrClosed)
+	}
+	seq := c.NextSeq()
+	tag := internalTag(seq)
+	size := len(c.group)
+
+	// Rank 0 of c gathers every (color, key) and sends the table back.
+	table := make([]byte, splitEntry*size)
+	binary.LittleEndian.PutUint64(table[splitEntry*c.rank:], uint64(int64(color)))
+	binary.LittleEndian.PutUint64(table[splitEntry*c.rank+8:], uint64(int64(key)))
+	entry := func(r int) []byte { return table[splitEntry*r : splitEntry*(r+1)] }
+	colorOf := func(r int) int64 { return int64(binary.LittleEndian.Uint64(entry(r))) }
+	keyOf := func(r int) int64 { return int64(binary.LittleEndian.Uint64(entry(r)[8:])) }
+	h := codec.Header{Kind: codec.KindControl, DType: codec.Int64, Seq: seq, Tag: tag, Root: 0}
+	if c.rank == 0 {
+		reqs := make([]*Request, size)
+		for r := 1; r < size; r++ {
+			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r))
+		}
+		for r := 1; r < size; r++ {
+			if _, _, err := reqs[r].wait(ctx); err != nil {
+				for _, q := range reqs[r+1:] {
+					q.wait(canceled)
+				}
+				return nil, err
+			}
+		}
+		h.Count, h.Length = uint64(2*size), uint64(len(table))
+		for r := 1; r < size; r++ {
+			if err := c.SendHeader(ctx, r, &h, table); err != nil {
+				return nil, c.opError("split", r, tag, err)
+			}
+		}
+	} else {
+		mine := append([]byte(nil), entry(c.rank)...)
+		h.Count, h.Length = 2, splitEntry
+		if err := c.SendHeader(ctx, 0, &h, mine); err != nil {
+			return nil, c.opError("split", 0, tag, err)
+		}
+		n, _, err := c.RecvHeader(ctx, 0, tag, table)
+		if err != nil {
+			return nil, err
+		}
+		if n != len(table) || string(entry(c.rank)) != string(mine) {
+			return nil, c.opError("split", 0, tag, fmt.Errorf("rank 0 sent a table of %d bytes that does not hold this rank's color and key", n))
+		}
+	}
+	if color < 0 {
+		return nil, nil
+	}
+
+	var members []int
+	for r := range size {
+		if colorOf(r) == int64(color) {
+			members = append(members, r)
+		}
+	}
+	slices.SortStableFunc(members, func(a, b int) int {
+		if c := cmp.Compare(keyOf(a), keyOf(b)); c != 0 {
+			return c
+		}
+		return a - b
+	})
+	sub := &Comm{ep: c.ep, id: childID(c.id, seq, color), group: make([]int, len(members))}
+	for i, r := range members {
+		sub.group[i] = c.group[r]
+		if r == c.rank {
+			sub.rank = i
+		}
+	}
+	return sub, nil
+}
+
+// canceled is a context that is already done, for withdrawing receives
+// that are no longer wanted.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// childID derives a communicator id from the parent's id, the sequence
+// number of the Split and the color (splitmix64 finalizer).
+func childID(parent, seq uint64, color int) uint64 {
+	x := parent*0x9e3779b97f4a7c15 ^ seq*0xbf58476d1ce4e5b9 ^ uint64(color)*0x94d049bb133111eb
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if x <= worldID {
+		x += worldID + 1
+	}
+	return x
+}
+
+// Abort ends the job: every rank's pending and next calls fail with an
+// error wrapping ErrAborted that names this rank and err. It returns at
+// once; call Close afterwards to release resources.
+func (c *Comm) Abort(err error) {
+	reason := "aborted"
+	if err != nil {
+		reason = err.Error()
+	}
+	c.ep.abort(reason)
+}
+
+// Close releases the communicator. Closing the world communicator says
+// goodbye to every peer this rank sent to, closes its links and, on rank
+// 0, keeps the rendezvous up until the other ranks have closed too (or the
+// timeout passes). Closing a communicator made by Split only retires it.
+// Close is idempotent.
+func (c *Comm) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.id != worldID {
+		return nil
+	}
+	err := c.ep.close()
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return c.opError("close", -1, 0, err)
+	}
+	return nil
+}

@@ -1,0 +1,586 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/transport"
+)
+
+// An endpoint is one rank's presence in a job: its links, its inboxes and
+// its failure state. The world communicator and every communicator split
+// from it share one endpoint, and so share its links.
+//
+// Links are used one way: a rank sends only on links it dialed and
+// receives only on links it accepted. Two ranks that both start talking at
+// once therefore never race to set up "the" connection between them (the
+// head-to-head case that MPI libraries resolve with tie-break protocols),
+// and a link exists only in a direction that carries traffic.
+type endpoint struct {
+	rank, size int
+	opts       options
+	log        *slog.Logger
+	tr         transport.Transport
+	ln         transport.Listener
+	linkCfg    transport.Config
+	store      *rendezvous.Client
+	addrs      []string // published link address of every rank
+
+	peers   []peer  // outbound, by world rank
+	inboxes []inbox // inbound, by world rank
+
+	budgetMu   sync.Mutex
+	budgetUsed int
+	budgetWake chan struct{} // closed when space frees; nil while nobody waits
+
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{} // closed by fail
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	release   func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
+	wg        sync.WaitGroup
+}
+
+type peer struct {
+	mu   sync.Mutex // held while dialing
+	link atomic.Pointer[outLink]
+}
+
+type outLink struct{ transport.Link }
+
+// closedChan is a ready channel for waits that need not wait.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func newEndpoint(rank, size int, o options, tr transport.Transport, ln transport.Listener,
+	cfg transport.Config, store *rendezvous.Client, addrs []string) *endpoint {
+	ep := &endpoint{
+		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
+		tr: tr, ln: ln, linkCfg: cfg, store: store, addrs: addrs,
+		peers:   make([]peer, size),
+		inboxes: make([]inbox, size),
+		failed:  make(chan struct{}),
+	}
+	ep.wg.Add(2)
+	go ep.acceptLoop()
+	go ep.watchStore()
+	return ep
+}
+
+// err returns the reason calls can no longer proceed, or nil.
+func (ep *endpoint) err() error {
+	select {
+	case <-ep.failed:
+		return ep.failErr
+	default:
+		return nil
+	}
+}
+
+func (ep *endpoint) watchStore() {
+	defer ep.wg.Done()
+	for ev := range ep.store.Events() {
+		if ep.closing.Load() {
+			continue
+		}
+		switch ev.Kind {
+		case rendezvous.Lost:
+			ep.fail(&PeerError{Rank: ev.Rank, Err: errors.New(ev.Reason)})
+		case rendezvous.Aborted:
+			ep.fail(&AbortError{Rank: ev.Rank, Reason: ev.Reason})
+		}
+	}
+}
+
+func (ep *endpoint) acceptLoop() {
+	defer ep.wg.Done()
+	for {
+		l, err := ep.ln.Accept()
+		if err != nil {
+			return
+		}
+		src := l.Peer()
+		if src < 0 || src >= ep.size || src == ep.rank {
+			ep.log.Warn("refusing link from a rank outside the job", "peer", src, "size", ep.size)
+			l.Close()
+			continue
+		}
+		ib := &ep.inboxes[src]
+		ib.mu.Lock()
+		dup := ib.link != nil
+		if !dup {
+			ib.link = l
+		}
+		ib.mu.Unlock()
+		if dup {
+			ep.log.Warn("refusing a second link from the same rank", "peer", src)
+			l.Close()
+			continue
+		}
+		ep.wg.Add(1)
+		go ep.readLoop(src, l)
+	}
+}
+
+// readLoop reads the messages of one inbound link until it ends.
+func (ep *endpoint) readLoop(src int, l transport.Link) {
+	defer ep.wg.Done()
+	ib := &ep.inboxes[src]
+	var h codec.Header
+	for {
+		err := l.ReadHeader(&h)
+		if err == nil {
+			switch {
+			case h.Flags&codec.FlagGoodbye != 0:
+				ib.close(fmt.Errorf("%w: rank %d", ErrPeerClosed, src))
+				continue
+			case h.Flags&codec.FlagAbort != 0:
+				err = ep.readFailure(src, l, &h)
+			default:
+				err = ep.receive(ib, l, &h)
+			}
+		}
+		if err != nil {
+			ep.linkDown(src, ib, l, err)
+			return
+		}
+	}
+}
+
+// linkDown handles the end of an inbound link. After a goodbye, or while
+// this rank closes, that is the normal end; otherwise the peer is lost.
+func (ep *endpoint) linkDown(src int, ib *inbox, l transport.Link, err error) {
+	l.Close()
+	ib.mu.Lock()
+	clean := errors.Is(ib.closed, ErrPeerClosed)
+	ib.mu.Unlock()
+	if clean || ep.closing.Load() {
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("connection closed without goodbye (process exited or crashed)")
+	}
+	ep.log.Warn("peer lost", "peer", src, "err", err)
+	ep.fail(&PeerError{Rank: src, Err: err})
+}
+
+// receive delivers the payload of the message whose header is h: straight
+// into a posted receive when there is one, else into a pooled buffer.
+func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error {
+	n := int(h.Length)
+	for {
+		ib.mu.Lock()
+		if r := ib.takePosted(h); r != nil {
+			if n > len(r.buf) {
+				r.complete(0, h, &TruncateError{Len: n, Cap: len(r.buf)})
+				ib.mu.Unlock()
+				continue
+			}
+			r.state = reqReceiving
+			ib.mu.Unlock()
+			err := l.ReadPayload(r.buf[:n])
+			ib.mu.Lock()
+			if err != nil {
+				r.complete(0, h, &PeerError{Rank: r.src, Err: err})
+			} else {
+				r.complete(n, h, nil)
+			}
+			ib.mu.Unlock()
+			return err
+		}
+		if ep.reserve(n) {
+			m := getMessage(h)
+			ib.unexpected = append(ib.unexpected, m)
+			ib.mu.Unlock()
+			err := l.ReadPayload(m.buf)
+			ib.mu.Lock()
+			defer ib.mu.Unlock()
+			if err != nil {
+				ib.drop(m)
+				if m.claim != nil {
+					m.claim.complete(0, h, &PeerError{Rank: m.claim.src, Err: err})
+				}
+				ep.releaseMessage(m)
+				return err
+			}
+			m.arrived = true
+			if m.claim != nil {
+				ep.deliverBuffered(m.claim, m)
+			}
+			return nil
+		}
+		// No room for another early message: wait until a receive is
+		// posted for it or buffered messages are received.
+		if ib.stalled == nil {
+			ib.stalled = make(chan struct{}, 1)
+		}
+		stalled := ib.stalled
+		ib.mu.Unlock()
+		select {
+		case <-stalled:
+		case <-ep.budgetWait(n):
+		case <-ep.failed:
+			return ep.failErr
+		}
+	}
+}
+
+// drop removes m from the unexpected list if it is still there.
+func (ib *inbox) drop(m *message) {
+	for i, u := range ib.unexpected {
+		if u == m {
+			ib.unexpected = append(ib.unexpected[:i], ib.unexpected[i+1:]...)
+			return
+		}
+	}
+}
+
+// deliverBuffered copies a buffered message into r and frees the buffer.
+// The caller holds the inbox's mutex.
+func (ep *endpoint) deliverBuffered(r *Request, m *message) {
+	n := copy(r.buf, m.buf)
+	r.complete(n, &m.hdr, nil)
+	ep.releaseMessage(m)
+}
+
+func (ep *endpoint) releaseMessage(m *message) {
+	ep.budgetMu.Lock()
+	ep.budgetUsed -= len(m.buf)
+	if ep.budgetWake != nil {
+		close(ep.budgetWake)
+		ep.budgetWake = nil
+	}
+	ep.budgetMu.Unlock()
+	putMessage(m)
+}
+
+// reserve takes n bytes of the unexpected-message budget. A message is
+// always admitted when nothing is buffered, so a single message larger
+// than the limit still gets through.
+func (ep *endpoint) reserve(n int) bool {
+	ep.budgetMu.Lock()
+	defer ep.budgetMu.Unlock()
+	if ep.budgetUsed > 0 && ep.budgetUsed+n > ep.opts.unexpectedLimit {
+		return false
+	}
+	ep.budgetUsed += n
+	return true
+}
+
+// budgetWait returns a channel that is ready once n bytes may fit.
+func (ep *endpoint) budgetWait(n int) <-chan struct{} {
+	ep.budgetMu.Lock()
+	defer ep.budgetMu.Unlock()
+	if ep.budgetUsed == 0 || ep.budgetUsed+n <= ep.opts.unexpectedLimit {
+		return closedChan
+	}
+	if ep.budgetWake == nil {
+		ep.budgetWake = make(chan struct{})
+	}
+	return ep.budgetWake
+}
+
+// post starts a receive from world rank src.
+func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Request {
+	r := requestPool.Get().(*Request)
+	r.ep, r.comm, r.src, r.peer, r.key, r.buf = ep, c, src, peer, key, buf
+	r.n, r.err = 0, nil
+	if err := ep.err(); err != nil {
+		r.state = reqDone
+		r.err = err
+		r.done <- struct{}{}
+		return r
+	}
+	ep.inboxes[src].post(r)
+	return r
+}
+
+// wait blocks until r completes, ctx ends, the communicator's timeout
+// passes or the endpoint fails. A receive whose payload is already being
+// written into its buffer is seen through to the end first: the buffer
+// belongs to the caller again only once nothing writes to it.
+func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
+	select {
+	case <-r.done:
+		return r.n, r.err
+	default:
+	}
+	var timeout <-chan time.Time
+	if ep.opts.timeout > 0 {
+		t := getTimer(ep.opts.timeout)
+		defer putTimer(t)
+		timeout = t.C
+	}
+	var cause error
+	select {
+	case <-r.done:
+		return r.n, r.err
+	case <-ctx.Done():
+		cause = context.Cause(ctx)
+	case <-ep.failed:
+		cause = ep.failErr
+	case <-timeout:
+		cause = ErrTimeout
+	}
+	if ep.inboxes[r.src].withdraw(r) {
+		return 0, cause
+	}
+	grace := getTimer(deliveryGrace(ep.opts.timeout))
+	defer putTimer(grace)
+	select {
+	case <-r.done:
+	case <-grace.C:
+		// The sender stopped in the middle of the payload. Cut the link so
+		// the reader lets go of the buffer.
+		ep.inboxes[r.src].mu.Lock()
+		l := ep.inboxes[r.src].link
+		ep.inboxes[r.src].mu.Unlock()
+		if l != nil {
+			l.Close()
+		}
+		<-r.done
+	}
+	return r.n, r.err
+}
+
+func deliveryGrace(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultTimeout
+	}
+	return timeout
+}
+
+var timerPool sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
+}
+
+// send sends one message to world rank dst.
+func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload []byte) error {
+	if err := ep.err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	if dst == ep.rank {
+		ep.sendSelf(h, payload)
+		return nil
+	}
+	l, err := ep.linkTo(ctx, dst)
+	if err != nil {
+		return err
+	}
+	var g *sendGuard
+	if ep.opts.timeout > 0 {
+		g = armGuard(ep, l, dst)
+	}
+	err = l.WriteMessage(ctx, h, payload)
+	if g != nil && !g.disarm() {
+		return ep.err()
+	}
+	if err == nil {
+		return nil
+	}
+	if ep.closing.Load() {
+		return ErrClosed
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		if errors.Is(err, net.ErrClosed) {
+			// Cancelled halfway through a message: the link to dst cannot
+			// carry anything else, so the job cannot go on either.
+			ep.abort(fmt.Sprintf("rank %d: send to rank %d cancelled mid-message: %v", ep.rank, dst, ctxErr))
+		}
+		return context.Cause(ctx)
+	}
+	ib := &ep.inboxes[dst]
+	ib.mu.Lock()
+	closed := ib.closed
+	ib.mu.Unlock()
+	if errors.Is(closed, ErrPeerClosed) {
+		return closed
+	}
+	perr := &PeerError{Rank: dst, Err: err}
+	ep.fail(perr)
+	return perr
+}
+
+// sendSelf delivers a message to this rank's own inbox.
+func (ep *endpoint) sendSelf(h *codec.Header, payload []byte) {
+	ib := &ep.inboxes[ep.rank]
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	for {
+		r := ib.takePosted(h)
+		if r == nil {
+			break
+		}
+		if len(payload) <= len(r.buf) {
+			r.complete(copy(r.buf, payload), h, nil)
+			return
+		}
+		r.complete(0, h, &TruncateError{Len: len(payload), Cap: len(r.buf)})
+	}
+	m := getMessage(h)
+	copy(m.buf, payload)
+	m.arrived = true
+	ep.budgetMu.Lock()
+	ep.budgetUsed += len(m.buf)
+	ep.budgetMu.Unlock()
+	ib.unexpected = append(ib.unexpected, m)
+}
+
+// sendGuard enforces the communicator's timeout on a write without
+// allocating a context per message: if the write is still blocked when
+// the timer fires, the link is cut and the job aborted.
+type sendGuard struct {
+	t    *time.Timer
+	ep   *endpoint
+	link transport.Link
+	dst  int
+}
+
+var guardPool sync.Pool
+
+func armGuard(ep *endpoint, l transport.Link, dst int) *sendGuard {
+	g, _ := guardPool.Get().(*sendGuard)
+	if g == nil {
+		g = &sendGuard{}
+		g.t = time.AfterFunc(time.Hour, g.fire)
+		g.t.Stop()
+	}
+	g.ep, g.link, g.dst = ep, l, dst
+	g.t.Reset(ep.opts.timeout)
+	return g
+}
+
+func (g *sendGuard) fire() {
+	// Cut the link first: the blocked writer holds it, and the abort
+	// frames go out on the others.
+	g.link.Close()
+	g.ep.abort(fmt.Sprintf("rank %d: send to rank %d blocked for %v (communicator timeout)", g.ep.rank, g.dst, g.ep.opts.timeout))
+}
+
+// disarm stops the guard and reports whether it stopped it in time. A
+// guard that fired is not reused: its callback may still be running.
+func (g *sendGuard) disarm() bool {
+	if !g.t.Stop() {
+		return false
+	}
+	g.ep, g.link = nil, nil
+	guardPool.Put(g)
+	return true
+}
+
+// linkTo returns the link that carries messages to dst, dialing it on
+// first use.
+func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error) {
+	p := &ep.peers[dst]
+	if o := p.link.Load(); o != nil {
+		return o.Link, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if o := p.link.Load(); o != nil {
+		return o.Link, nil
+	}
+	if ep.opts.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, ep.opts.timeout, ErrTimeout)
+		defer cancel()
+	}
+	l, err := ep.tr.Dial(ctx, ep.addrs[dst], dst, ep.linkCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to rank %d at %s: %w", dst, ep.addrs[dst], err)
+	}
+	if ep.closing.Load() {
+		l.Close()
+		return nil, ErrClosed
+	}
+	p.link.Store(&outLink{l})
+	return l, nil
+}
+
+// close says goodbye on every outbound link, hands the rendezvous back and
+// waits for the endpoint's goroutines.
+func (ep *endpoint) close() error {
+	ep.closeOnce.Do(func() {
+		// A rank that closes after a failure passes the failure on instead
+		// of a goodbye, so that its peers blame the rank that caused it
+		// rather than the one that left.
+		var last codec.Header
+		var payload []byte
+		if failure := failurePayload(ep.err()); failure != nil {
+			last, payload = failureHeader(failure), failure
+		} else {
+			last = codec.Header{Kind: codec.KindControl, Flags: codec.FlagGoodbye, DType: codec.Uint8, Root: -1}
+		}
+		ep.closing.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+		for i := range ep.peers {
+			p := &ep.peers[i]
+			p.mu.Lock()
+			if o := p.link.Load(); o != nil {
+				_ = o.WriteMessage(ctx, &last, payload)
+				o.Close()
+			}
+			p.mu.Unlock()
+		}
+		cancel()
+
+		if ep.release != nil {
+			ctx, cancel := ep.withTimeout(context.Background())
+			ep.closeErr = ep.release(ctx)
+			cancel()
+		}
+		if err := ep.store.Close(); err != nil && ep.closeErr == nil {
+			ep.closeErr = err
+		}
+		ep.ln.Close()
+		for i := range ep.inboxes {
+			ib := &ep.inboxes[i]
+			ib.mu.Lock()
+			if ib.link != nil {
+				ib.link.Close()
+			}
+			ib.mu.Unlock()
+		}
+		ep.fail(ErrClosed)
+		ep.wg.Wait()
+	})
+	return ep.closeErr
+}
+
+// withTimeout bounds ctx by the communicator's timeout. It allocates, so it
+// serves the setup paths, not the per-message ones.
+func (ep *endpoint) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ep.opts.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, ep.opts.timeout, ErrTimeout)
+}
+
+func addrKey(rank int) string { return "addr/" + strconv.Itoa(rank) }
+func hostKey(rank int) string { return "host/" + strconv.Itoa(rank) }

@@ -1,0 +1,211 @@
+package comm
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jobSpec is what a rank needs to join a job: who it is and where the
+// rendezvous is.
+type jobSpec struct {
+	rank, size int
+	addr       string // host:port of the rendezvous, served by rank 0
+	secret     []byte
+	transport  string // GOCOLL_TRANSPORT, "" when unset
+	launcher   string // which launcher's variables were used, for errors
+	timeout    time.Duration
+	hasTimeout bool
+	debug      bool
+}
+
+// launcher describes how one launcher names rank, size and rendezvous.
+type launcher struct {
+	name       string
+	rank, size string // variable names; size "" means none
+	addr       func(env func(string) (string, bool)) (string, error)
+}
+
+// launchers in the order Init tries them: the first whose rank variable is
+// set decides rank and size. GOCOLL_ADDR, when set, overrides the address
+// of every launcher.
+var launchers = []launcher{
+	{name: "gocoll", rank: "GOCOLL_RANK", size: "GOCOLL_SIZE"},
+	{name: "torchrun", rank: "RANK", size: "WORLD_SIZE", addr: torchrunAddr},
+	{name: "Open MPI mpirun", rank: "OMPI_COMM_WORLD_RANK", size: "OMPI_COMM_WORLD_SIZE", addr: masterAddr},
+	{name: "SLURM srun", rank: "SLURM_PROCID", size: "SLURM_NTASKS", addr: slurmAddr},
+	{name: "Kubernetes indexed job", rank: "JOB_COMPLETION_INDEX", addr: masterAddr},
+}
+
+// jobFromEnv reads the job description from env (os.LookupEnv in Init).
+func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
+	var spec jobSpec
+	var l *launcher
+	for i := range launchers {
+		if _, ok := env(launchers[i].rank); ok {
+			l = &launchers[i]
+			break
+		}
+	}
+	if l == nil {
+		return spec, fmt.Errorf("%w: no job environment: set GOCOLL_RANK, GOCOLL_SIZE and GOCOLL_ADDR, "+
+			"or start the program with gocoll run, torchrun, mpirun, srun or as a Kubernetes indexed job", ErrInvalid)
+	}
+	spec.launcher = l.name
+	var err error
+	if spec.rank, err = intVar(env, l.rank, l.name); err != nil {
+		return spec, err
+	}
+	sizeVars := []string{l.size}
+	if l.size == "" {
+		// An indexed job knows its index but not the parallelism.
+		sizeVars = []string{"GOCOLL_SIZE", "WORLD_SIZE"}
+	}
+	spec.size = -1
+	for _, v := range sizeVars {
+		if _, ok := env(v); ok {
+			if spec.size, err = intVar(env, v, l.name); err != nil {
+				return spec, err
+			}
+			break
+		}
+	}
+	switch {
+	case spec.size < 0:
+		return spec, fmt.Errorf("%w: %s: %s is set but the job size is not: set %s",
+			ErrInvalid, l.name, l.rank, strings.Join(sizeVars, " or "))
+	case spec.size == 0:
+		return spec, fmt.Errorf("%w: %s: job size %s=0 must be at least 1", ErrInvalid, l.name, sizeVars[0])
+	case spec.rank >= spec.size:
+		return spec, fmt.Errorf("%w: %s: rank %s=%d is not below the job size %d", ErrInvalid, l.name, l.rank, spec.rank, spec.size)
+	}
+
+	if a, ok := env("GOCOLL_ADDR"); ok {
+		spec.addr = a
+	} else if l.addr != nil {
+		if spec.addr, err = l.addr(env); err != nil {
+			return spec, fmt.Errorf("%w: %s: %v", ErrInvalid, l.name, err)
+		}
+	}
+	if spec.addr == "" {
+		return spec, fmt.Errorf("%w: %s: no rendezvous address: set GOCOLL_ADDR=host:port (the address rank 0 serves the rendezvous on)", ErrInvalid, l.name)
+	}
+	if _, port, err := net.SplitHostPort(spec.addr); err != nil {
+		return spec, fmt.Errorf("%w: rendezvous address %q: %v", ErrInvalid, spec.addr, err)
+	} else if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return spec, fmt.Errorf("%w: rendezvous address %q: port %q is not a port number", ErrInvalid, spec.addr, port)
+	}
+
+	if s, ok := env("GOCOLL_SECRET"); ok {
+		spec.secret = []byte(s)
+	}
+	spec.transport, _ = env("GOCOLL_TRANSPORT")
+	if s, ok := env("GOCOLL_TIMEOUT"); ok {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return spec, fmt.Errorf("%w: GOCOLL_TIMEOUT=%q is not a duration such as 30s or 5m", ErrInvalid, s)
+		}
+		spec.timeout, spec.hasTimeout = d, true
+	}
+	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
+		spec.debug = true
+	}
+	return spec, nil
+}
+
+func intVar(env func(string) (string, bool), name, launcher string) (int, error) {
+	s, _ := env(name)
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s: %s=%q is not a non-negative integer", ErrInvalid, launcher, name, s)
+	}
+	return n, nil
+}
+
+// masterAddr is MASTER_ADDR:MASTER_PORT, the convention of torchrun that
+// other launchers' users adopt too.
+func masterAddr(env func(string) (string, bool)) (string, error) {
+	host, hok := env("MASTER_ADDR")
+	port, pok := env("MASTER_PORT")
+	switch {
+	case !hok && !pok:
+		return "", nil
+	case !hok || !pok:
+		return "", fmt.Errorf("MASTER_ADDR=%q and MASTER_PORT=%q must be set together", host, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// torchrunAddr is torchrun's MASTER_ADDR and MASTER_PORT. When torchrun's
+// agent already serves its own TCPStore on MASTER_PORT
+// (TORCHELASTIC_USE_AGENT_STORE=True), gocoll's rendezvous takes the next
+// port instead of colliding with it.
+func torchrunAddr(env func(string) (string, bool)) (string, error) {
+	addr, err := masterAddr(env)
+	if err != nil || addr == "" {
+		return addr, err
+	}
+	if s, _ := env("TORCHELASTIC_USE_AGENT_STORE"); strings.EqualFold(s, "true") {
+		host, port, _ := net.SplitHostPort(addr)
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return "", fmt.Errorf("MASTER_PORT=%q is not a port number", port)
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(p+1))
+	}
+	return addr, nil
+}
+
+// slurmAddr uses MASTER_ADDR/MASTER_PORT when the batch script sets them,
+// and otherwise the first node of the allocation with a port derived from
+// the job id, so that two jobs sharing a node do not collide.
+func slurmAddr(env func(string) (string, bool)) (string, error) {
+	if addr, err := masterAddr(env); err != nil || addr != "" {
+		return addr, err
+	}
+	list, ok := env("SLURM_JOB_NODELIST")
+	if !ok {
+		list, ok = env("SLURM_NODELIST")
+	}
+	if !ok {
+		return "", nil
+	}
+	host, err := firstHost(list)
+	if err != nil {
+		return "", err
+	}
+	id, _ := env("SLURM_JOB_ID")
+	jobID, _ := strconv.Atoi(id)
+	return net.JoinHostPort(host, strconv.Itoa(29500+jobID%1000)), nil
+}
+
+// firstHost returns the first host of a SLURM host list such as
+// "gpu[03-05,07],cpu1" (gpu03).
+func firstHost(list string) (string, error) {
+	list = strings.TrimSpace(list)
+	open := strings.IndexByte(list, '[')
+	comma := strings.IndexByte(list, ',')
+	if open < 0 || (comma >= 0 && comma < open) {
+		if comma >= 0 {
+			list = list[:comma]
+		}
+		if list == "" {
+			return "", fmt.Errorf("empty SLURM node list")
+		}
+		return list, nil
+	}
+	end := strings.IndexByte(list[open:], ']')
+	if end < 0 {
+		return "", fmt.Errorf("SLURM node list %q has an unclosed '['", list)
+	}
+	first := list[open+1 : open+end]
+	if i := strings.IndexAny(first, ",-"); i >= 0 {
+		first = first[:i]
+	}
+	if first == "" {
+		return "", fmt.Errorf("SLURM node list %q has an empty range", list)
+	}
+	return list[:open] + first, nil
+}

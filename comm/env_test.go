@@ -1,0 +1,104 @@
+package comm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestJobFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		rank    int
+		size    int
+		addr    string
+		wantErr string
+	}{
+		{name: "gocoll", env: map[string]string{"GOCOLL_RANK": "2", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "10.0.0.1:7000"},
+			rank: 2, size: 4, addr: "10.0.0.1:7000"},
+		{name: "torchrun", env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "node0", "MASTER_PORT": "29500"},
+			rank: 1, size: 2, addr: "node0:29500"},
+		{name: "torchrun agent store takes the next port", env: map[string]string{"RANK": "0", "WORLD_SIZE": "2",
+			"MASTER_ADDR": "node0", "MASTER_PORT": "29500", "TORCHELASTIC_USE_AGENT_STORE": "True"},
+			rank: 0, size: 2, addr: "node0:29501"},
+		{name: "GOCOLL_ADDR overrides torchrun", env: map[string]string{"RANK": "1", "WORLD_SIZE": "2",
+			"MASTER_ADDR": "node0", "MASTER_PORT": "29500", "GOCOLL_ADDR": "node9:1234"},
+			rank: 1, size: 2, addr: "node9:1234"},
+		{name: "gocoll wins over torchrun", env: map[string]string{"GOCOLL_RANK": "3", "GOCOLL_SIZE": "8", "GOCOLL_ADDR": "h:1",
+			"RANK": "0", "WORLD_SIZE": "2"},
+			rank: 3, size: 8, addr: "h:1"},
+		{name: "mpirun", env: map[string]string{"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "6", "GOCOLL_ADDR": "h:9"},
+			rank: 5, size: 6, addr: "h:9"},
+		{name: "mpirun without address", env: map[string]string{"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "6"},
+			wantErr: "Open MPI mpirun: no rendezvous address: set GOCOLL_ADDR"},
+		{name: "slurm with nodelist", env: map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4",
+			"SLURM_JOB_NODELIST": "gpu[07-09,12],cpu1", "SLURM_JOB_ID": "12345"},
+			rank: 3, size: 4, addr: "gpu07:29845"},
+		{name: "slurm single node", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NODELIST": "login1"},
+			rank: 0, size: 1, addr: "login1:29500"},
+		{name: "indexed job", env: map[string]string{"JOB_COMPLETION_INDEX": "7", "GOCOLL_SIZE": "8",
+			"MASTER_ADDR": "job-0.svc", "MASTER_PORT": "4000"},
+			rank: 7, size: 8, addr: "job-0.svc:4000"},
+		{name: "indexed job without size", env: map[string]string{"JOB_COMPLETION_INDEX": "7", "GOCOLL_ADDR": "a:1"},
+			wantErr: "JOB_COMPLETION_INDEX is set but the job size is not: set GOCOLL_SIZE or WORLD_SIZE"},
+		{name: "nothing", env: map[string]string{},
+			wantErr: "no job environment: set GOCOLL_RANK, GOCOLL_SIZE and GOCOLL_ADDR"},
+		{name: "rank not a number", env: map[string]string{"GOCOLL_RANK": "two", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "h:1"},
+			wantErr: `GOCOLL_RANK="two" is not a non-negative integer`},
+		{name: "rank beyond size", env: map[string]string{"GOCOLL_RANK": "4", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "h:1"},
+			wantErr: "rank GOCOLL_RANK=4 is not below the job size 4"},
+		{name: "size zero", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "0", "GOCOLL_ADDR": "h:1"},
+			wantErr: "job size GOCOLL_SIZE=0 must be at least 1"},
+		{name: "size missing", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_ADDR": "h:1"},
+			wantErr: "GOCOLL_RANK is set but the job size is not: set GOCOLL_SIZE"},
+		{name: "address without port", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "host"},
+			wantErr: `rendezvous address "host"`},
+		{name: "address with bad port", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "host:http"},
+			wantErr: `port "http" is not a port number`},
+		{name: "master addr without port", env: map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "h"},
+			wantErr: "MASTER_ADDR=\"h\" and MASTER_PORT=\"\" must be set together"},
+		{name: "bad timeout", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", "GOCOLL_TIMEOUT": "soon"},
+			wantErr: `GOCOLL_TIMEOUT="soon" is not a duration`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := jobFromEnv(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.rank, spec.rank)
+			assert.Equal(t, tt.size, spec.size)
+			assert.Equal(t, tt.addr, spec.addr)
+		})
+	}
+}
+
+func TestFirstHost(t *testing.T) {
+	tests := []struct{ list, want, err string }{
+		{list: "node1", want: "node1"},
+		{list: "node1,node2", want: "node1"},
+		{list: "gpu[03-05]", want: "gpu03"},
+		{list: "gpu[3,5]", want: "gpu3"},
+		{list: "a,gpu[1-2]", want: "a"},
+		{list: "gpu[1-2", err: "unclosed"},
+		{list: "gpu[]", err: "empty range"},
+		{list: "", err: "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.list, ",", "_"), func(t *testing.T) {
+			got, err := firstHost(tt.list)
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gocoll/gocoll/transport"
+)
+
+// Sentinel errors. Test for them with errors.Is; the errors that calls
+// return wrap them with the operation, the ranks and the cause.
+var (
+	// ErrClosed is returned by calls on a communicator after Close.
+	ErrClosed = errors.New("communicator closed")
+	// ErrPeerLost is wrapped by a *PeerError: a rank died or its link broke.
+	ErrPeerLost = errors.New("peer lost")
+	// ErrPeerClosed means the peer closed its communicator cleanly, so the
+	// message waited for will never come.
+	ErrPeerClosed = errors.New("peer closed its communicator")
+	// ErrAborted is wrapped by an *AbortError: some rank called Abort.
+	ErrAborted = errors.New("job aborted")
+	// ErrTruncated is wrapped by a *TruncateError: a message is longer than
+	// the buffer of the receive it matched.
+	ErrTruncated = errors.New("message truncated")
+	// ErrInvalid marks a call with bad arguments (a rank out of range, a
+	// reserved tag): the caller's fault, not the job's.
+	ErrInvalid = errors.New("invalid input")
+	// ErrRefused is wrapped when a handshake is refused: a wrong secret,
+	// another job's peer, a rank that is already taken.
+	ErrRefused = transport.ErrRefused
+	// ErrTimeout is wrapped when the communicator's timeout (WithTimeout)
+	// passes. It matches context.DeadlineExceeded as well, so code that
+	// handles context deadlines handles it too.
+	ErrTimeout error = timeoutError{}
+)
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "communicator timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+func (timeoutError) Is(target error) bool {
+	return target == context.DeadlineExceeded
+}
+
+// OpError is the error type of every communicator call. It names the call,
+// the communicator, this rank, the peer and the tag, like net.OpError names
+// the operation and both addresses.
+type OpError struct {
+	Op   string // "send", "recv", "split", "init", ...
+	Comm uint64 // communicator id
+	Rank int    // this rank in the communicator, -1 before it is known
+	Peer int    // the other rank in the communicator, -1 if none
+	Tag  int64  // the tag of a point-to-point call
+	Err  error
+}
+
+func (e *OpError) Error() string {
+	s := "gocoll: " + e.Op
+	if e.Peer >= 0 {
+		switch e.Op {
+		case "send":
+			s += fmt.Sprintf(" to rank %d", e.Peer)
+		case "recv":
+			s += fmt.Sprintf(" from rank %d", e.Peer)
+		default:
+			s += fmt.Sprintf(" with rank %d", e.Peer)
+		}
+	}
+	if e.Op == "send" || e.Op == "recv" {
+		s += fmt.Sprintf(" tag %d", e.Tag)
+	}
+	if e.Rank >= 0 {
+		s += fmt.Sprintf(" on rank %d", e.Rank)
+	}
+	if e.Comm != 0 {
+		s += fmt.Sprintf(" of comm %#x", e.Comm)
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the call failed because a deadline passed.
+func (e *OpError) Timeout() bool {
+	return errors.Is(e.Err, context.DeadlineExceeded)
+}
+
+// PeerError reports a rank that died or whose link broke. Rank is the
+// rank in the job (the world communicator).
+type PeerError struct {
+	Rank int
+	Err  error // the cause as this rank saw it: io.EOF, a reset, ...
+}
+
+func (e *PeerError) Error() string {
+	return fmt.Sprintf("rank %d lost: %v", e.Rank, e.Err)
+}
+
+func (e *PeerError) Unwrap() []error { return []error{ErrPeerLost, e.Err} }
+
+// AbortError reports that a rank called Abort. Rank is the rank in the
+// job (the world communicator).
+type AbortError struct {
+	Rank   int
+	Reason string
+}
+
+func (e *AbortError) Error() string {
+	return fmt.Sprintf("rank %d aborted the job: %s", e.Rank, e.Reason)
+}
+
+func (e *AbortError) Unwrap() error { return ErrAborted }
+
+// TruncateError reports a message longer than the receive buffer it
+// matched. The message is not consumed: a later receive with a buffer
+// large enough gets it.
+type TruncateError struct {
+	Len int // payload bytes of the message
+	Cap int // bytes of the receive buffer
+}
+
+func (e *TruncateError) Error() string {
+	return fmt.Sprintf("message of %d bytes does not fit the receive buffer of %d bytes", e.Len, e.Cap)
+}
+
+func (e *TruncateError) Unwrap() error { return ErrTruncated }
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

@@ -1,0 +1,140 @@
+package comm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/transport"
+)
+
+// A failure frame (a frame with codec.FlagAbort) tells a peer that the job
+// cannot go on, and whom to blame: the rank that aborted, or the rank that
+// was lost. Its payload is
+//
+//	[0]   failAborted or failLost
+//	[1:5] the culprit's world rank, little-endian
+//	[5:]  the reason, UTF-8
+//
+// A rank sends one when it aborts, and instead of a goodbye when it closes
+// after a failure, so that the error every rank reports names the rank that
+// caused it, whichever news arrives first.
+const (
+	failAborted = 1
+	failLost    = 2
+
+	failureHead    = 5
+	maxAbortReason = 1024
+	// abortGrace bounds how long Abort and Close spend telling peers.
+	abortGrace = 2 * time.Second
+)
+
+// failurePayload encodes err for a failure frame, or returns nil when err
+// blames no rank.
+func failurePayload(err error) []byte {
+	var kind byte
+	var rank int
+	var reason string
+	var pe *PeerError
+	var ae *AbortError
+	switch {
+	case errors.As(err, &ae):
+		kind, rank, reason = failAborted, ae.Rank, ae.Reason
+	case errors.As(err, &pe):
+		kind, rank, reason = failLost, pe.Rank, pe.Err.Error()
+	default:
+		return nil
+	}
+	if len(reason) > maxAbortReason {
+		reason = reason[:maxAbortReason]
+	}
+	b := make([]byte, failureHead, failureHead+len(reason))
+	b[0] = kind
+	binary.LittleEndian.PutUint32(b[1:], uint32(rank))
+	return append(b, reason...)
+}
+
+func failureHeader(payload []byte) codec.Header {
+	return codec.Header{Kind: codec.KindControl, Flags: codec.FlagAbort, DType: codec.Uint8,
+		Count: uint64(len(payload)), Length: uint64(len(payload)), Root: -1}
+}
+
+// parseFailure decodes a failure frame's payload from rank src.
+func parseFailure(src, size int, b []byte) (error, error) {
+	if len(b) < failureHead {
+		return nil, fmt.Errorf("failure frame from rank %d is %d bytes, shorter than its %d-byte head", src, len(b), failureHead)
+	}
+	rank := int(binary.LittleEndian.Uint32(b[1:]))
+	if rank >= size {
+		return nil, fmt.Errorf("failure frame from rank %d blames rank %d of a job of %d", src, rank, size)
+	}
+	reason := string(b[failureHead:])
+	switch b[0] {
+	case failAborted:
+		return &AbortError{Rank: rank, Reason: reason}, nil
+	case failLost:
+		return &PeerError{Rank: rank, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
+	}
+	return nil, fmt.Errorf("failure frame from rank %d has unknown kind %d", src, b[0])
+}
+
+// readFailure reads the payload of a failure frame and fails the endpoint
+// with the failure it reports.
+func (ep *endpoint) readFailure(src int, l transport.Link, h *codec.Header) error {
+	if h.Length > failureHead+maxAbortReason {
+		return fmt.Errorf("failure frame from rank %d with %d payload bytes (at most %d)", src, h.Length, failureHead+maxAbortReason)
+	}
+	b := make([]byte, h.Length)
+	if err := l.ReadPayload(b); err != nil {
+		return err
+	}
+	failure, err := parseFailure(src, ep.size, b)
+	if err != nil {
+		return err
+	}
+	ep.fail(failure)
+	return nil
+}
+
+// fail puts the endpoint into its failed state: every pending and later
+// call returns err. Links stay open, so peers learn of the failure from
+// the rendezvous or a failure frame, not from a link that looks like a
+// crash.
+func (ep *endpoint) fail(err error) {
+	ep.failOnce.Do(func() {
+		ep.failErr = err
+		close(ep.failed)
+		for i := range ep.inboxes {
+			ep.inboxes[i].close(err)
+		}
+		if !ep.closing.Load() {
+			ep.log.Debug("communicator failed", "err", err)
+		}
+	})
+}
+
+// abort tells every rank that this one gives up, through the links that
+// exist and through the rendezvous (which reaches the ranks this one never
+// talked to), then fails locally.
+func (ep *endpoint) abort(reason string) {
+	if ep.err() != nil {
+		return
+	}
+	failure := &AbortError{Rank: ep.rank, Reason: reason}
+	payload := failurePayload(failure)
+	h := failureHeader(payload)
+	ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+	defer cancel()
+	for i := range ep.peers {
+		if o := ep.peers[i].link.Load(); o != nil {
+			_ = o.WriteMessage(ctx, &h, payload)
+		}
+	}
+	if err := ep.store.Abort(reason); err != nil {
+		ep.log.Debug("abort not sent through the rendezvous", "err", err)
+	}
+	ep.fail(failure)
+}

@@ -1,0 +1,297 @@
+package comm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/mem"
+	"github.com/gocoll/gocoll/transport/tcp"
+)
+
+// Init joins the job described by the environment and returns its world
+// communicator. It reads, in this order, the variables of gocoll run
+// (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR), torchrun (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), Open MPI's mpirun (OMPI_COMM_WORLD_RANK and
+// _SIZE), SLURM's srun (SLURM_PROCID, SLURM_NTASKS) and Kubernetes indexed
+// jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
+// launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
+// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_TRANSPORT the links and
+// GOCOLL_DEBUG turns on debug
+// logging. Options override the environment.
+//
+// Rank 0 serves the rendezvous at the address; the others retry until it
+// is up or the timeout passes. Init returns once every rank has joined.
+func Init(ctx context.Context, opts ...Option) (*Comm, error) {
+	spec, err := jobFromEnv(os.LookupEnv)
+	if err != nil {
+		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+	}
+	var o options
+	o.setDefault()
+	o.secret = spec.secret
+	if spec.hasTimeout {
+		o.timeout = spec.timeout
+	}
+	if spec.transport != "" {
+		if err := WithTransport(spec.transport)(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}
+		}
+	}
+	if spec.debug {
+		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: err}
+		}
+	}
+	c, err := join(ctx, spec, o)
+	if err != nil {
+		return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("%s job of %d ranks, rendezvous %s: %w", spec.launcher, spec.size, spec.addr, err)}
+	}
+	return c, nil
+}
+
+func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
+	if o.transport == "mem" {
+		return nil, fmt.Errorf("%w: the mem transport only joins ranks of one process; use NewLocal", ErrInvalid)
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, ErrTimeout)
+		defer cancel()
+	}
+	host, _, _ := net.SplitHostPort(spec.addr)
+
+	var store *rendezvous.Client
+	var release func(context.Context) error
+	linkHost := host // the address peers reach this rank's links at
+	if spec.rank == 0 {
+		server, err := rendezvous.NewServer(spec.size, spec.secret, o.logger)
+		if err != nil {
+			return nil, err
+		}
+		l, err := net.Listen("tcp", listenAddr(spec.addr))
+		if err != nil {
+			return nil, fmt.Errorf("serving the rendezvous: %w", err)
+		}
+		go server.Serve(l)
+		if store, err = server.Join(0); err != nil {
+			server.Close()
+			return nil, err
+		}
+		release = func(ctx context.Context) error {
+			err := server.WaitLeft(ctx)
+			server.Close()
+			return err
+		}
+	} else {
+		var err error
+		if store, err = rendezvous.Dial(ctx, spec.addr, spec.rank, spec.size, spec.secret); err != nil {
+			return nil, err
+		}
+		// The interface that routes to rank 0 is the one peers can reach.
+		if a, ok := store.LocalAddr().(*net.TCPAddr); ok {
+			linkHost = a.IP.String()
+		}
+	}
+	tr, err := tcp.New()
+	if err != nil {
+		store.Close()
+		if release != nil {
+			release(canceled)
+		}
+		return nil, err
+	}
+	cfg := transport.Config{Rank: spec.rank, JobID: store.JobID(), Secret: o.secret, Logger: o.logger}
+	ln, err := tr.Listen(net.JoinHostPort(bindHost(linkHost), "0"), cfg)
+	if err != nil {
+		store.Close()
+		if release != nil {
+			release(canceled)
+		}
+		return nil, fmt.Errorf("listening for links: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr())
+	ep, err := start(ctx, spec.rank, spec.size, o, tr, ln, cfg, store, net.JoinHostPort(linkHost, port))
+	if err != nil {
+		ln.Close()
+		store.Close()
+		if release != nil {
+			release(canceled)
+		}
+		return nil, err
+	}
+	ep.release = release
+	return newWorld(ep), nil
+}
+
+// listenAddr is where rank 0 serves the rendezvous: on the address's host
+// when that is an IP or localhost, on every interface when it is a name
+// that other hosts resolve.
+func listenAddr(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort(bindHost(host), port)
+}
+
+func bindHost(host string) string {
+	if host == "localhost" || net.ParseIP(host) != nil {
+		return host
+	}
+	return ""
+}
+
+// start publishes this rank's link address and host, learns everybody
+// else's, and starts the endpoint. Learning every address up front doubles
+// as the start-up barrier: a rank that never joins is named here rather
+// than at its first message.
+func start(ctx context.Context, rank, size int, o options, tr transport.Transport, ln transport.Listener,
+	cfg transport.Config, store *rendezvous.Client, addr string) (*endpoint, error) {
+	if err := store.Set(ctx, addrKey(rank), []byte(addr)); err != nil {
+		return nil, fmt.Errorf("publishing this rank's address: %w", err)
+	}
+	if err := store.Set(ctx, hostKey(rank), []byte(hostIdentity())); err != nil {
+		return nil, fmt.Errorf("publishing this rank's host: %w", err)
+	}
+	addrs := make([]string, size)
+	for r := range size {
+		v, err := store.Get(ctx, addrKey(r))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("rank %d has not joined: %w", r, context.Cause(ctx))
+			}
+			return nil, fmt.Errorf("looking up rank %d: %w", r, err)
+		}
+		addrs[r] = string(v)
+	}
+	return newEndpoint(rank, size, o, tr, ln, cfg, store, addrs), nil
+}
+
+// hostIdentity names the machine this process runs on, so that ranks can
+// tell which peers share a host: the hostname plus the machine id (or the
+// boot id where there is none), because container hostnames repeat.
+func hostIdentity() string {
+	name, _ := os.Hostname()
+	for _, f := range []string{"/etc/machine-id", "/proc/sys/kernel/random/boot_id"} {
+		if b, err := os.ReadFile(f); err == nil {
+			return name + "/" + strings.TrimSpace(string(b))
+		}
+	}
+	return name
+}
+
+// NewLocal starts a job of n ranks inside this process and returns their
+// world communicators, rank i at index i. The ranks talk over in-memory
+// links by default, or over real TCP sockets on 127.0.0.1 with
+// WithTransport("tcp"). Each rank must be driven by its own goroutine, as
+// it would be by its own process. Close every communicator when done.
+func NewLocal(n int, opts ...Option) ([]*Comm, error) {
+	if n < 1 {
+		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: invalidf("NewLocal needs at least 1 rank, got %d", n)}
+	}
+	var o options
+	o.setDefault()
+	o.transport = "mem"
+	o.secret = make([]byte, 32)
+	rand.Read(o.secret)
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+		}
+	}
+	var tr transport.Transport
+	switch o.transport {
+	case "mem", "auto":
+		tr = mem.NewNetwork().Transport()
+	case "tcp":
+		t, err := tcp.New()
+		if err != nil {
+			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+		}
+		tr = t
+	}
+	server, err := rendezvous.NewServer(n, o.secret, o.logger)
+	if err != nil {
+		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+	}
+	// A rank that fails to start cancels the others, which would otherwise
+	// wait for its address until the timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if o.timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, ErrTimeout)
+		defer cancel()
+	}
+
+	// The rendezvous stops when the last rank lets go of it.
+	var mu sync.Mutex
+	holders := n
+	release := func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if holders--; holders == 0 {
+			return server.Close()
+		}
+		return nil
+	}
+
+	comms := make([]*Comm, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			comms[r], errs[r] = startLocal(ctx, r, n, o, tr, server)
+			if errs[r] != nil {
+				cancel()
+				return
+			}
+			comms[r].ep.release = release
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range comms {
+			if c != nil {
+				c.Close()
+			}
+		}
+		server.Close()
+		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+	}
+	return comms, nil
+}
+
+func startLocal(ctx context.Context, rank, n int, o options, tr transport.Transport, server *rendezvous.Server) (*Comm, error) {
+	store, err := server.Join(rank)
+	if err != nil {
+		return nil, err
+	}
+	cfg := transport.Config{Rank: rank, JobID: store.JobID(), Secret: o.secret, Logger: o.logger}
+	addr := ""
+	if tr.Name() == "tcp" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := tr.Listen(addr, cfg)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("rank %d: listening for links: %w", rank, err)
+	}
+	ep, err := start(ctx, rank, n, o, tr, ln, cfg, store, ln.Addr())
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, fmt.Errorf("rank %d: %w", rank, err)
+	}
+	return newWorld(ep), nil
+}

@@ -1,0 +1,189 @@
+package comm
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/transport"
+)
+
+// Matching follows MPI: a receive names (source, communicator, tag), and
+// messages with the same triple are received in the order they were sent.
+// Each source rank has an inbox holding the receives posted for it (in
+// posting order) and the messages that arrived before any receive wanted
+// them (in arrival order). A message that finds its receive posted is read
+// straight into the receive's buffer; only the others are buffered.
+
+// Request is a posted receive. Wait for it exactly once; it must not be
+// used after Wait returns.
+type Request struct {
+	ep   *endpoint
+	comm *Comm
+	src  int // world rank
+	peer int // rank in comm, for errors
+	key  matchKey
+	buf  []byte
+
+	state reqState // guarded by the inbox's mutex
+	n     int
+	hdr   codec.Header
+	err   error
+	done  chan struct{} // receives one value when the request completes
+}
+
+type reqState uint8
+
+const (
+	reqPosted    reqState = iota // waiting in inbox.posted
+	reqReceiving                 // matched; the payload is being read into buf
+	reqDone                      // completed; done has been signalled
+)
+
+type matchKey struct {
+	comm uint64
+	tag  int64
+}
+
+// message is a message that arrived before its receive. Its buffer comes
+// from a size-class pool and goes back once the message is received.
+type message struct {
+	hdr     codec.Header
+	buf     []byte // len == hdr.Length
+	class   int
+	arrived bool     // payload fully read
+	claim   *Request // receive that matched the message while it was still arriving
+}
+
+type inbox struct {
+	mu         sync.Mutex
+	posted     []*Request
+	unexpected []*message
+	// closed is set once no more messages can come from this source: the
+	// peer said goodbye (ErrPeerClosed) or the endpoint failed.
+	closed error
+	// stalled is non-nil while the reader holds a header it has no room
+	// for; posting a receive pokes it so the reader can retry.
+	stalled chan struct{}
+	// link is the inbound link from this source, once it is connected.
+	link transport.Link
+}
+
+var requestPool = sync.Pool{New: func() any { return &Request{done: make(chan struct{}, 1)} }}
+
+// post registers r and completes it at once when a matching message has
+// already arrived (or the source is closed).
+func (ib *inbox) post(r *Request) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	for i, m := range ib.unexpected {
+		if m.hdr.Comm != r.key.comm || m.hdr.Tag != r.key.tag {
+			continue
+		}
+		if int(m.hdr.Length) > len(r.buf) {
+			// Leave the message for a receive that can hold it.
+			r.complete(0, &m.hdr, &TruncateError{Len: int(m.hdr.Length), Cap: len(r.buf)})
+			return
+		}
+		ib.unexpected = append(ib.unexpected[:i], ib.unexpected[i+1:]...)
+		if m.arrived {
+			r.ep.deliverBuffered(r, m)
+		} else {
+			r.state = reqReceiving
+			m.claim = r
+		}
+		return
+	}
+	if ib.closed != nil {
+		r.complete(0, nil, ib.closed)
+		return
+	}
+	r.state = reqPosted
+	ib.posted = append(ib.posted, r)
+	if ib.stalled != nil {
+		select {
+		case ib.stalled <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// takePosted removes and returns the oldest posted receive for h, or nil.
+// The caller holds ib.mu.
+func (ib *inbox) takePosted(h *codec.Header) *Request {
+	for i, r := range ib.posted {
+		if r.key.comm == h.Comm && r.key.tag == h.Tag {
+			ib.posted = append(ib.posted[:i], ib.posted[i+1:]...)
+			return r
+		}
+	}
+	return nil
+}
+
+// withdraw removes r if it is still waiting for a message, and reports
+// whether it did. A request that is receiving cannot be withdrawn: its
+// buffer is being written.
+func (ib *inbox) withdraw(r *Request) bool {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	if r.state != reqPosted {
+		return false
+	}
+	for i, p := range ib.posted {
+		if p == r {
+			ib.posted = append(ib.posted[:i], ib.posted[i+1:]...)
+			break
+		}
+	}
+	r.state = reqDone
+	return true
+}
+
+// close marks the source closed with err and fails every posted receive.
+func (ib *inbox) close(err error) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	if ib.closed == nil {
+		ib.closed = err
+	}
+	for _, r := range ib.posted {
+		r.complete(0, nil, ib.closed)
+	}
+	clear(ib.posted)
+	ib.posted = ib.posted[:0]
+}
+
+// complete records the outcome and wakes the waiter. The caller holds the
+// inbox's mutex or owns r exclusively.
+func (r *Request) complete(n int, h *codec.Header, err error) {
+	r.n, r.err = n, err
+	if h != nil {
+		r.hdr = *h
+	}
+	r.state = reqDone
+	r.done <- struct{}{}
+}
+
+// Message buffers are pooled by power-of-two size class, so steady traffic
+// of any size mix stops allocating once each class has warmed up.
+var messagePools [64]sync.Pool
+
+func getMessage(h *codec.Header) *message {
+	n := int(h.Length)
+	class := 0
+	if n > 1 {
+		class = bits.Len(uint(n - 1))
+	}
+	m, _ := messagePools[class].Get().(*message)
+	if m == nil {
+		m = &message{class: class, buf: make([]byte, 0, 1<<class)}
+	}
+	m.hdr = *h
+	m.buf = m.buf[:n]
+	return m
+}
+
+func putMessage(m *message) {
+	m.arrived, m.claim = false, nil
+	messagePools[m.class].Put(m)
+}

@@ -1,0 +1,391 @@
+package comm_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/launch"
+)
+
+// The multi-process tests start this test binary again as the ranks of a
+// job; TestMain sends such a process to its worker instead of the tests.
+const workerVar = "GOCOLL_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(workerVar); name != "" {
+		os.Exit(runWorker(name))
+	}
+	os.Exit(m.Run())
+}
+
+var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
+	"exchange": exchangeWorker,
+	"survivor": survivorWorker,
+	"peer":     benchPeerWorker,
+}
+
+func runWorker(name string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := comm.Init(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "init:", err)
+		return 2
+	}
+	defer c.Close()
+	if err := workers[name](ctx, c); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: %v\n", c.Rank(), err)
+		return 1
+	}
+	return 0
+}
+
+// exchangeWorker runs a ring of several sizes, every pair with tags out of
+// order, and a split, between real processes.
+func exchangeWorker(ctx context.Context, c *comm.Comm) error {
+	me, size := c.Rank(), c.Size()
+	next, prev := (me+1)%size, (me+size-1)%size
+	for seq, sz := range []int{0, 8, 1 << 20} {
+		buf := make([]byte, sz)
+		req, err := c.Irecv(prev, seq, buf)
+		if err != nil {
+			return err
+		}
+		if err := c.Send(ctx, next, seq, payload(me, next, seq, sz)); err != nil {
+			return err
+		}
+		if _, err := req.Wait(ctx); err != nil {
+			return err
+		}
+		if err := checkPayload(buf, prev, me, seq); err != nil {
+			return err
+		}
+	}
+	for dst := range size {
+		for tag := range 20 {
+			if err := c.Send(ctx, dst, 100+tag, payload(me, dst, tag, 64)); err != nil {
+				return err
+			}
+		}
+	}
+	for src := range size {
+		for tag := 19; tag >= 0; tag-- {
+			buf := make([]byte, 64)
+			if _, err := c.Recv(ctx, src, 100+tag, buf); err != nil {
+				return err
+			}
+			if err := checkPayload(buf, src, me, tag); err != nil {
+				return err
+			}
+		}
+	}
+	sub, err := c.Split(ctx, me%2, me)
+	if err != nil {
+		return err
+	}
+	if err := crossTraffic(ctx, c, sub); err != nil {
+		return err
+	}
+	fmt.Printf("rank %d of %d: exchange ok\n", me, size)
+	return nil
+}
+
+func TestMultiProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := launch.Run(ctx, launch.Job{
+				Program: exe, Args: []string{"-test.run=^$"}, Ranks: n,
+				Env:    []string{workerVar + "=exchange"},
+				Stdout: &out, Stderr: &out,
+			})
+			require.NoError(t, err, "output:\n%s", out.String())
+			for r := range n {
+				require.Contains(t, out.String(), fmt.Sprintf("[%d] rank %d of %d: exchange ok", r, r, n))
+			}
+		})
+	}
+}
+
+// survivorWorker: every rank talks to its ring neighbours, says "ready",
+// and then waits for a message that will never come: the last rank is
+// killed. A survivor reports the error it got and succeeds only if it
+// names the killed rank as lost.
+func survivorWorker(ctx context.Context, c *comm.Comm) error {
+	me, size := c.Rank(), c.Size()
+	victim := size - 1
+	next, prev := (me+1)%size, (me+size-1)%size
+	if err := c.Send(ctx, next, 0, []byte{byte(me)}); err != nil {
+		return err
+	}
+	if _, err := c.Recv(ctx, prev, 0, make([]byte, 1)); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	if me == victim {
+		time.Sleep(time.Hour)
+	}
+	// Rank 0 waits on the victim itself (its link breaks); the others wait
+	// on rank 0 and can only learn of the death through the rendezvous.
+	src := 0
+	if me == 0 {
+		src = victim
+	}
+	start := time.Now()
+	_, err := c.Recv(ctx, src, 1, make([]byte, 1))
+	var pe *comm.PeerError
+	if !errors.As(err, &pe) || pe.Rank != victim {
+		return fmt.Errorf("want an error naming rank %d as lost, got %v", victim, err)
+	}
+	fmt.Printf("lost rank %d after %v: %v\n", pe.Rank, time.Since(start).Round(time.Millisecond), err)
+	return nil
+}
+
+func TestKilledRankIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	const n = 4
+	port, err := launch.FreePort()
+	require.NoError(t, err)
+	secret := launch.NewSecret()
+
+	type proc struct {
+		cmd    *exec.Cmd
+		stderr lockedBuffer
+		stdout lockedBuffer
+		ready  chan struct{}
+		eof    chan struct{} // stdout ended: the process exited
+	}
+	procs := make([]*proc, n)
+	for r := range n {
+		p := &proc{ready: make(chan struct{}), eof: make(chan struct{})}
+		p.cmd = exec.Command(exe, "-test.run=^$")
+		p.cmd.Env = append(os.Environ(), workerVar+"=survivor",
+			"GOCOLL_RANK="+strconv.Itoa(r), "GOCOLL_SIZE="+strconv.Itoa(n),
+			"GOCOLL_ADDR=127.0.0.1:"+strconv.Itoa(port), "GOCOLL_SECRET="+secret,
+			"GOCOLL_TIMEOUT=2m")
+		p.cmd.Stderr = &p.stderr
+		stdout, err := p.cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, p.cmd.Start())
+		t.Cleanup(func() { p.cmd.Process.Kill() })
+		go func() {
+			defer close(p.eof)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				p.stdout.Write([]byte(sc.Text() + "\n"))
+				if sc.Text() == "ready" {
+					close(p.ready)
+				}
+			}
+		}()
+		procs[r] = p
+	}
+	output := func(p *proc) string { return p.stdout.String() + p.stderr.String() }
+	for r, p := range procs {
+		select {
+		case <-p.ready:
+		case <-time.After(time.Minute):
+			t.Fatalf("rank %d never got ready:\n%s", r, output(p))
+		}
+	}
+	// Give the survivors a moment to post the receives that must fail.
+	time.Sleep(100 * time.Millisecond)
+	victim := procs[n-1]
+	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	<-victim.eof
+	victim.cmd.Wait()
+
+	// Each survivor must fail fast: well inside the two-minute timeout.
+	for r, p := range procs[:n-1] {
+		select {
+		case <-p.eof:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("rank %d still waiting 30s after rank %d was killed:\n%s", r, n-1, output(p))
+		}
+		require.NoError(t, p.cmd.Wait(), "rank %d output:\n%s", r, output(p))
+		require.Contains(t, p.stdout.String(), fmt.Sprintf("lost rank %d", n-1))
+	}
+	t.Logf("all survivors reported the loss within %v", time.Since(killed).Round(time.Millisecond))
+}
+
+// benchPeerWorker is rank 1 of the two-process benchmarks: it answers
+// whatever rank 0 asks for, until rank 0 sends a zero-size request.
+func benchPeerWorker(ctx context.Context, c *comm.Comm) error {
+	req := make([]byte, 24)
+	for {
+		if _, err := c.Recv(ctx, 0, benchCtlTag, req); err != nil {
+			return err
+		}
+		size, iters := int(binary.LittleEndian.Uint64(req)), int(binary.LittleEndian.Uint64(req[8:]))
+		stream := binary.LittleEndian.Uint64(req[16:]) == 1
+		if iters == 0 {
+			return nil
+		}
+		if err := benchPeer(ctx, c, size, iters, stream); err != nil {
+			return err
+		}
+	}
+}
+
+const benchCtlTag = 1 << 20
+
+// benchPeer echoes iters messages (ping-pong) or receives iters messages
+// and acknowledges the last one (stream).
+func benchPeer(ctx context.Context, c *comm.Comm, size, iters int, stream bool) error {
+	buf := make([]byte, size)
+	for i := range iters {
+		if _, err := c.Recv(ctx, 0, 0, buf); err != nil {
+			return err
+		}
+		reply := buf
+		switch {
+		case stream && i < iters-1:
+			continue
+		case stream:
+			reply = buf[:min(size, 8)]
+		}
+		if err := c.Send(ctx, 0, 0, reply); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkTCPTwoProcess measures point-to-point traffic between this
+// process (rank 0) and a second process (rank 1) over TCP on loopback.
+// pingpong: ns/op is one round trip (one-way latency is half of it).
+// stream: rank 0 sends b.N messages back to back and waits for one
+// acknowledgement, like OSU's bandwidth test; MB/s is the bandwidth.
+func BenchmarkTCPTwoProcess(b *testing.B) {
+	exe, err := os.Executable()
+	require.NoError(b, err)
+	port, err := launch.FreePort()
+	require.NoError(b, err)
+	secret := launch.NewSecret()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	peer := exec.Command(exe, "-test.run=^$")
+	peer.Env = append(os.Environ(), workerVar+"=peer", "GOCOLL_RANK=1", "GOCOLL_SIZE=2",
+		"GOCOLL_ADDR="+addr, "GOCOLL_SECRET="+secret)
+	peer.Stderr = os.Stderr
+	require.NoError(b, peer.Start())
+	defer func() {
+		if err := peer.Wait(); err != nil {
+			b.Errorf("peer: %v", err)
+		}
+	}()
+	for k, v := range map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "2", "GOCOLL_ADDR": addr, "GOCOLL_SECRET": secret} {
+		b.Setenv(k, v)
+	}
+	ctx := context.Background()
+	c, err := comm.Init(ctx)
+	if err != nil {
+		peer.Process.Kill()
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ask := func(size, iters int, stream bool) {
+		req := make([]byte, 24)
+		binary.LittleEndian.PutUint64(req, uint64(size))
+		binary.LittleEndian.PutUint64(req[8:], uint64(iters))
+		if stream {
+			binary.LittleEndian.PutUint64(req[16:], 1)
+		}
+		require.NoError(b, c.Send(ctx, 1, benchCtlTag, req))
+	}
+	defer ask(0, 0, false)
+
+	cases := []struct {
+		size   int
+		stream bool
+	}{{8, false}, {1 << 20, false}, {16 << 20, false}, {1 << 20, true}, {16 << 20, true}}
+	for _, tc := range cases {
+		mode := "pingpong"
+		if tc.stream {
+			mode = "stream"
+		}
+		b.Run(mode+"/"+sizeName(tc.size), func(b *testing.B) {
+			buf := make([]byte, tc.size)
+			ack := make([]byte, 8)
+			// One untimed exchange warms up links and pools.
+			ask(tc.size, 1, false)
+			require.NoError(b, c.Send(ctx, 1, 0, buf))
+			_, err := c.Recv(ctx, 1, 0, buf)
+			require.NoError(b, err)
+
+			ask(tc.size, b.N, tc.stream)
+			b.SetBytes(int64(tc.size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := c.Send(ctx, 1, 0, buf); err != nil {
+					b.Fatal(err)
+				}
+				if tc.stream && i < b.N-1 {
+					continue
+				}
+				into := buf
+				if tc.stream {
+					into = ack
+				}
+				if _, err := c.Recv(ctx, 1, 0, into); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n >= 1<<10:
+		return strconv.Itoa(n>>10) + "KiB"
+	}
+	return strconv.Itoa(n) + "B"
+}
+
+// lockedBuffer is a bytes.Buffer that a process's output copier and the
+// test read concurrently.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
