@@ -1,0 +1,227 @@
+package rendezvous
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// watchdog bounds every wait of the tests, so a hang is a failure that
+// names what it waited for, not a test binary killed after ten minutes.
+// No test relies on it for its outcome.
+const watchdog = 10 * time.Second
+
+var testSecret = []byte("rendezvous test secret")
+
+// TestMain fails the package when any test left a goroutine of this
+// package running.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if leaked := waitNoLeaks(); leaked != "" {
+			fmt.Fprintf(os.Stderr, "goroutines leaked by the tests:\n%s\n", leaked)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// ourFrames mark the goroutines this package starts.
+var ourFrames = []string{
+	"rendezvous.(*Server)",
+	"rendezvous.(*Client)",
+	"rendezvous.(*wireConn)",
+	"rendezvous.dialOnce",
+}
+
+// leaks returns the stacks of goroutines running code of this package,
+// other than the caller's.
+func leaks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 {
+			continue // the caller
+		}
+		for _, f := range ourFrames {
+			if strings.Contains(g, f) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// waitNoLeaks gives goroutines that are on their way out a moment, and
+// returns the stacks of those that stay.
+func waitNoLeaks() string {
+	deadline := time.Now().Add(watchdog)
+	for {
+		l := leaks()
+		if l == "" || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logBuf collects a server's log lines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type fixture struct {
+	srv  *Server
+	addr string
+	logs *logBuf
+}
+
+// serve starts a store for a job of size ranks on a loopback port. It is
+// closed at the end of the test, after the clients made by the fixture.
+func serve(t *testing.T, size int) *fixture {
+	t.Helper()
+	logs := &logBuf{}
+	srv, err := NewServer(size, testSecret, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		require.NoError(t, <-served)
+	})
+	return &fixture{srv: srv, addr: l.Addr().String(), logs: logs}
+}
+
+func (f *fixture) dial(t *testing.T, rank int) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	c, err := Dial(ctx, f.addr, rank, f.srv.size, testSecret)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (f *fixture) join(t *testing.T, rank int) *Client {
+	t.Helper()
+	c, err := f.srv.Join(rank)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// client makes rank's client: in-process ("local") or over TCP ("tcp").
+func (f *fixture) client(t *testing.T, kind string, rank int) *Client {
+	t.Helper()
+	if kind == "local" {
+		return f.join(t, rank)
+	}
+	return f.dial(t, rank)
+}
+
+// waiting is the number of gets the store holds for key.
+func (f *fixture) waiting(key string) int {
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	return len(f.srv.waiters[key])
+}
+
+// cut breaks the store's end of rank's connection, as a dying rank 0 or
+// a broken network would.
+func (f *fixture) cut(t *testing.T, rank int) {
+	t.Helper()
+	f.srv.mu.Lock()
+	p, ok := f.srv.members[rank].sess.peer.(remotePeer)
+	f.srv.mu.Unlock()
+	require.True(t, ok, "rank %d is not connected over TCP", rank)
+	p.wc.kill()
+}
+
+// kill drops a client's connection abruptly, as if its process died: no
+// bye, no clean shutdown.
+func kill(c *Client) { c.wc.c.Close() }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(watchdog)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// nextEvent returns c's next event, failing the test if the channel is
+// closed or nothing comes.
+func nextEvent(t *testing.T, c *Client) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-c.Events():
+		require.True(t, ok, "rank %d: events closed", c.Rank())
+		return ev
+	case <-time.After(watchdog):
+		t.Fatalf("rank %d: no event", c.Rank())
+		return Event{}
+	}
+}
+
+// eventsClosed waits until c's events channel is closed, failing on any
+// event still in it.
+func eventsClosed(t *testing.T, c *Client) {
+	t.Helper()
+	select {
+	case ev, ok := <-c.Events():
+		require.False(t, ok, "rank %d: unexpected event %v", c.Rank(), ev)
+	case <-time.After(watchdog):
+		t.Fatalf("rank %d: events not closed", c.Rank())
+	}
+}
+
+// freeAddr returns a loopback address that nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func bg() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), watchdog)
+}
