@@ -3,8 +3,8 @@ module github.com/gocoll/gocoll
 go 1.26
 
 require (
-	github.com/google/gofuzz v1.2.0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/google/gofuzz v1.2.0
+	github.com/stretchr/testify v1.12.1
 )
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // HeaderSize is the size of an encoded Header in bytes.
@@ -110,6 +111,20 @@ const maxCodec = CodecNone
 //	 0 magic "GC"    2 version   3 flags   4 kind   5 dtype   6 codec   7 op
 //	 8 comm id      16 seq      24 tag    32 count 40 length
 //	48 root (int32) 52 reserved (zero) 56 offset
+//
+// Validate holds the fields to these rules, so a receiver can trust them
+// once a header has passed:
+//
+//   - FlagGoodbye and FlagAbort only on KindControl frames, never both; a
+//     goodbye has no payload.
+//   - Op is set (not OpNone) exactly on the reducing kinds: Allreduce,
+//     Reduce, ReduceScatter, Scan and Exscan.
+//   - Root is a rank (>= 0) on the rooted kinds (Reduce, Bcast, Gather,
+//     Gatherv, Scatter, Scatterv), -1 on the other collectives, and either
+//     on Send and control frames.
+//   - Count elements of DType fit in an int64 number of bytes, Offset <=
+//     Count, and with CodecNone the payload's Length/size elements fit
+//     between Offset and Count.
 type Header struct {
 	Flags  Flags
 	Kind   Kind
@@ -192,10 +207,69 @@ func (h *Header) Validate() error {
 	case h.Root < -1:
 		return fmt.Errorf("%w: root %d", ErrBadHeader, h.Root)
 	}
-	if h.Codec == CodecNone && h.Length%uint64(h.DType.Size()) != 0 {
+	if err := h.validateKind(); err != nil {
+		return err
+	}
+	size := uint64(h.DType.Size())
+	switch {
+	case h.Count > math.MaxInt64/size:
+		return fmt.Errorf("%w: count of %d %s elements overflows", ErrBadHeader, h.Count, h.DType)
+	case h.Offset > h.Count:
+		return fmt.Errorf("%w: offset %d beyond count %d", ErrBadHeader, h.Offset, h.Count)
+	case h.Codec != CodecNone:
+		return nil
+	case h.Length%size != 0:
 		return fmt.Errorf("%w: payload of %d bytes is not a whole number of %s elements", ErrBadHeader, h.Length, h.DType)
+	case h.Length/size > h.Count-h.Offset:
+		// Offset+Length/size could overflow; the subtraction cannot,
+		// since Offset <= Count was checked above.
+		return fmt.Errorf("%w: %d elements at offset %d overrun count %d", ErrBadHeader, h.Length/size, h.Offset, h.Count)
 	}
 	return nil
+}
+
+// validateKind checks the fields whose meaning depends on Kind: which
+// flags, op and root a frame of that kind may carry.
+func (h *Header) validateKind() error {
+	if h.Flags&(FlagGoodbye|FlagAbort) != 0 {
+		switch {
+		case h.Kind != KindControl:
+			return fmt.Errorf("%w: goodbye or abort flag on %s frame", ErrBadHeader, h.Kind)
+		case h.Flags&FlagGoodbye != 0 && h.Flags&FlagAbort != 0:
+			return fmt.Errorf("%w: goodbye and abort flags together", ErrBadHeader)
+		}
+	}
+	switch reduces := kindReduces(h.Kind); {
+	case reduces && h.Op == OpNone:
+		return fmt.Errorf("%w: %s frame without an op", ErrBadHeader, h.Kind)
+	case !reduces && h.Op != OpNone:
+		return fmt.Errorf("%w: op %s on %s frame", ErrBadHeader, h.Op, h.Kind)
+	}
+	switch h.Kind {
+	case KindSend, KindControl:
+		// Point-to-point and the communicator's own frames use Root as
+		// they see fit (split sends its coordinator); Validate has
+		// already ruled out roots below -1.
+	case KindReduce, KindBcast, KindGather, KindGatherv, KindScatter, KindScatterv:
+		if h.Root < 0 {
+			return fmt.Errorf("%w: %s frame without a root", ErrBadHeader, h.Kind)
+		}
+	default:
+		if h.Root != -1 {
+			return fmt.Errorf("%w: root %d on %s frame, which has none", ErrBadHeader, h.Root, h.Kind)
+		}
+	}
+	return nil
+}
+
+// kindReduces reports whether frames of kind k carry reduced data, and so
+// must name their op.
+func kindReduces(k Kind) bool {
+	switch k {
+	case KindAllreduce, KindReduce, KindReduceScatter, KindScan, KindExscan:
+		return true
+	}
+	return false
 }
 
 func (h *Header) String() string {

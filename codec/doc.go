@@ -1,0 +1,140 @@
+/*
+Package codec is what gocoll knows about data without knowing about peers:
+the element types a collective moves, how they look on the wire, the
+reduction operations that combine them, and the fixed header in front of
+every message.
+
+Nothing here talks to another process. Package transport moves headers and
+payloads, package comm matches them, and package collective uses this
+package to turn typed slices into payloads and to combine what arrives.
+
+# Element types and views
+
+[Elem] is the set of element types: the sized integers int8 to uint64,
+float32, float64, and the 16-bit floats [BF16] and [Float16]. Each has a
+[DType] that names it in a [Header]; [DTypeOf] maps a Go type to it.
+
+On the wire a []T is its elements' little-endian bytes, nothing more.
+[Bytes] gives those bytes and [FromBytes] takes them back. On little-endian
+hosts (amd64, arm64, riscv64, ppc64le, and the rest) they are views: the
+byte slice and the typed slice share memory, and neither function copies
+or allocates, so a collective sends and receives straight from and into
+the caller's buffer. With the purego or nounsafe build tag, and on
+big-endian hosts, they make little-endian copies instead; the constant
+[Aliasing] says which build is in use.
+
+Code that receives into Bytes(s) must call [Store] afterwards to be
+portable; where views exist Store sees that the bytes already are s and
+does nothing:
+
+	b := codec.Bytes(s)
+	n, err := c.Recv(ctx, src, tag, b)
+	if err != nil {
+		return err
+	}
+	codec.Store(s, b[:n])
+
+# Half precision
+
+[BF16] is the top half of a float32: float32's range with 8 bits of
+precision, the format of most machine-learning accelerators. [Float16] is
+IEEE 754 binary16: 11 bits of precision, a largest finite value of 65504
+and subnormals down to 2^-24. Both halve the bytes of float32 data on the
+wire.
+
+[BF16FromFloat32] and [Float16FromFloat32] round to the nearest value,
+ties to even, as IEEE 754 requires: values past the largest finite one
+become ±Inf, tiny values become subnormals or ±0 with their sign, and a NaN
+stays a NaN with its sign and the top bits of its payload, made quiet.
+Widening with [BF16.Float32] and [Float16.Float32] is exact, so every 16-bit
+pattern survives a round trip through float32 (NaNs come back quiet).
+
+# Reduction ops
+
+An [Op] combines two contributions element by element. The predefined ops
+are [Sum], [Prod], [Min], [Max], [Avg] and, for integers only, [And], [Or]
+and [Xor]; [NewOp] makes a user op from a func(dst, src []T).
+
+[Reduce](op, dst, src) sets dst[i] = dst[i] ∘ src[i], with dst as the left
+operand; [ReduceLeft](op, src, dst, scratch) sets dst[i] = src[i] ∘ dst[i].
+An algorithm that keeps the higher ranks' partial result in its buffer
+needs the second form to preserve rank order for a non-commutative op.
+[Finish] completes Avg by dividing by the number of contributions; for
+every other op it does nothing. [Op.Check] says in advance whether an op
+applies to a type. Errors from all of these wrap [ErrInvalid] and never
+leave dst half-written.
+
+The results are defined exactly:
+
+  - Integer Sum and Prod wrap around in two's complement, as Go's + and *
+    do. Avg divides the wrapped sum by n, truncating toward zero.
+  - Float Sum and Prod are one IEEE operation of the element's own type:
+    float32 data is added in float32, not widened. BF16 and Float16 are
+    widened to float32 (exactly), combined, and rounded back once per
+    Reduce call. Avg on floats divides (it does not multiply by 1/n), so
+    the quotient is correctly rounded.
+  - A NaN operand makes Sum, Prod and Avg NaN. Go leaves the payload of a
+    NaN produced by arithmetic unspecified, so which NaN is not promised.
+  - Min and Max propagate NaN: if the left operand is a NaN the result is
+    that NaN, else if the right one is, that one. A NaN in any rank's
+    contribution therefore makes the result NaN, as with Go's built-in min
+    and max and IEEE 754-2019 minimum and maximum (and unlike C's fmin,
+    which drops NaNs).
+  - Min treats -0 as smaller than +0 and Max treats +0 as larger, in either
+    operand order, so Min(-0, +0) is -0 and Max(-0, +0) is +0.
+  - Min and Max always return one of their operands bit for bit, for
+    every type, so their result does not depend on the compiler or the
+    machine.
+
+# Determinism
+
+Floating-point Sum and Prod are commutative but not associative: the
+result depends on how contributions are grouped. Every collective fixes
+the grouping for a given algorithm, rank count and buffer length, and
+computes each element once before distributing it, so all ranks of one
+call get bitwise identical results. Two different algorithms, chunk
+sizes or rank counts may differ in the last bits, as in MPI and NCCL.
+
+A non-commutative user op is combined in rank order, r0 ∘ r1 ∘ … ∘ rN-1;
+it must still be associative, because algorithms choose the grouping.
+
+# Performance
+
+[Reduce], [ReduceLeft] and [Finish] switch on the element type once per
+call and run one loop per op and type, with no interface or function-value
+calls inside and no bounds checks, and they never allocate. Float sums are
+unrolled, since Go does not vectorise. The half-precision kernels convert
+every element and run several times slower per byte than float32 ones
+(BenchmarkSum measures both), so a collective that sends float32 data as
+BF16 should reduce in float32 and convert once.
+
+# The frame header
+
+Every message starts with a 64-byte [Header], all fields little-endian at
+fixed offsets:
+
+	offset  size  field
+	     0     2  magic "GC"
+	     2     1  version (HeaderVersion)
+	     3     1  flags
+	     4     1  kind of operation
+	     5     1  element type
+	     6     1  codec of the payload
+	     7     1  reduction op
+	     8     8  communicator id
+	    16     8  collective sequence number
+	    24     8  tag
+	    32     8  element count of the whole operation
+	    40     8  payload length in bytes
+	    48     4  root rank, -1 for none
+	    52     4  reserved, zero
+	    56     8  element offset of this payload
+
+[Header.MarshalTo] writes one and [Header.Unmarshal] reads and validates
+one. Validation makes the fields safe to act on: known enum values, a
+payload length within [MaxPayload] and within the operation's element
+count, flags, op and root consistent with the kind. A peer that sends a
+header failing it is broken or hostile: the error wraps [ErrBadHeader], and
+the link it came on must be closed.
+*/
+package codec

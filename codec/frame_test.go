@@ -1,0 +1,184 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// validHeaders are headers that Validate must accept: one of each shape of
+// frame gocoll sends, and the extremes of every field.
+var validHeaders = []struct {
+	name string
+	h    Header
+}{
+	{"send", Header{Kind: KindSend, DType: Uint8, Comm: 1, Tag: 7, Count: 5, Length: 5, Root: -1}},
+	{"empty send", Header{Kind: KindSend, DType: Uint8, Root: -1}},
+	{"allreduce chunk", Header{Kind: KindAllreduce, DType: Float32, Op: OpSum, Comm: 0xabcdef, Seq: 42, Tag: -3,
+		Count: 1000, Length: 1000, Offset: 250, Root: -1}},
+	{"last chunk", Header{Flags: FlagLast, Kind: KindAllreduce, DType: Float64, Op: OpAvg, Seq: 1,
+		Count: 1000, Length: 8 * 250, Offset: 750, Root: -1}},
+	{"reduce to root", Header{Kind: KindReduce, DType: BFloat16, Op: OpMax, Count: 9, Length: 18, Root: 3}},
+	{"user op scan", Header{Kind: KindScan, DType: Int64, Op: OpUser, Count: 2, Length: 16, Root: -1}},
+	{"exscan", Header{Kind: KindExscan, DType: Uint32, Op: OpXor, Count: 3, Length: 12, Root: -1}},
+	{"reduce-scatter", Header{Kind: KindReduceScatter, DType: Half, Op: OpProd, Count: 8, Length: 4, Offset: 6, Root: -1}},
+	{"bcast", Header{Kind: KindBcast, DType: Int16, Count: 4, Length: 8, Root: 0}},
+	{"gather", Header{Kind: KindGather, DType: Int8, Count: 12, Length: 3, Offset: 9, Root: 2}},
+	{"gatherv", Header{Kind: KindGatherv, DType: Int32, Count: 12, Length: 4, Offset: 11, Root: 1}},
+	{"scatter", Header{Kind: KindScatter, DType: Uint16, Count: 4, Length: 2, Root: 0}},
+	{"scatterv", Header{Kind: KindScatterv, DType: Uint64, Count: 4, Root: math.MaxInt32}},
+	{"allgather", Header{Kind: KindAllgather, DType: Float64, Count: 4, Length: 32, Root: -1}},
+	{"allgatherv", Header{Kind: KindAllgatherv, DType: Float64, Count: 4, Offset: 4, Root: -1}},
+	{"alltoall", Header{Kind: KindAlltoall, DType: Int32, Count: 4, Length: 8, Offset: 2, Root: -1}},
+	{"barrier", Header{Kind: KindBarrier, DType: Uint8, Root: -1}},
+	{"goodbye", Header{Flags: FlagGoodbye, Kind: KindControl, DType: Uint8, Root: -1}},
+	{"abort", Header{Flags: FlagAbort, Kind: KindControl, DType: Uint8, Count: 4, Length: 4, Root: -1}},
+	{"split", Header{Kind: KindControl, DType: Int64, Seq: 3, Tag: math.MinInt64, Count: 8, Length: 64, Root: 0}},
+	{"extremes", Header{Kind: KindAllgather, DType: Uint8, Comm: math.MaxUint64, Seq: math.MaxUint64, Tag: math.MaxInt64,
+		Count: math.MaxInt64, Length: MaxPayload, Offset: math.MaxInt64 - MaxPayload, Root: -1}},
+	{"largest count", Header{Kind: KindBcast, DType: Float64, Count: math.MaxInt64 / 8, Offset: math.MaxInt64 / 8, Root: 5}},
+}
+
+func TestHeaderRoundTrip(t *testing.T) {
+	for _, tc := range validHeaders {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.h.Validate())
+			var b [HeaderSize]byte
+			tc.h.MarshalTo(&b)
+			var got Header
+			require.NoError(t, got.Unmarshal(&b))
+			require.Equal(t, tc.h, got)
+
+			var again [HeaderSize]byte
+			got.MarshalTo(&again)
+			require.Equal(t, b, again)
+		})
+	}
+}
+
+// TestHeaderLayout pins the byte offsets documented on Header, so that a
+// change of layout cannot pass unnoticed (it needs a new HeaderVersion).
+func TestHeaderLayout(t *testing.T) {
+	h := Header{Flags: FlagLast, Kind: KindReduce, DType: Float32, Codec: CodecNone, Op: OpMin,
+		Comm: 0x0807060504030201, Seq: 0x1817161514131211, Tag: -2, Count: 0x100, Length: 0x40,
+		Root: 0x01020304, Offset: 0xf0}
+	require.NoError(t, h.Validate())
+	var want [HeaderSize]byte
+	copy(want[0:], "GC")
+	want[2] = HeaderVersion
+	want[3], want[4], want[5], want[6], want[7] = byte(FlagLast), byte(KindReduce), byte(Float32), 0, byte(OpMin)
+	copy(want[8:], []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	copy(want[16:], []byte{0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18})
+	copy(want[24:], []byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	want[32+1] = 0x01
+	want[40] = 0x40
+	copy(want[48:], []byte{4, 3, 2, 1})
+	want[56] = 0xf0
+
+	var got [HeaderSize]byte
+	for i := range got {
+		got[i] = 0xaa // MarshalTo must write every byte, reserved ones too
+	}
+	h.MarshalTo(&got)
+	require.Equal(t, want, got)
+}
+
+// validHeader is an allreduce chunk that each validation case breaks in
+// one way.
+func validHeader() Header {
+	return Header{Kind: KindAllreduce, DType: Float32, Op: OpSum, Comm: 9, Seq: 4, Tag: -8,
+		Count: 100, Length: 40, Offset: 10, Root: -1}
+}
+
+func TestHeaderValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(h *Header)
+		want   string // in the error message
+	}{
+		{"unknown flag", func(h *Header) { h.Flags = 1 << 7 }, "unknown flags 0x80"},
+		{"unknown kind", func(h *Header) { h.Kind = numKinds }, "unknown kind 16"},
+		{"zero dtype", func(h *Header) { h.DType = 0 }, "unknown element type 0"},
+		{"unknown dtype", func(h *Header) { h.DType = numDTypes }, "unknown element type 13"},
+		{"unknown codec", func(h *Header) { h.Codec = maxCodec + 1 }, "unknown codec 1"},
+		{"unknown op", func(h *Header) { h.Op = numOps }, "unknown op 10"},
+		{"payload too long", func(h *Header) { h.Length = MaxPayload + 4; h.Count = math.MaxInt32 << 10 }, "exceeds"},
+		{"goodbye with payload", func(h *Header) { *h = Header{Flags: FlagGoodbye, Kind: KindControl, DType: Uint8, Count: 1, Length: 1} },
+			"goodbye frame with 1 payload bytes"},
+		{"root below -1", func(h *Header) { h.Kind, h.Root = KindSend, -2 }, "root -2"},
+		{"goodbye on a collective", func(h *Header) { h.Flags, h.Length = FlagGoodbye, 0 }, "goodbye or abort flag on Allreduce frame"},
+		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags = KindSend, OpNone, FlagAbort }, "goodbye or abort flag on Send frame"},
+		{"goodbye and abort", func(h *Header) { *h = Header{Flags: FlagGoodbye | FlagAbort, Kind: KindControl, DType: Uint8} },
+			"goodbye and abort flags together"},
+		{"reduction without op", func(h *Header) { h.Op = OpNone }, "Allreduce frame without an op"},
+		{"reduce without op", func(h *Header) { h.Kind, h.Op, h.Root = KindReduce, OpNone, 0 }, "Reduce frame without an op"},
+		{"op on bcast", func(h *Header) { h.Kind, h.Root = KindBcast, 0 }, "op sum on Bcast frame"},
+		{"op on send", func(h *Header) { h.Kind = KindSend }, "op sum on Send frame"},
+		{"bcast without root", func(h *Header) { h.Kind, h.Op = KindBcast, OpNone }, "Bcast frame without a root"},
+		{"reduce without root", func(h *Header) { h.Kind = KindReduce }, "Reduce frame without a root"},
+		{"root on allreduce", func(h *Header) { h.Root = 0 }, "root 0 on Allreduce frame, which has none"},
+		{"root on barrier", func(h *Header) { h.Kind, h.Op, h.Root = KindBarrier, OpNone, 3 }, "root 3 on Barrier frame, which has none"},
+		{"count overflows", func(h *Header) { h.Count = math.MaxInt64/4 + 1 }, "count of 2305843009213693952 float32 elements overflows"},
+		{"offset beyond count", func(h *Header) { h.Offset, h.Length = 101, 0 }, "offset 101 beyond count 100"},
+		{"partial element", func(h *Header) { h.Length = 41 }, "payload of 41 bytes is not a whole number of float32 elements"},
+		{"payload overruns count", func(h *Header) { h.Offset = 95 }, "10 elements at offset 95 overrun count 100"},
+		{"payload overruns count from zero", func(h *Header) { h.Offset, h.Length, h.Count = 0, 8, 1 }, "2 elements at offset 0 overrun count 1"},
+		{"offset plus payload wraps", func(h *Header) { h.DType, h.Count, h.Offset, h.Length = Uint8, math.MaxInt64, math.MaxInt64, 2 },
+			"2 elements at offset 9223372036854775807 overrun count 9223372036854775807"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHeader()
+			tc.modify(&h)
+			err := h.Validate()
+			require.ErrorIs(t, err, ErrBadHeader)
+			require.ErrorContains(t, err, tc.want)
+
+			// Unmarshal validates too: the encoding of a bad header is bad.
+			var b [HeaderSize]byte
+			h.MarshalTo(&b)
+			var got Header
+			err = got.Unmarshal(&b)
+			require.ErrorIs(t, err, ErrBadHeader)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestHeaderUnmarshalErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(b *[HeaderSize]byte)
+		want   string
+	}{
+		{"zeros", func(b *[HeaderSize]byte) { *b = [HeaderSize]byte{} }, "magic 0x0000, want 0x4347"},
+		{"bad magic", func(b *[HeaderSize]byte) { b[1] = 'X' }, "magic 0x5847"},
+		{"byte-swapped magic", func(b *[HeaderSize]byte) { b[0], b[1] = b[1], b[0] }, "magic 0x4743"},
+		{"old version", func(b *[HeaderSize]byte) { b[2] = 0 }, "version 0, want 1"},
+		{"new version", func(b *[HeaderSize]byte) { b[2] = HeaderVersion + 1 }, "version 2, want 1"},
+		{"reserved set", func(b *[HeaderSize]byte) { binary.LittleEndian.PutUint32(b[52:], 0x100) }, "reserved field is 0x100"},
+		{"reserved high byte", func(b *[HeaderSize]byte) { b[55] = 0x80 }, "reserved field is 0x80000000"},
+		{"kind out of range", func(b *[HeaderSize]byte) { b[4] = 0xff }, "unknown kind 255"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHeader()
+			var b [HeaderSize]byte
+			h.MarshalTo(&b)
+			tc.modify(&b)
+			var got Header
+			err := got.Unmarshal(&b)
+			require.ErrorIs(t, err, ErrBadHeader)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestHeaderString(t *testing.T) {
+	h := validHeader()
+	require.Equal(t, "Allreduce comm=0x9 seq=4 tag=-8 100×float32 root=-1 len=40 off=10 op=sum flags=0x0", h.String())
+	require.Equal(t, "Kind(200)", Kind(200).String())
+	require.Equal(t, "OpID(99)", OpID(99).String())
+}
