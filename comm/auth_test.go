@@ -98,52 +98,6 @@ func asNetError(err error, target *net.Error) bool {
 	return ok
 }
 
-// TestSteadyStateAllocatesNothing: once links and pools are warm, a send
-// and a receive allocate nothing, whichever of them comes first.
-func TestSteadyStateAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items); make test runs this without -race")
-	}
-	for _, tr := range []string{"mem", "tcp"} {
-		t.Run(tr, func(t *testing.T) {
-			cs, err := NewLocal(2, WithTransport(tr))
-			require.NoError(t, err)
-			defer func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			}()
-			ctx := context.Background()
-			const rounds = 200
-			echo := make(chan error, 1)
-			go func() {
-				buf := make([]byte, 4096)
-				for range rounds + 1 {
-					if _, err := cs[1].Recv(ctx, 0, 1, buf); err != nil {
-						echo <- err
-						return
-					}
-					if err := cs[1].Send(ctx, 0, 2, buf); err != nil {
-						echo <- err
-						return
-					}
-				}
-				echo <- nil
-			}()
-			out, in := make([]byte, 4096), make([]byte, 4096)
-			roundTrip := func() {
-				require.NoError(t, cs[0].Send(ctx, 1, 1, out))
-				_, err := cs[0].Recv(ctx, 1, 2, in)
-				require.NoError(t, err)
-			}
-			roundTrip() // warm-up: dial, pools
-			allocs := testing.AllocsPerRun(rounds-1, roundTrip)
-			require.NoError(t, <-echo)
-			require.Zero(t, allocs, "allocations per round trip")
-		})
-	}
-}
-
 func newTCP(t *testing.T) transport.Transport {
 	tr, err := tcp.New()
 	require.NoError(t, err)

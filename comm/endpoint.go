@@ -206,20 +206,9 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 			ib.mu.Unlock()
 			err := l.ReadPayload(m.buf)
 			ib.mu.Lock()
-			defer ib.mu.Unlock()
-			if err != nil {
-				ib.drop(m)
-				if m.claim != nil {
-					m.claim.complete(0, h, &PeerError{Rank: m.claim.src, Err: err})
-				}
-				ep.releaseMessage(m)
-				return err
-			}
-			m.arrived = true
-			if m.claim != nil {
-				ep.deliverBuffered(m.claim, m)
-			}
-			return nil
+			ib.arrived(ep, m, err)
+			ib.mu.Unlock()
+			return err
 		}
 		// No room for another early message: wait until a receive is
 		// posted for it or buffered messages are received.
@@ -234,6 +223,24 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 		case <-ep.failed:
 			return ep.failErr
 		}
+	}
+}
+
+// arrived finishes an early message whose payload read ended with err:
+// it hands the message to a receive that claimed it meanwhile, or keeps
+// it for one to come. The caller holds ib.mu.
+func (ib *inbox) arrived(ep *endpoint, m *message, err error) {
+	if err != nil {
+		ib.drop(m)
+		if m.claim != nil {
+			m.claim.complete(0, &m.hdr, &PeerError{Rank: m.claim.src, Err: err})
+		}
+		ep.releaseMessage(m)
+		return
+	}
+	m.arrived = true
+	if m.claim != nil {
+		ep.deliverBuffered(m.claim, m)
 	}
 }
 
@@ -397,7 +404,7 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 	if ep.opts.timeout > 0 {
 		g = armGuard(ep, l, dst)
 	}
-	err = l.WriteMessage(ctx, h, payload)
+	err = l.WriteMessage(ctx, *h, payload)
 	if g != nil && !g.disarm() {
 		return ep.err()
 	}
@@ -543,7 +550,7 @@ func (ep *endpoint) close() error {
 			p := &ep.peers[i]
 			p.mu.Lock()
 			if o := p.link.Load(); o != nil {
-				_ = o.WriteMessage(ctx, &last, payload)
+				_ = o.WriteMessage(ctx, last, payload)
 				o.Close()
 			}
 			p.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -24,8 +25,9 @@ var (
 	// the buffer of the receive it matched.
 	ErrTruncated = errors.New("message truncated")
 	// ErrInvalid marks a call with bad arguments (a rank out of range, a
-	// reserved tag): the caller's fault, not the job's.
-	ErrInvalid = errors.New("invalid input")
+	// reserved tag): the caller's fault, not the job's. It is
+	// codec.ErrInvalid, so one errors.Is check covers every layer.
+	ErrInvalid = codec.ErrInvalid
 	// ErrRefused is wrapped when a handshake is refused: a wrong secret,
 	// another job's peer, a rank that is already taken.
 	ErrRefused = transport.ErrRefused

@@ -130,7 +130,7 @@ func (ep *endpoint) abort(reason string) {
 	defer cancel()
 	for i := range ep.peers {
 		if o := ep.peers[i].link.Load(); o != nil {
-			_ = o.WriteMessage(ctx, &h, payload)
+			_ = o.WriteMessage(ctx, h, payload)
 		}
 	}
 	if err := ep.store.Abort(reason); err != nil {

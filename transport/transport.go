@@ -29,7 +29,7 @@ type Link interface {
 	// the message is partly written, the link is closed (a half-sent
 	// message cannot be taken back) and the error wraps both ctx's error
 	// and net.ErrClosed.
-	WriteMessage(ctx context.Context, h *codec.Header, payload []byte) error
+	WriteMessage(ctx context.Context, h codec.Header, payload []byte) error
 
 	// ReadHeader blocks until the next message arrives and decodes its
 	// header into h. Payload of the previous message that was not read is

@@ -1,0 +1,140 @@
+package comm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/transport/mem"
+)
+
+// TestSteadyStateAllocatesNothing: once links and pools are warm, a send
+// and a receive allocate nothing, whichever of them comes first.
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items); make test runs this without -race")
+	}
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			cs, err := NewLocal(2, WithTransport(tr))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			ctx := context.Background()
+			const rounds = 200
+			echo := make(chan error, 1)
+			go func() {
+				buf := make([]byte, 4096)
+				for range rounds + 1 {
+					if _, err := cs[1].Recv(ctx, 0, 1, buf); err != nil {
+						echo <- err
+						return
+					}
+					if err := cs[1].Send(ctx, 0, 2, buf); err != nil {
+						echo <- err
+						return
+					}
+				}
+				echo <- nil
+			}()
+			out, in := make([]byte, 4096), make([]byte, 4096)
+			roundTrip := func() {
+				require.NoError(t, cs[0].Send(ctx, 1, 1, out))
+				_, err := cs[0].Recv(ctx, 1, 2, in)
+				require.NoError(t, err)
+			}
+			roundTrip() // warm-up: dial, pools
+			allocs := testing.AllocsPerRun(rounds-1, roundTrip)
+			require.NoError(t, <-echo)
+			require.Zero(t, allocs, "allocations per round trip")
+		})
+	}
+}
+
+// TestBrokenLinkFailsEveryCall: when the link from a rank breaks as if its
+// process died, a receive pending on another rank fails too, naming the
+// lost rank, and so does the next call.
+func TestBrokenLinkFailsEveryCall(t *testing.T) {
+	cs, err := NewLocal(3)
+	require.NoError(t, err)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cs[2].Send(ctx, 0, 0, []byte("hi")))
+	_, err = cs[0].Recv(ctx, 2, 0, make([]byte, 2))
+	require.NoError(t, err)
+
+	pending := make(chan error, 1)
+	go func() {
+		_, err := cs[0].Recv(ctx, 1, 5, make([]byte, 8))
+		pending <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cs[0].ep.inboxes[2].mu.Lock()
+	link := cs[0].ep.inboxes[2].link
+	cs[0].ep.inboxes[2].mu.Unlock()
+	require.NoError(t, mem.Break(link))
+
+	err = <-pending
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, 2, pe.Rank)
+	require.ErrorIs(t, err, ErrPeerLost)
+	require.ErrorContains(t, err, "from rank 1")
+	require.ErrorContains(t, err, "rank 2 lost")
+	require.ErrorIs(t, cs[0].Send(ctx, 1, 0, nil), ErrPeerLost)
+}
+
+// TestLinksAreLazy: a job that has not talked has no links; a message
+// opens exactly one link, in the direction it travels.
+func TestLinksAreLazy(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			const n = 8
+			cs, err := NewLocal(n, WithTransport(tr))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			links := func() (out, in int) {
+				for _, c := range cs {
+					for i := range c.ep.peers {
+						if c.ep.peers[i].link.Load() != nil {
+							out++
+						}
+					}
+					for i := range c.ep.inboxes {
+						c.ep.inboxes[i].mu.Lock()
+						if c.ep.inboxes[i].link != nil {
+							in++
+						}
+						c.ep.inboxes[i].mu.Unlock()
+					}
+				}
+				return out, in
+			}
+			out, in := links()
+			require.Zero(t, out+in, "links before any traffic")
+
+			ctx := context.Background()
+			require.NoError(t, cs[3].Send(ctx, 6, 0, []byte("x")))
+			_, err = cs[6].Recv(ctx, 3, 0, make([]byte, 1))
+			require.NoError(t, err)
+			out, in = links()
+			require.Equal(t, 1, out, "dialed links")
+			require.Equal(t, 1, in, "accepted links")
+			require.NotNil(t, cs[3].ep.peers[6].link.Load())
+		})
+	}
+}
