@@ -265,6 +265,11 @@ func maxFloatLeft[F float](dst, src []F) {
 // operate in float32 and round the result once. Min and Max compare the
 // widened values but store one of the operands unchanged, so a NaN keeps
 // its payload exactly.
+//
+// The two kernels are written out twice on purpose. BF16 and Float16 share
+// one GC shape (uint16), so a generic kernel calls their conversions
+// through a dictionary for every element: measured 3.5× slower
+// (BenchmarkSum/bf16: 0.7 GB/s against 2.5 GB/s).
 
 func reduceBF16(op Op, dst, src []BF16, left bool) error {
 	src = src[:len(dst)]

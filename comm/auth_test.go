@@ -6,39 +6,22 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/internal/testutil"
+
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/tcp"
 )
-
-// syncBuffer is a log destination that several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestIntrudersAreRefused dials a rank's link listener with a wrong secret
 // and with random bytes: both are refused and logged, and the job's own
 // traffic still flows.
 func TestIntrudersAreRefused(t *testing.T) {
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	cs, err := NewLocal(2, WithTransport("tcp"), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	require.NoError(t, err)
 	defer func() {

@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/internal/testutil"
 
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
@@ -175,8 +176,8 @@ func TestKilledRankIsNamed(t *testing.T) {
 
 	type proc struct {
 		cmd    *exec.Cmd
-		stderr lockedBuffer
-		stdout lockedBuffer
+		stderr testutil.SyncBuffer
+		stdout testutil.SyncBuffer
 		ready  chan struct{}
 		eof    chan struct{} // stdout ended: the process exited
 	}
@@ -369,23 +370,4 @@ func sizeName(n int) string {
 		return strconv.Itoa(n>>10) + "KiB"
 	}
 	return strconv.Itoa(n) + "B"
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output copier and the
-// test read concurrently.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,13 +1,11 @@
 package mem_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,29 +13,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/internal/testutil"
+
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/auth"
 	"github.com/gocoll/gocoll/transport/linktest"
 	"github.com/gocoll/gocoll/transport/mem"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func config(rank int, log io.Writer) transport.Config {
 	if log == nil {
@@ -167,7 +150,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var log syncBuffer
+			var log testutil.SyncBuffer
 			tr := mem.NewNetwork().Transport()
 			ln, err := tr.Listen("", config(1, &log))
 			require.NoError(t, err)

@@ -7,12 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/internal/testutil"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
@@ -22,24 +23,6 @@ import (
 )
 
 var testSecret = []byte("tcp test secret")
-
-// syncBuffer is a bytes.Buffer that is safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func config(rank int, log io.Writer) transport.Config {
 	if log == nil {
@@ -174,7 +157,7 @@ func TestWriteMessageAllocs(t *testing.T) {
 // hold up other dialers meanwhile.
 func TestHandshakeTimeout(t *testing.T) {
 	linktest.CheckGoroutines(t)
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	cfg := config(1, &log)
 	cfg.HandshakeTimeout = 300 * time.Millisecond
 	var tr tcp.Transport
@@ -353,7 +336,7 @@ func TestDialContext(t *testing.T) {
 // TestDialerWithoutRank checks that the listener refuses a dialer
 // that does not say its rank.
 func TestDialerWithoutRank(t *testing.T) {
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	var tr tcp.Transport
 	ln, err := tr.Listen("", config(1, &log))
 	require.NoError(t, err)

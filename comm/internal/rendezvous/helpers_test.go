@@ -1,19 +1,18 @@
 package rendezvous
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // watchdog bounds every wait of the tests, so a hang is a failure that
@@ -44,75 +43,23 @@ var ourFrames = []string{
 	"rendezvous.dialOnce",
 }
 
-// leaks returns the stacks of goroutines running code of this package,
-// other than the caller's.
-func leaks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for i, g := range strings.Split(string(buf), "\n\n") {
-		if i == 0 {
-			continue // the caller
-		}
-		for _, f := range ourFrames {
-			if strings.Contains(g, f) {
-				out = append(out, g)
-				break
-			}
-		}
-	}
-	return strings.Join(out, "\n\n")
-}
-
 // waitNoLeaks gives goroutines that are on their way out a moment, and
 // returns the stacks of those that stay.
 func waitNoLeaks() string {
-	deadline := time.Now().Add(watchdog)
-	for {
-		l := leaks()
-		if l == "" || time.Now().After(deadline) {
-			return l
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// logBuf collects a server's log lines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return strings.Join(testutil.Leaked(watchdog, ourFrames...), "\n\n")
 }
 
 type fixture struct {
 	srv  *Server
 	addr string
-	logs *logBuf
+	logs *testutil.SyncBuffer
 }
 
 // serve starts a store for a job of size ranks on a loopback port. It is
 // closed at the end of the test, after the clients made by the fixture.
 func serve(t *testing.T, size int) *fixture {
 	t.Helper()
-	logs := &logBuf{}
+	logs := &testutil.SyncBuffer{}
 	srv, err := NewServer(size, testSecret, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
