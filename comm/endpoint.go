@@ -406,7 +406,8 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 	}
 	err = l.WriteMessage(ctx, *h, payload)
 	if g != nil && !g.disarm() {
-		return ep.err()
+		<-g.fired
+		return fmt.Errorf("%w: the write blocked for %v and the job was aborted: %w", ErrTimeout, ep.opts.timeout, ep.err())
 	}
 	if err == nil {
 		return nil
@@ -463,10 +464,11 @@ func (ep *endpoint) sendSelf(h *codec.Header, payload []byte) {
 // allocating a context per message: if the write is still blocked when
 // the timer fires, the link is cut and the job aborted.
 type sendGuard struct {
-	t    *time.Timer
-	ep   *endpoint
-	link transport.Link
-	dst  int
+	t     *time.Timer
+	ep    *endpoint
+	link  transport.Link
+	dst   int
+	fired chan struct{} // closed once fire has aborted the job
 }
 
 var guardPool sync.Pool
@@ -474,7 +476,7 @@ var guardPool sync.Pool
 func armGuard(ep *endpoint, l transport.Link, dst int) *sendGuard {
 	g, _ := guardPool.Get().(*sendGuard)
 	if g == nil {
-		g = &sendGuard{}
+		g = &sendGuard{fired: make(chan struct{})}
 		g.t = time.AfterFunc(time.Hour, g.fire)
 		g.t.Stop()
 	}
@@ -488,6 +490,7 @@ func (g *sendGuard) fire() {
 	// frames go out on the others.
 	g.link.Close()
 	g.ep.abort(fmt.Sprintf("rank %d: send to rank %d blocked for %v (communicator timeout)", g.ep.rank, g.dst, g.ep.opts.timeout))
+	close(g.fired)
 }
 
 // disarm stops the guard and reports whether it stopped it in time. A

@@ -138,3 +138,36 @@ func TestLinksAreLazy(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockedSendTimesOut: a receiver that posts nothing while its early
+// messages fill the budget stops reading, which blocks the sender's write.
+// The communicator's timeout cuts the write, the sender's error says so,
+// and the receiver learns that the sender aborted.
+func TestBlockedSendTimesOut(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	cs, err := NewLocal(2, WithUnexpectedLimit(1024), WithTimeout(timeout))
+	require.NoError(t, err)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	ctx := context.Background()
+	msg := make([]byte, 1024)
+	start := time.Now()
+	var sendErr error
+	for tag := range 3 {
+		if sendErr = cs[0].Send(ctx, 1, tag, msg); sendErr != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, sendErr, ErrTimeout)
+	require.ErrorIs(t, sendErr, ErrAborted)
+	require.ErrorContains(t, sendErr, "send to rank 1 blocked for 300ms")
+	require.Less(t, time.Since(start), 10*timeout)
+
+	_, err = cs[1].Recv(ctx, 0, 99, msg)
+	var ae *AbortError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 0, ae.Rank)
+}
