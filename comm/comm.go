@@ -131,8 +131,11 @@ func (r *Request) wait(ctx context.Context) (int, codec.Header, error) {
 // on: they choose the kind, element type, count, op, root and sequence
 // number that the receiver checks.
 func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload []byte) error {
-	if c.closed.Load() {
+	switch {
+	case c.closed.Load():
 		return ErrClosed
+	case dst < 0 || dst >= len(c.group):
+		return invalidf("rank %d is outside the communicator of %d ranks", dst, len(c.group))
 	}
 	h.Comm = c.id
 	return c.ep.send(ctx, c.group[dst], h, payload)
@@ -140,12 +143,32 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload
 
 // RecvHeader receives the message with tag from rank src of c into b and
 // returns its length and header, so that a collective can compare what the
-// sender called with what it expected.
+// sender called with what it expected. Unlike Recv it accepts the
+// library's negative tags (InternalTag).
 func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, codec.Header, error) {
-	if c.closed.Load() {
-		return 0, codec.Header{}, c.opError("recv", src, tag, ErrClosed)
+	r, err := c.IrecvHeader(src, tag, b)
+	if err != nil {
+		return 0, codec.Header{}, err
 	}
-	r := c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b)
+	return r.WaitHeader(ctx)
+}
+
+// IrecvHeader is Irecv for any tag, including InternalTag's; wait for it
+// with WaitHeader to see the header of the message received.
+func (c *Comm) IrecvHeader(src int, tag int64, b []byte) (*Request, error) {
+	switch {
+	case c.closed.Load():
+		return nil, c.opError("recv", src, tag, ErrClosed)
+	case src < 0 || src >= len(c.group):
+		return nil, c.opError("recv", -1, tag, invalidf("rank %d is outside the communicator of %d ranks", src, len(c.group)))
+	}
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b), nil
+}
+
+// WaitHeader is Wait that also returns the header of the message
+// received. On a truncation error the header is that of the message that
+// did not fit, so the caller can say what the sender sent.
+func (r *Request) WaitHeader(ctx context.Context) (int, codec.Header, error) {
 	return r.wait(ctx)
 }
 
@@ -155,10 +178,21 @@ func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (in
 // apart.
 func (c *Comm) NextSeq() uint64 { return c.seq.Add(1) }
 
-// internalTag is the tag of the control messages of the operation with
-// sequence number seq. User tags are non-negative, so these never match a
-// user's message.
-func internalTag(seq uint64) int64 { return -int64(seq) }
+// Internal tags are negative, so they never match a user's message. Each
+// collective (and Split) owns the tags of its sequence number: one per
+// step of its algorithm.
+const (
+	tagStepBits = 24
+	// MaxTagStep is the highest step number InternalTag accepts.
+	MaxTagStep = 1<<tagStepBits - 1
+)
+
+// InternalTag is the tag of step step of the operation with sequence
+// number seq (from NextSeq). Operations in flight at once never share a
+// tag, because they never share a sequence number.
+func InternalTag(seq uint64, step int) int64 {
+	return -1 - int64(seq<<tagStepBits|uint64(step&MaxTagStep))
+}
 
 // Split partitions c into disjoint communicators, like MPI_Comm_split.
 // Every rank of c must call it. Ranks that pass the same color end up in
@@ -172,7 +206,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 		return nil, c.opError("split", -1, 0, ErrClosed)
 	}
 	seq := c.NextSeq()
-	tag := internalTag(seq)
+	tag := InternalTag(seq, 0)
 	size := len(c.group)
 
 	// Rank 0 of c gathers every (color, key) and sends the table back.

@@ -1,0 +1,157 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// rankCounts are the job sizes every collective is checked at.
+var rankCounts = []int{1, 2, 3, 4, 5, 7, 8}
+
+// watchdog bounds every job a test runs: a hang fails the test and names
+// the ranks still running.
+const watchdog = 60 * time.Second
+
+// job starts n ranks in this process (over mem, or tcp with
+// comm.WithTransport("tcp")) and closes them when the test ends.
+func job(t testing.TB, n int, opts ...comm.Option) []*comm.Comm {
+	t.Helper()
+	cs, err := comm.NewLocal(n, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, c := range cs {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Close() }()
+		}
+		wg.Wait()
+	})
+	return cs
+}
+
+// onEveryRank runs f for every rank in its own goroutine and returns each
+// rank's error.
+func onEveryRank(t testing.TB, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	errs := make([]error, len(cs))
+	done := make(chan int, len(cs))
+	for i, c := range cs {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+				}
+				done <- i
+			}()
+			errs[i] = f(ctx, c)
+		}()
+	}
+	finished := make([]bool, len(cs))
+	for range cs {
+		select {
+		case i := <-done:
+			finished[i] = true
+		case <-time.After(watchdog + 5*time.Second):
+			t.Fatalf("ranks still running after %v (finished: %v)", watchdog, finished)
+		}
+	}
+	return errs
+}
+
+// allOK runs f on every rank and fails the test with each rank's error.
+func allOK(t testing.TB, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) {
+	t.Helper()
+	for r, err := range onEveryRank(t, cs, f) {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+// input is rank r's deterministic input of n elements for seed. Values are
+// small integers (also for floats, BF16 and FP16), so sums and products
+// over a few ranks are exact in every type and every algorithm's order of
+// operations gives the same bits as the sequential reference.
+func input[T codec.Elem](r, n, seed int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = fromInt[T]((r*7 + i*3 + seed) % 5)
+	}
+	return s
+}
+
+// fromInt converts a small integer to T.
+func fromInt[T codec.Elem](v int) T {
+	var z T
+	switch any(z).(type) {
+	case codec.BF16:
+		return any(codec.BF16FromFloat32(float32(v))).(T)
+	case codec.Float16:
+		return any(codec.Float16FromFloat32(float32(v))).(T)
+	case float32:
+		return any(float32(v)).(T)
+	case float64:
+		return any(float64(v)).(T)
+	case int8:
+		return any(int8(v)).(T)
+	case int16:
+		return any(int16(v)).(T)
+	case int32:
+		return any(int32(v)).(T)
+	case int64:
+		return any(int64(v)).(T)
+	case uint8:
+		return any(uint8(v)).(T)
+	case uint16:
+		return any(uint16(v)).(T)
+	case uint32:
+		return any(uint32(v)).(T)
+	case uint64:
+		return any(uint64(v)).(T)
+	}
+	panic("unreachable")
+}
+
+// reference reduces the inputs of ranks 0..n-1 in rank order with op,
+// sequentially: the result every algorithm must match bit for bit.
+func reference[T codec.Elem](op codec.Op, inputs [][]T) []T {
+	out := append([]T(nil), inputs[0]...)
+	for _, in := range inputs[1:] {
+		if err := codec.Reduce(op, out, in); err != nil {
+			panic(err)
+		}
+	}
+	codec.Finish(op, out, len(inputs))
+	return out
+}
+
+// counts are the buffer lengths every collective is checked with for n
+// ranks: empty, one element, fewer elements than ranks, more, and sizes
+// that take several chunks and leave remainders.
+func counts(n int) []int {
+	return []int{0, 1, max(n-1, 0), n + 1, 1000, 65537}
+}
+
+// equalBits compares two slices element by element as bits (so NaNs with
+// equal payloads compare equal) and names the first difference.
+func equalBits[T codec.Elem](got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("got %d elements, want %d", len(got), len(want))
+	}
+	g, w := codec.Bytes(got), codec.Bytes(want)
+	size := len(g) / max(len(got), 1)
+	for i := range got {
+		if string(g[i*size:(i+1)*size]) != string(w[i*size:(i+1)*size]) {
+			return fmt.Errorf("element %d is %v, want %v", i, got[i], want[i])
+		}
+	}
+	return nil
+}

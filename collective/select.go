@@ -1,0 +1,166 @@
+package collective
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gocoll/gocoll/codec"
+)
+
+// The selector's thresholds, in one place. They follow the alpha-beta
+// cost model (DESIGN.md): latency-bound algorithms (lg p messages) below
+// the thresholds, bandwidth-optimal ones (each byte sent about twice)
+// above. Open MPI switches allreduce from recursive doubling between
+// 4 KiB and 16 KiB, MPICH at 2 KiB.
+const (
+	allreduceSmall = 8 << 10   // below: recursive doubling
+	allreduceLarge = 4 << 20   // from here: pipelined ring
+	bcastSmall     = 64 << 10  // below: binomial tree
+	bcastLarge     = 4 << 20   // from here: pipelined chain
+	gatherSmall    = 256 << 10 // below: binomial tree, above: linear
+	allgatherSmall = 64 << 10  // below: Bruck, above: ring
+
+	// DefaultChunkSize is the chunk of the pipelined algorithms when
+	// WithChunkSize is not given: large enough that per-message cost is
+	// small next to the transfer, small enough that several chunks are in
+	// flight at once.
+	DefaultChunkSize = 256 << 10
+)
+
+// algorithms lists what each collective accepts; the first is the one the
+// selector falls back to when no other applies.
+var algorithms = map[codec.Kind][]Algorithm{
+	codec.KindAllreduce:     {RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree},
+	codec.KindReduce:        {Tree},
+	codec.KindBcast:         {Tree, Chain, ScatterAllgather},
+	codec.KindGather:        {Tree, Linear},
+	codec.KindGatherv:       {Linear},
+	codec.KindScatter:       {Tree, Linear},
+	codec.KindScatterv:      {Linear},
+	codec.KindAllgather:     {Bruck, Ring, RecursiveDoubling},
+	codec.KindAllgatherv:    {Ring},
+	codec.KindReduceScatter: {Ring, RecursiveHalving, Tree},
+	codec.KindScan:          {RecursiveDoubling},
+	codec.KindExscan:        {RecursiveDoubling},
+	codec.KindAlltoall:      {Pairwise},
+	codec.KindBarrier:       {Dissemination},
+}
+
+// reorders lists the (collective, algorithm) pairs that combine operands
+// out of rank order, which only a commutative op tolerates.
+var reorders = map[codec.Kind][]Algorithm{
+	codec.KindAllreduce:     {Ring, RingChunked},
+	codec.KindReduceScatter: {Ring},
+}
+
+// choose picks the algorithm of one call: the one the call asked for, else
+// the one GOCOLL_ALGO names for this collective, else the selector's.
+func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool) (Algorithm, error) {
+	a := cfg.algo
+	if a == Auto {
+		a = envAlgorithm(kind)
+	}
+	if a != Auto {
+		if !slices.Contains(algorithms[kind], a) {
+			return 0, fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, algorithms[kind])
+		}
+		if !commutative && slices.Contains(reorders[kind], a) {
+			return 0, fmt.Errorf("%w: %s with %s combines operands out of rank order; a non-commutative op needs another algorithm", codec.ErrInvalid, kind, a)
+		}
+		return a, nil
+	}
+	switch kind {
+	case codec.KindAllreduce:
+		switch {
+		case bytes < allreduceSmall || !commutative:
+			return RecursiveDoubling, nil
+		case bytes >= allreduceLarge:
+			return RingChunked, nil
+		case ranks&(ranks-1) == 0:
+			return Rabenseifner, nil
+		}
+		return Ring, nil
+	case codec.KindBcast:
+		switch {
+		case bytes < bcastSmall || ranks <= 2:
+			return Tree, nil
+		case bytes >= bcastLarge:
+			return Chain, nil
+		}
+		return ScatterAllgather, nil
+	case codec.KindGather, codec.KindScatter:
+		if bytes < gatherSmall {
+			return Tree, nil
+		}
+		return Linear, nil
+	case codec.KindAllgather:
+		if bytes < allgatherSmall {
+			return Bruck, nil
+		}
+		return Ring, nil
+	case codec.KindReduceScatter:
+		switch {
+		case !commutative:
+			return Tree, nil
+		case ranks&(ranks-1) == 0:
+			return RecursiveHalving, nil
+		}
+		return Ring, nil
+	}
+	return algorithms[kind][0], nil
+}
+
+// chunkElems is the number of elements per chunk of a pipelined algorithm.
+func (c config) chunkElems(elemSize int) int {
+	bytes := c.chunk
+	if bytes == 0 {
+		bytes = envChunk()
+	}
+	if bytes == 0 {
+		bytes = DefaultChunkSize
+	}
+	return max(1, bytes/elemSize)
+}
+
+// GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
+// "allreduce:ring,bcast:tree". GOCOLL_CHUNK sets the default chunk size
+// in bytes. Both are read once.
+var env = sync.OnceValues(func() (map[codec.Kind]Algorithm, int) {
+	algos := map[codec.Kind]Algorithm{}
+	for _, item := range strings.Split(os.Getenv("GOCOLL_ALGO"), ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, algo, ok := strings.Cut(item, ":")
+		kind, kok := kindNamed(name)
+		a, err := ParseAlgorithm(algo)
+		if !ok || !kok || err != nil {
+			fmt.Fprintf(os.Stderr, "gocoll: ignoring GOCOLL_ALGO entry %q: want collective:algorithm, such as allreduce:ring\n", item)
+			continue
+		}
+		algos[kind] = a
+	}
+	chunk := 0
+	if s := os.Getenv("GOCOLL_CHUNK"); s != "" {
+		if _, err := fmt.Sscan(s, &chunk); err != nil || chunk <= 0 {
+			fmt.Fprintf(os.Stderr, "gocoll: ignoring GOCOLL_CHUNK=%q: want a positive number of bytes\n", s)
+			chunk = 0
+		}
+	}
+	return algos, chunk
+})
+
+func envAlgorithm(kind codec.Kind) Algorithm { a, _ := env(); return a[kind] }
+func envChunk() int                          { _, c := env(); return c }
+
+func kindNamed(name string) (codec.Kind, bool) {
+	for k := range algorithms {
+		if strings.EqualFold(k.String(), name) {
+			return k, true
+		}
+	}
+	return 0, false
+}
