@@ -56,7 +56,7 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 		return k, fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
 	}
 	for _, o := range opts {
-		if err := o(&k.cfg); err != nil {
+		if err := o.apply(&k.cfg); err != nil {
 			return k, k.invalid(err)
 		}
 	}
@@ -180,11 +180,10 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 // check turns the outcome of a receive into this call's error: a sender
 // whose call differs from this rank's is a mismatch, which aborts the job.
 func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
-	var te *comm.TruncateError
-	switch {
-	case errors.As(err, &te):
-		return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
-	case err != nil:
+	if err != nil {
+		if te := new(comm.TruncateError); errors.As(err, &te) {
+			return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
+		}
 		return k.wrap(peer, err)
 	}
 	if remote := callOf(h); remote != k.me {

@@ -54,34 +54,49 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of %s)", codec.ErrInvalid, s, strings.Join(algorithmNames[:], ", "))
 }
 
-// Option configures one collective call.
-type Option func(*config) error
+// Option configures one collective call. Options are plain values, not
+// closures, so that passing them costs a call nothing.
+type Option struct {
+	set   optionKind
+	algo  Algorithm
+	bytes int
+}
+
+type optionKind uint8
+
+const (
+	setAlgorithm optionKind = iota + 1
+	setChunkSize
+)
 
 type config struct {
 	algo  Algorithm
 	chunk int // bytes per pipelined chunk; 0 means the selector's choice
 }
 
-// WithAlgorithm forces the algorithm of a call instead of letting the
-// selector choose. Every rank must pass the same one.
-func WithAlgorithm(a Algorithm) Option {
-	return func(c *config) error {
-		if a >= numAlgorithms {
-			return fmt.Errorf("%w: unknown algorithm %d", codec.ErrInvalid, uint8(a))
+func (o Option) apply(c *config) error {
+	switch o.set {
+	case setAlgorithm:
+		if o.algo >= numAlgorithms {
+			return fmt.Errorf("%w: unknown algorithm %d", codec.ErrInvalid, uint8(o.algo))
 		}
-		c.algo = a
-		return nil
+		c.algo = o.algo
+	case setChunkSize:
+		if o.bytes <= 0 {
+			return fmt.Errorf("%w: chunk size %d must be positive", codec.ErrInvalid, o.bytes)
+		}
+		c.chunk = o.bytes
+	default:
+		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm and WithChunkSize", codec.ErrInvalid)
 	}
+	return nil
 }
 
+// WithAlgorithm forces the algorithm of a call instead of letting the
+// selector choose. Every rank must pass the same one.
+func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: a} }
+
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
-// (RingChunked, Chain). Every rank must pass the same size.
-func WithChunkSize(bytes int) Option {
-	return func(c *config) error {
-		if bytes <= 0 {
-			return fmt.Errorf("%w: chunk size %d must be positive", codec.ErrInvalid, bytes)
-		}
-		c.chunk = bytes
-		return nil
-	}
-}
+// (RingChunked, Chain). Every rank must pass the same size. The default
+// is DefaultChunkSize, or GOCOLL_CHUNK when set.
+func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: bytes} }

@@ -1,0 +1,56 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// TestAllreduceAllocatesNothing: once links and pools are warm, an
+// Allreduce allocates nothing, on any rank.
+func TestAllreduceAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items); make test runs this without -race")
+	}
+	for _, tr := range []string{"mem", "tcp"} {
+		for _, algo := range []collective.Algorithm{collective.RecursiveDoubling, collective.Ring, collective.RingChunked} {
+			for _, count := range []int{256, 256 << 10} {
+				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
+					const rounds = 50
+					cs := job(t, 3, comm.WithTransport(tr))
+					ctx := context.Background()
+					others := make(chan error, len(cs)-1)
+					for _, c := range cs[1:] {
+						go func() {
+							buf := make([]float32, count)
+							for range rounds + 2 {
+								if err := collective.Allreduce(ctx, c, buf, collective.Sum, collective.WithAlgorithm(algo)); err != nil {
+									others <- err
+									return
+								}
+							}
+							others <- nil
+						}()
+					}
+					buf := make([]float32, count)
+					step := func() {
+						if err := collective.Allreduce(ctx, cs[0], buf, collective.Sum, collective.WithAlgorithm(algo)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					step() // warm-up
+					allocs := testing.AllocsPerRun(rounds, step)
+					for range cs[1:] {
+						require.NoError(t, <-others)
+					}
+					require.Zero(t, allocs, "allocations per Allreduce")
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package collective
+
+import (
+	"context"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Allreduce combines buf of every rank with op and leaves the result in
+// every rank's buf, bitwise identical on all ranks. Algorithms:
+// RecursiveDoubling (lg p steps; the default for small buffers and for
+// non-commutative ops), Ring (reduce-scatter then allgather, each byte
+// sent about twice), RingChunked (the ring with each block pipelined in
+// WithChunkSize chunks; the default for large buffers), Rabenseifner
+// (recursive halving then doubling) and Tree (binomial reduce then
+// bcast). A non-commutative op is applied in rank order, r0∘r1∘…; the
+// ring algorithms refuse it.
+func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	if err != nil {
+		return err
+	}
+	return k.allreduce(buf)
+}
+
+// allreduce runs the chosen algorithm and finishes the op (Avg divides).
+func (k *call[T]) allreduce(buf []T) error {
+	algo, err := choose(codec.KindAllreduce, k.cfg, k.c.Size(), len(buf)*k.size, k.op.Commutative())
+	if err != nil {
+		return k.invalid(err)
+	}
+	switch algo {
+	case Ring:
+		err = allreduceRing(k, buf, len(buf))
+	case RingChunked:
+		err = allreduceRing(k, buf, k.cfg.chunkElems(k.size))
+	default:
+		err = allreduceDoubling(k, buf)
+	}
+	if err != nil {
+		return err
+	}
+	codec.Finish(k.op, buf, k.c.Size())
+	return nil
+}
+
+// allreduceDoubling is recursive doubling. With p not a power of two, the
+// first 2·rem ranks pair up (even into odd) before and after, so that the
+// ranks that remain each stand for a contiguous range of ranks and every
+// combination keeps rank order. Both partners of a step compute lower ∘
+// upper, so they hold the same bits.
+func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
+	p, me := k.c.Size(), k.c.Rank()
+	pof2 := 1
+	for pof2*2 <= p {
+		pof2 *= 2
+	}
+	rem := p - pof2
+	tmp, sb := scratch[T](len(buf))
+	defer sb.release()
+
+	// Fold: in the first 2·rem ranks, each even rank hands its data to the
+	// odd rank above it and sits out the doubling.
+	newRank := me - rem
+	if me < 2*rem {
+		if me%2 == 0 {
+			if err := k.send(me+1, 0, buf, 0); err != nil {
+				return err
+			}
+			newRank = -1
+		} else {
+			if err := k.recvReduce(me-1, 0, buf, 0, false); err != nil {
+				return err
+			}
+			newRank = me / 2
+		}
+	}
+	if newRank >= 0 {
+		step := 1
+		for mask := 1; mask < pof2; mask <<= 1 {
+			partnerNew := newRank ^ mask
+			partner := partnerNew + rem
+			if partnerNew < rem {
+				partner = partnerNew*2 + 1
+			}
+			if err := k.sendRecv(partner, step, buf, 0, partner, step, tmp, 0); err != nil {
+				return err
+			}
+			if err := k.reduce(buf, tmp, partner > me); err != nil {
+				return err
+			}
+			step++
+		}
+	}
+	// Unfold: the odd ranks hand the result back to their even partners.
+	if me < 2*rem {
+		last := phaseSteps - 1
+		if me%2 == 1 {
+			return k.send(me-1, last, buf, 0)
+		}
+		return k.recv(me+1, last, buf, 0)
+	}
+	return nil
+}
+
+// allreduceRing is the ring: p-1 steps of reduce-scatter, after which
+// rank r holds the reduced block r+1, then p-1 steps of allgather. Each
+// block moves in chunks of at most chunk elements, all of a step's
+// receives posted before its sends, so a chunk is reduced while the next
+// one is still on the wire. Every block is reduced once, in one fixed
+// order, and then copied, so all ranks end with the same bits.
+func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	if p == 1 {
+		return nil
+	}
+	right, left := (me+1)%p, (me+p-1)%p
+	n := len(buf)
+	maxBlock := (n + p - 1) / p
+	// A block may not take more chunks than its step has tags.
+	chunk = max(chunk, 1, (maxBlock+ringMaxChunks-1)/ringMaxChunks)
+	tmp, sb := scratch[T](maxBlock)
+	defer sb.release()
+
+	// chunksOf is how many messages a block of m elements takes; an empty
+	// block still sends one empty message, so that a peer with a
+	// different count is told rather than left waiting.
+	chunksOf := func(m int) int { return max(1, (m+chunk-1)/chunk) }
+	for s := range p - 1 {
+		sendLo, sendHi := block(n, p, (me-s+p)%p)
+		recvLo, recvHi := block(n, p, (me-s-1+2*p)%p)
+		if err := ringStep(k, buf, tmp, s, chunk, chunksOf, right, sendLo, sendHi, left, recvLo, recvHi, true); err != nil {
+			return err
+		}
+	}
+	for s := range p - 1 {
+		sendLo, sendHi := block(n, p, (me+1-s+p)%p)
+		recvLo, recvHi := block(n, p, (me-s+p)%p)
+		if err := ringStep(k, buf, tmp, p-1+s, chunk, chunksOf, right, sendLo, sendHi, left, recvLo, recvHi, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ringStep sends buf[sendLo:sendHi] to right and receives
+// [recvLo:recvHi] from left, chunk by chunk, with up to ringWindow
+// receives posted ahead: chunk i is sent, then chunk i is received (and,
+// with reduce, added from tmp into buf) while later chunks are still on
+// the wire. Each rank sends its first chunk without waiting, so the ring
+// always moves, and no more than ringWindow chunks per link arrive before
+// their receive.
+func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf func(int) int,
+	right, sendLo, sendHi, left, recvLo, recvHi int, reduce bool) error {
+	nSend, nRecv := chunksOf(sendHi-sendLo), chunksOf(recvHi-recvLo)
+	var reqs [ringWindow]*comm.Request
+	var bufs [ringWindow][]byte
+	post := func(i int) error {
+		lo, hi := chunkBounds(recvLo, recvHi, chunk, i)
+		dst := buf[lo:hi]
+		if reduce {
+			dst = tmp[lo-recvLo : hi-recvLo]
+		}
+		bufs[i%ringWindow] = codec.Bytes(dst)
+		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), bufs[i%ringWindow])
+		reqs[i%ringWindow] = req
+		return err
+	}
+	fail := func(peer int, err error) error {
+		withdraw(reqs[:])
+		return k.wrap(peer, err)
+	}
+	for i := range min(nRecv, ringWindow) {
+		if err := post(i); err != nil {
+			return fail(left, err)
+		}
+	}
+	for i := range max(nSend, nRecv) {
+		if i < nSend {
+			lo, hi := chunkBounds(sendLo, sendHi, chunk, i)
+			h := k.header(step*ringMaxChunks+i, hi-lo, lo)
+			if err := k.c.SendHeader(k.ctx, right, &h, codec.Bytes(buf[lo:hi])); err != nil {
+				return fail(right, err)
+			}
+		}
+		if i >= nRecv {
+			continue
+		}
+		lo, hi := chunkBounds(recvLo, recvHi, chunk, i)
+		n, h, err := reqs[i%ringWindow].WaitHeader(k.ctx)
+		reqs[i%ringWindow] = nil
+		if err = k.check(left, n, &h, hi-lo, lo, err); err != nil {
+			withdraw(reqs[:])
+			return err
+		}
+		if reduce {
+			got := tmp[lo-recvLo : hi-recvLo]
+			codec.Store(got, bufs[i%ringWindow])
+			if err := k.reduce(buf[lo:hi], got, true); err != nil {
+				withdraw(reqs[:])
+				return err
+			}
+		} else {
+			codec.Store(buf[lo:hi], bufs[i%ringWindow])
+		}
+		if i+ringWindow < nRecv {
+			if err := post(i + ringWindow); err != nil {
+				return fail(left, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ringWindow bounds the receives a ring step keeps posted at once.
+const ringWindow = 8
+
+// ringMaxChunks spaces the steps of the ring in the tag space: step s's
+// chunk i has step number s·ringMaxChunks + i.
+const ringMaxChunks = 1 << 12
+
+// chunkBounds is chunk i of the range [lo, hi) cut in chunks of size chunk.
+func chunkBounds(lo, hi, chunk, i int) (int, int) {
+	a := lo + i*chunk
+	return min(a, hi), min(a+chunk, hi)
+}
+
+// withdraw cancels receives that are no longer wanted.
+func withdraw(reqs []*comm.Request) {
+	for _, r := range reqs {
+		if r != nil {
+			r.WaitHeader(canceled)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package collective_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var allreduceAlgorithms = []collective.Algorithm{
+	collective.Auto, collective.RecursiveDoubling, collective.Ring, collective.RingChunked,
+	collective.Rabenseifner, collective.Tree,
+}
+
+func TestAllreduce(t *testing.T) {
+	for _, algo := range allreduceAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					checkAllreduce[float32](t, cs, algo, collective.Sum)
+					checkAllreduce[float64](t, cs, algo, collective.Avg)
+					checkAllreduce[int32](t, cs, algo, collective.Max)
+					checkAllreduce[uint8](t, cs, algo, collective.Xor)
+					checkAllreduce[codec.BF16](t, cs, algo, collective.Sum)
+				})
+			}
+		})
+	}
+}
+
+// checkAllreduce runs Allreduce with every count of counts(n) and compares
+// each rank's result with the sequential reference, bit for bit. A small
+// chunk size makes RingChunked pipeline even the mid-size counts.
+func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, op codec.Op) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range counts(n) {
+		inputs := make([][]T, n)
+		for r := range n {
+			inputs[r] = input[T](r, count, count)
+		}
+		want := reference(op, inputs)
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			buf := append([]T(nil), inputs[c.Rank()]...)
+			err := collective.Allreduce(ctx, c, buf, op, collective.WithAlgorithm(algo), collective.WithChunkSize(4096))
+			if err != nil {
+				return err
+			}
+			if err := equalBits(buf, want); err != nil {
+				return fmt.Errorf("%s %s count %d: %w", codec.DTypeOf[T](), op, count, err)
+			}
+			return nil
+		})
+	}
+}
+
+// matMul is a non-commutative op: each run of four float64 is a 2×2
+// matrix, and dst = dst · src.
+var matMul = codec.NewOp("matmul", func(dst, src []float64) {
+	for i := 0; i+3 < len(dst); i += 4 {
+		a, b := dst[i:i+4:i+4], src[i:i+4:i+4]
+		dst[i], dst[i+1], dst[i+2], dst[i+3] =
+			a[0]*b[0]+a[1]*b[2], a[0]*b[1]+a[1]*b[3],
+			a[2]*b[0]+a[3]*b[2], a[2]*b[1]+a[3]*b[3]
+	}
+}, false)
+
+// matrices is rank r's input: m small integer matrices, so every product
+// of eight is exact and any reordering shows.
+func matrices(r, m int) []float64 {
+	s := make([]float64, 4*m)
+	for i := range s {
+		s[i] = float64((r*5 + i*3) % 3)
+	}
+	return s
+}
+
+func TestAllreduceNonCommutative(t *testing.T) {
+	for _, algo := range []collective.Algorithm{collective.Auto, collective.RecursiveDoubling, collective.Rabenseifner, collective.Tree} {
+		for _, n := range rankCounts {
+			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
+				cs := job(t, n)
+				for _, m := range []int{0, 1, 3, 300} {
+					inputs := make([][]float64, n)
+					for r := range n {
+						inputs[r] = matrices(r, m)
+					}
+					want := reference(matMul, inputs)
+					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+						buf := append([]float64(nil), inputs[c.Rank()]...)
+						if err := collective.Allreduce(ctx, c, buf, matMul, collective.WithAlgorithm(algo)); err != nil {
+							return err
+						}
+						return equalBits(buf, want)
+					})
+				}
+			})
+		}
+	}
+}
+
+func TestAllreduceRefusesReorderingNonCommutative(t *testing.T) {
+	for _, algo := range []collective.Algorithm{collective.Ring, collective.RingChunked} {
+		t.Run(algo.String(), func(t *testing.T) {
+			cs := job(t, 3)
+			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				return collective.Allreduce(ctx, c, matrices(c.Rank(), 2), matMul, collective.WithAlgorithm(algo))
+			}) {
+				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+				require.ErrorContains(t, err, "out of rank order", "rank %d", r)
+			}
+		})
+	}
+}
+
+// TestAllreduceMismatch: ranks that disagree on the call each get an
+// error naming both calls, well before the timeout.
+func TestAllreduceMismatch(t *testing.T) {
+	tests := []struct {
+		name string
+		call func(ctx context.Context, c *comm.Comm) error
+		want []string
+	}{
+		{
+			name: "count",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return collective.Allreduce(ctx, c, make([]float32, 10+10*c.Rank()), collective.Sum)
+			},
+			want: []string{"Allreduce(10 × float32, sum)", "Allreduce(20 × float32, sum)"},
+		},
+		{
+			name: "dtype",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 0 {
+					return collective.Allreduce(ctx, c, make([]float32, 8), collective.Sum)
+				}
+				return collective.Allreduce(ctx, c, make([]int32, 8), collective.Sum)
+			},
+			want: []string{"8 × float32", "8 × int32"},
+		},
+		{
+			name: "op",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				op := collective.Sum
+				if c.Rank() == 1 {
+					op = collective.Max
+				}
+				return collective.Allreduce(ctx, c, make([]float64, 8), op)
+			},
+			want: []string{"sum", "max"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := job(t, 2, comm.WithTimeout(watchdog))
+			for r, err := range onEveryRank(t, cs, tt.call) {
+				require.Error(t, err, "rank %d", r)
+				require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+				for _, w := range tt.want {
+					require.ErrorContains(t, err, w, "rank %d", r)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,46 @@
+package collective
+
+import (
+	"context"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Request is a collective in flight. Wait for it exactly once.
+type Request struct {
+	done chan struct{}
+	err  error
+}
+
+// Wait blocks until the collective completes and returns its error. The
+// collective honours the context it was issued with and the
+// communicator's timeout, so Wait returns in bounded time.
+func (r *Request) Wait() error {
+	<-r.done
+	return r.err
+}
+
+// Done is closed when the collective completes, for use in select.
+func (r *Request) Done() <-chan struct{} { return r.done }
+
+// AllreduceAsync starts an Allreduce and returns at once; buf must not be
+// touched until Wait returns. The call takes its place in the
+// communicator's order when it is issued, not when it runs: ranks that
+// issue the same collectives in the same order match them correctly
+// however many are in flight, which is what overlapping gradient buckets
+// need. It costs one goroutine and one Request per call.
+func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) *Request {
+	r := &Request{done: make(chan struct{})}
+	k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	if err != nil {
+		r.err = err
+		close(r.done)
+		return r
+	}
+	go func() {
+		r.err = k.allreduce(buf)
+		close(r.done)
+	}()
+	return r
+}
