@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := bin
 RANKS   ?= 4
-RACE_PKGS := ./codec/... ./transport/... ./comm/...
+RACE_PKGS := ./codec/... ./transport/... ./comm/... ./collective/...
 
 .PHONY: all build demo test fmt-check vet test-race test-all fuzz bench clean
 
@@ -10,12 +10,14 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/gocoll ./cmd/gocoll
+	$(GO) build -o $(BIN)/allreduce ./examples/allreduce
 	$(GO) build -o $(BIN)/exchange ./examples/exchange
 
-# A 4-rank job over TCP in local processes: typed buffers around a ring,
-# the values each rank received and the bandwidth it measured.
+# A 4-rank job over TCP in local processes: every rank averages a gradient
+# with one Allreduce and prints it, then rank 0 prints the bandwidth of
+# 16 MiB allreduces.
 demo: build
-	$(BIN)/gocoll run -n $(RANKS) $(BIN)/exchange
+	$(BIN)/gocoll run -n $(RANKS) $(BIN)/allreduce
 
 test: fmt-check vet test-race test-all
 

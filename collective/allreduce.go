@@ -35,6 +35,15 @@ func (k *call[T]) allreduce(buf []T) error {
 		err = allreduceRing(k, buf, len(buf))
 	case RingChunked:
 		err = allreduceRing(k, buf, k.cfg.chunkElems(k.size))
+	case Rabenseifner:
+		var lo, hi int
+		if lo, hi, err = reduceScatterHalving(k, buf, 0); err == nil {
+			err = allgatherDoubling(k, buf, lo, hi, halvingSteps)
+		}
+	case Tree:
+		if err = reduceTree(k, buf, 0, 0); err == nil {
+			err = bcastTree(k, buf, 0, phaseSteps)
+		}
 	default:
 		err = allreduceDoubling(k, buf)
 	}

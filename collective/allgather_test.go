@@ -1,0 +1,373 @@
+package collective_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var allgatherAlgorithms = []collective.Algorithm{
+	collective.Auto, collective.Bruck, collective.Ring, collective.RecursiveDoubling,
+}
+
+func TestAllgather(t *testing.T) {
+	for _, algo := range allgatherAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					checkAllgather[float32](t, cs, algo, unrootedCounts(n, true))
+					checkAllgather[float64](t, cs, algo, unrootedCounts(n, false))
+					checkAllgather[int32](t, cs, algo, unrootedCounts(n, false))
+					checkAllgather[uint8](t, cs, algo, unrootedCounts(n, false))
+					checkAllgather[codec.BF16](t, cs, algo, unrootedCounts(n, false))
+				})
+			}
+		})
+	}
+}
+
+// unrootedCounts are the counts(n) that a test of one collective, dtype
+// and algorithm runs: all of them for one dtype (full), all but the
+// largest for the others, which take most of the time under -race and
+// exercise no path that 1000 does not.
+func unrootedCounts(n int, full bool) []int {
+	c := counts(n)
+	if full {
+		return c
+	}
+	return c[:len(c)-1]
+}
+
+// poisoned is a buffer of n elements that no input contains (inputs are
+// 0…4), so an element the collective forgets to write shows.
+func poisoned[T codec.Elem](n int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = fromInt[T](9)
+	}
+	return s
+}
+
+// checkAllgather runs Allgather with each per-rank count, once with
+// separate buffers and once in place (send is recv's own block), and
+// compares every rank's recv with the concatenated inputs.
+func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, sizes []int, opts ...collective.Option) {
+	t.Helper()
+	n := len(cs)
+	opts = append(opts, collective.WithAlgorithm(algo))
+	for _, count := range sizes {
+		inputs := make([][]T, n)
+		var want []T
+		for r := range n {
+			inputs[r] = input[T](r, count, count)
+			want = append(want, inputs[r]...)
+		}
+		if want == nil {
+			want = []T{}
+		}
+		for _, inPlace := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/count=%d/inplace=%v", codec.DTypeOf[T](), count, inPlace), func(t *testing.T) {
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					me := c.Rank()
+					recv := poisoned[T](n * count)
+					send := slices.Clone(inputs[me])
+					if inPlace {
+						copy(recv[me*count:], send)
+						send = recv[me*count : (me+1)*count]
+					}
+					if err := collective.Allgather(ctx, c, send, recv, opts...); err != nil {
+						return err
+					}
+					return equalBits(recv, want)
+				})
+			})
+		}
+	}
+}
+
+func TestAllgatherv(t *testing.T) {
+	for _, n := range rankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n)
+			checkAllgatherv[float32](t, cs, unrootedCounts(n, true))
+			checkAllgatherv[float64](t, cs, unrootedCounts(n, false))
+			checkAllgatherv[int32](t, cs, unrootedCounts(n, false))
+			checkAllgatherv[uint8](t, cs, unrootedCounts(n, false))
+			checkAllgatherv[codec.BF16](t, cs, unrootedCounts(n, false))
+		})
+	}
+}
+
+// varCounts are the per-rank counts of Allgatherv tests around base: the
+// same count everywhere, and counts that differ by rank with some ranks
+// (every third, rank 0 among them) contributing nothing.
+func varCounts(n, base int) [][]int {
+	same, mixed := make([]int, n), make([]int, n)
+	for r := range n {
+		same[r] = base
+		mixed[r] = base * (r % 3) / 2
+	}
+	return [][]int{same, mixed}
+}
+
+func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, base := range sizes {
+		for _, cnts := range varCounts(n, base) {
+			t.Run(fmt.Sprintf("%s/counts=%v", codec.DTypeOf[T](), cnts[:min(n, 4)]), func(t *testing.T) {
+				inputs := make([][]T, n)
+				want := []T{}
+				for r := range n {
+					inputs[r] = input[T](r, cnts[r], base)
+					want = append(want, inputs[r]...)
+				}
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					recv := poisoned[T](len(want))
+					if err := collective.Allgatherv(ctx, c, slices.Clone(inputs[c.Rank()]), recv, cnts, collective.WithAlgorithm(collective.Ring)); err != nil {
+						return err
+					}
+					return equalBits(recv, want)
+				})
+			})
+		}
+	}
+}
+
+// TestAllgatherOverTCP runs every algorithm over real sockets.
+func TestAllgatherOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens sockets")
+	}
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n, comm.WithTransport("tcp"))
+			for _, algo := range allgatherAlgorithms[1:] {
+				checkAllgather[float32](t, cs, algo, []int{0, 5, 10000})
+			}
+			checkAllgatherv[int32](t, cs, []int{5, 10000})
+		})
+	}
+}
+
+// unrootedCall is one rank's call of a collective in the argument error
+// tests.
+type unrootedCall func(ctx context.Context, c *comm.Comm) error
+
+// requireRefused runs call on every rank of a fresh job of n ranks: the
+// ranks in bad must fail with an error that wraps codec.ErrInvalid, names
+// the rank and contains each of want; every other rank must fail too, by
+// the abort that the bad rank's error causes, instead of hanging.
+func requireRefused(t *testing.T, n int, bad []int, call unrootedCall, want ...string) {
+	t.Helper()
+	cs := job(t, n, comm.WithTimeout(watchdog))
+	for r, err := range onEveryRank(t, cs, call) {
+		require.Error(t, err, "rank %d", r)
+		if slices.Contains(bad, r) {
+			require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+			require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r), "rank %d", r)
+			for _, w := range want {
+				require.ErrorContains(t, err, w, "rank %d", r)
+			}
+			continue
+		}
+		require.True(t, errors.Is(err, comm.ErrAborted) || errors.Is(err, codec.ErrInvalid),
+			"rank %d: want the abort, got %v", r, err)
+	}
+}
+
+// requireMismatch runs call, in which the ranks disagree, on a fresh job
+// of n ranks: some rank must see the mismatch, and every rank that fails
+// must fail with it or with the abort it causes.
+func requireMismatch(t *testing.T, n int, call unrootedCall, want ...string) {
+	t.Helper()
+	cs := job(t, n, comm.WithTimeout(watchdog))
+	seen := false
+	for r, err := range onEveryRank(t, cs, call) {
+		if err == nil {
+			continue
+		}
+		seen = seen || errors.Is(err, collective.ErrMismatch)
+		require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+		for _, w := range want {
+			require.ErrorContains(t, err, w, "rank %d", r)
+		}
+	}
+	require.True(t, seen, "no rank saw the mismatch")
+}
+
+func TestAllgatherRefusesBadArguments(t *testing.T) {
+	t.Run("recv length", func(t *testing.T) {
+		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+			recv := make([]float32, 12+c.Rank())
+			return collective.Allgather(ctx, c, make([]float32, 4), recv)
+		}, "Allgather(12 × float32)", "recv has 13 elements, want Size()·len(send) = 3·4 = 12")
+	})
+	t.Run("algorithm", func(t *testing.T) {
+		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Allgather(ctx, c, make([]float32, 4), make([]float32, 8), collective.WithAlgorithm(collective.Tree))
+		}, "Allgather has no tree algorithm")
+	})
+	for _, algo := range allgatherAlgorithms[1:] {
+		t.Run("mismatched count/"+algo.String(), func(t *testing.T) {
+			requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+				m := 4 + c.Rank()
+				return collective.Allgather(ctx, c, make([]int64, m), make([]int64, 3*m), collective.WithAlgorithm(algo))
+			})
+		})
+	}
+}
+
+func TestAllgathervRefusesBadArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  []int
+		call unrootedCall
+		want []string
+	}{
+		{
+			name: "too few counts",
+			bad:  []int{0, 1, 2},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return collective.Allgatherv(ctx, c, make([]float32, 1), make([]float32, 2), []int{1, 1})
+			},
+			want: []string{"Allgatherv(2 × float32)", "2 counts for 3 ranks"},
+		},
+		{
+			name: "negative count",
+			bad:  []int{0, 1, 2},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				cnts := []int{2, -1, 2}
+				return collective.Allgatherv(ctx, c, make([]float32, max(cnts[c.Rank()], 0)), make([]float32, 3), cnts)
+			},
+			want: []string{"counts[1] is -1"},
+		},
+		{
+			name: "send length",
+			bad:  []int{2},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return collective.Allgatherv(ctx, c, make([]float32, 2), make([]float32, 6), []int{2, 2, 2 + c.Rank()/2})
+			},
+			want: []string{"send has 2 elements, want counts[2] = 3"},
+		},
+		{
+			name: "recv length",
+			bad:  []int{0},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				total := 6
+				if c.Rank() == 0 {
+					total = 7
+				}
+				return collective.Allgatherv(ctx, c, make([]float32, 2), make([]float32, total), []int{2, 2, 2})
+			},
+			want: []string{"recv has 7 elements, want sum(counts) = 6"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireRefused(t, 3, tt.bad, tt.call, tt.want...)
+		})
+	}
+	t.Run("mismatched counts", func(t *testing.T) {
+		// Same total, different split: caught by the block sizes.
+		requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+			cnts := []int{2, 2, 2}
+			if c.Rank() == 1 {
+				cnts = []int{1, 3, 2}
+			}
+			return collective.Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, 6), cnts)
+		})
+	})
+}
+
+// first is a non-commutative op (a∘b = a) for the allocation test, so
+// that the paths that combine with the peer on the left are measured.
+var first = codec.NewOp("first", func(dst, src []float32) {}, false)
+
+// TestUnrootedAllocatesNothing: once links and pools are warm, Allgather,
+// Allgatherv, ReduceScatter, Alltoall, Barrier, Scan and Exscan allocate
+// nothing, on any rank.
+func TestUnrootedAllocatesNothing(t *testing.T) {
+	if raceEnabled || !codec.Aliasing {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy)")
+	}
+	const n, count = 5, 3000
+	cnts := []int{count, 0, 2 * count, count, 1}
+	total := 4*count + 1
+	type op struct {
+		name string
+		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
+	}
+	var ops []op
+	for _, algo := range allgatherAlgorithms[1:] {
+		ops = append(ops, op{"Allgather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Allgather(ctx, c, a[:count], b[:n*count], collective.WithAlgorithm(algo))
+		}})
+	}
+	ops = append(ops, op{"Allgatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Allgatherv(ctx, c, a[:cnts[c.Rank()]], b[:total], cnts)
+	}})
+	for _, o := range []struct {
+		algo collective.Algorithm
+		op   codec.Op
+	}{{collective.Ring, collective.Sum}, {collective.RecursiveHalving, collective.Sum}, {collective.RecursiveHalving, first}} {
+		ops = append(ops, op{fmt.Sprintf("ReduceScatter/%s/%s", o.algo, o.op), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.ReduceScatter(ctx, c, b[:n*count], a[:count], o.op, collective.WithAlgorithm(o.algo))
+		}})
+	}
+	ops = append(ops, op{"Alltoall", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Alltoall(ctx, c, b[:n*count], b[n*count:2*n*count])
+	}}, op{"Barrier", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Barrier(ctx, c)
+	}})
+	for _, sop := range []codec.Op{collective.Sum, first} {
+		ops = append(ops, op{"Scan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Scan(ctx, c, a[:count], sop)
+		}}, op{"Exscan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Exscan(ctx, c, a[:count], sop)
+		}})
+	}
+	for _, tr := range []string{"mem", "tcp"} {
+		for _, o := range ops {
+			t.Run(tr+"/"+o.name, func(t *testing.T) {
+				const rounds = 50
+				cs := job(t, n, comm.WithTransport(tr))
+				ctx := context.Background()
+				others := make(chan error, n-1)
+				for _, c := range cs[1:] {
+					go func() {
+						a, b := make([]float32, 2*count), make([]float32, 2*n*count)
+						for range rounds + 2 {
+							if err := o.run(ctx, c, a, b); err != nil {
+								others <- err
+								return
+							}
+						}
+						others <- nil
+					}()
+				}
+				a, b := make([]float32, 2*count), make([]float32, 2*n*count)
+				step := func() {
+					if err := o.run(ctx, cs[0], a, b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				step() // warm-up
+				allocs := testing.AllocsPerRun(rounds, step)
+				for range cs[1:] {
+					require.NoError(t, <-others)
+				}
+				require.Zero(t, allocs, "allocations per %s", o.name)
+			})
+		}
+	}
+}

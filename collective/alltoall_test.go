@@ -1,0 +1,99 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var alltoallAlgorithms = []collective.Algorithm{collective.Auto, collective.Pairwise}
+
+func TestAlltoall(t *testing.T) {
+	for _, algo := range alltoallAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					checkAlltoall[float32](t, cs, algo, unrootedCounts(n, true))
+					checkAlltoall[float64](t, cs, algo, unrootedCounts(n, false))
+					checkAlltoall[int32](t, cs, algo, unrootedCounts(n, false))
+					checkAlltoall[uint8](t, cs, algo, unrootedCounts(n, false))
+					checkAlltoall[codec.BF16](t, cs, algo, unrootedCounts(n, false))
+				})
+			}
+		})
+	}
+}
+
+// checkAlltoall runs Alltoall with b elements per block for each b of
+// sizes: rank j's recv must hold block j of every rank's send, in rank
+// order, and send must be left as it was.
+func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, b := range sizes {
+		t.Run(fmt.Sprintf("%s/block=%d", codec.DTypeOf[T](), b), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, n*b, b)
+			}
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				send := slices.Clone(inputs[me])
+				recv := poisoned[T](n * b)
+				if err := collective.Alltoall(ctx, c, send, recv, collective.WithAlgorithm(algo)); err != nil {
+					return err
+				}
+				if err := equalBits(send, inputs[me]); err != nil {
+					return fmt.Errorf("send changed: %w", err)
+				}
+				want := make([]T, 0, n*b)
+				for r := range n {
+					want = append(want, inputs[r][me*b:(me+1)*b]...)
+				}
+				return equalBits(recv, want)
+			})
+		})
+	}
+}
+
+func TestAlltoallOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens sockets")
+	}
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n, comm.WithTransport("tcp"))
+			checkAlltoall[float32](t, cs, collective.Pairwise, []int{0, 5, 10000})
+		})
+	}
+}
+
+func TestAlltoallRefusesBadArguments(t *testing.T) {
+	t.Run("not a multiple of the ranks", func(t *testing.T) {
+		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Alltoall(ctx, c, make([]float32, 7), make([]float32, 7))
+		}, "Alltoall(7 × float32)", "send has 7 elements and recv 7; both need the same multiple of Size() = 3")
+	})
+	t.Run("recv length", func(t *testing.T) {
+		requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Alltoall(ctx, c, make([]float32, 6), make([]float32, 6+c.Rank()/2*3))
+		}, "send has 6 elements and recv 9")
+	})
+	t.Run("algorithm", func(t *testing.T) {
+		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Alltoall(ctx, c, make([]float32, 4), make([]float32, 4), collective.WithAlgorithm(collective.Ring))
+		}, "Alltoall has no ring algorithm")
+	})
+	t.Run("mismatched count", func(t *testing.T) {
+		requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+			b := 3 + c.Rank()%2
+			return collective.Alltoall(ctx, c, make([]uint8, 4*b), make([]uint8, 4*b))
+		})
+	})
+}

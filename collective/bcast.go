@@ -1,0 +1,253 @@
+package collective
+
+import (
+	"context"
+	"math/bits"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Bcast copies root's buf into buf of every other rank. Algorithms: Tree
+// (binomial tree, lg p steps; the default for small buffers), Chain (a
+// pipelined chain root → root+1 → …, cut in WithChunkSize chunks; the
+// default for large buffers) and ScatterAllgather (root scatters one
+// block to each rank down a binomial tree, then a ring allgather; the
+// default in between, as it sends each byte about twice whatever p).
+func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindBcast, codec.Op{}, len(buf), root, opts)
+	if err != nil {
+		return err
+	}
+	algo, err := choose(codec.KindBcast, k.cfg, c.Size(), len(buf)*k.size, true)
+	if err != nil {
+		return k.invalid(err)
+	}
+	switch algo {
+	case Chain:
+		return bcastChain(&k, buf, root, 0)
+	case ScatterAllgather:
+		return bcastScatterAllgather(&k, buf, root, 0)
+	}
+	return bcastTree(&k, buf, root, 0)
+}
+
+// bcastTree broadcasts root's buf down a binomial tree, using steps step0
+// to step0+63: virtual rank v = rank - root mod p receives from v minus
+// its lowest set bit, then sends to v+2^j for every 2^j below that bit,
+// farthest first, so that the largest subtree starts soonest.
+func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	v := (me - root + p) % p
+	mask := 1
+	for ; mask < p; mask <<= 1 {
+		if v&mask != 0 {
+			if err := k.recv((v-mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if v+mask < p {
+			if err := k.send((v+mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chainWindow bounds the chunks a chain rank keeps posted receives for:
+// enough that the next chunks land straight in buf while this one is
+// forwarded.
+const chainWindow = 8
+
+// chainMaxChunks bounds the chunks of one chain broadcast, so that their
+// step numbers stay within one phase of the tag space.
+const chainMaxChunks = phaseSteps
+
+// bcastChain broadcasts root's buf along the chain root → root+1 → … →
+// root-1 (mod p), in chunks of the configured size, using steps step0 to
+// step0+chainMaxChunks-1. Each rank keeps receives posted for the next
+// chainWindow chunks, so chunks land straight in buf, and forwards chunk
+// i as soon as it has it while later chunks are still arriving: after
+// the first chunk crosses the chain, every link carries data at once.
+func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	if p == 1 {
+		return nil
+	}
+	v := (me - root + p) % p
+	next, prev := (me+1)%p, (me-1+p)%p
+	n := len(buf)
+	chunk := max(k.cfg.chunkElems(k.size), (n+chainMaxChunks-1)/chainMaxChunks)
+	// An empty buffer still goes down the chain as one empty message, so
+	// that a rank with a different count is told instead of left waiting.
+	nc := max(1, (n+chunk-1)/chunk)
+
+	if v == 0 {
+		for i := range nc {
+			lo, hi := chunkBounds(0, n, chunk, i)
+			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var reqs [chainWindow]*comm.Request
+	var bufs [chainWindow][]byte
+	for i := range min(nc, chainWindow) {
+		if err := chainPost(k, buf, prev, step0, chunk, i, &reqs, &bufs); err != nil {
+			return err
+		}
+	}
+	for i := range nc {
+		lo, hi := chunkBounds(0, n, chunk, i)
+		slot := i % chainWindow
+		got, h, err := reqs[slot].WaitHeader(k.ctx)
+		reqs[slot] = nil
+		if err = k.check(prev, got, &h, hi-lo, lo, err); err != nil {
+			withdraw(reqs[:])
+			return err
+		}
+		codec.Store(buf[lo:hi], bufs[slot])
+		if i+chainWindow < nc {
+			if err := chainPost(k, buf, prev, step0, chunk, i+chainWindow, &reqs, &bufs); err != nil {
+				return err
+			}
+		}
+		if v < p-1 {
+			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
+				withdraw(reqs[:])
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chainPost posts the receive of chunk i of a chain broadcast straight
+// into its place in buf. On failure it withdraws the receives already
+// posted.
+func chainPost[T codec.Elem](k *call[T], buf []T, prev, step0, chunk, i int,
+	reqs *[chainWindow]*comm.Request, bufs *[chainWindow][]byte) error {
+	lo, hi := chunkBounds(0, len(buf), chunk, i)
+	slot := i % chainWindow
+	bufs[slot] = codec.Bytes(buf[lo:hi])
+	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), bufs[slot])
+	if err != nil {
+		withdraw(reqs[:])
+		return k.wrap(prev, err)
+	}
+	reqs[slot] = req
+	return nil
+}
+
+// bcastScatterAllgather broadcasts root's buf in two phases: root
+// scatters block(n, p, r) to each rank r down a binomial tree (each rank
+// receives its subtree's blocks and passes them on, so root sends
+// n(p-1)/p elements in lg p messages), then a ring allgather brings every
+// block to every rank. Each byte crosses about two links instead of lg p,
+// which is what makes it beat the tree for mid-size buffers.
+func bcastScatterAllgather[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
+	p := k.c.Size()
+	if p == 1 {
+		return nil
+	}
+	if err := scatterBlocksTree(k, buf, root, step0); err != nil {
+		return err
+	}
+	return allgatherBlocksRing(k, buf, step0+phaseSteps)
+}
+
+// scatterBlocksTree leaves block(n, p, r) of root's buf in rank r's buf,
+// using steps step0 to step0+127. Virtual rank v = rank - root mod p
+// heads the subtree of virtual ranks [v, v+size); its parent sends it
+// those ranks' blocks, at most two messages since the ranks wrap past p-1
+// at most once (rankRuns), straight into buf.
+func scatterBlocksTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	n := len(buf)
+	v := (me - root + p) % p
+	mask := 1
+	for ; mask < p; mask <<= 1 {
+		if v&mask != 0 {
+			parent := (v - mask + root) % p
+			step := step0 + 2*bits.TrailingZeros(uint(mask))
+			a0, a1, b1 := rankRuns(p, root, v, min(v+mask, p))
+			lo, hi := blockSpan(n, p, a0, a1)
+			if err := k.recv(parent, step, buf[lo:hi], lo); err != nil {
+				return err
+			}
+			if b1 > 0 {
+				lo, hi = blockSpan(n, p, 0, b1)
+				if err := k.recv(parent, step+1, buf[lo:hi], lo); err != nil {
+					return err
+				}
+			}
+			break
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		child := v + mask
+		if child >= p {
+			continue
+		}
+		step := step0 + 2*bits.TrailingZeros(uint(mask))
+		a0, a1, b1 := rankRuns(p, root, child, min(child+mask, p))
+		lo, hi := blockSpan(n, p, a0, a1)
+		to := (child + root) % p
+		if err := k.send(to, step, buf[lo:hi], lo); err != nil {
+			return err
+		}
+		if b1 > 0 {
+			lo, hi = blockSpan(n, p, 0, b1)
+			if err := k.send(to, step+1, buf[lo:hi], lo); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// allgatherBlocksRing completes buf on every rank when rank i holds
+// block(n, p, i) of it, using steps step0 to step0+p-2: in step s each
+// rank passes the block it received last (its own, at first) to the
+// next rank and receives the previous rank's, straight into buf.
+func allgatherBlocksRing[T codec.Elem](k *call[T], buf []T, step0 int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	n := len(buf)
+	right, left := (me+1)%p, (me-1+p)%p
+	for s := range p - 1 {
+		slo, shi := block(n, p, (me-s+p)%p)
+		rlo, rhi := block(n, p, (me-s-1+2*p)%p)
+		if err := k.sendRecv(right, step0+s, buf[slo:shi], slo, left, step0+s, buf[rlo:rhi], rlo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rankRuns maps the ranks [vlo, vhi) counted from root (virtual rank v is
+// rank root+v mod p), with 0 <= vlo < vhi <= p, to runs of real ranks:
+// [a0, a1) and, when the range wraps past rank p-1, [0, b1); b1 is 0
+// when it does not. Whether it wraps depends on ranks only, never on
+// element counts, so sender and receiver always agree on the messages.
+func rankRuns(p, root, vlo, vhi int) (a0, a1, b1 int) {
+	switch {
+	case root+vlo >= p:
+		return root + vlo - p, root + vhi - p, 0
+	case root+vhi <= p:
+		return root + vlo, root + vhi, 0
+	}
+	return root + vlo, p, root + vhi - p
+}
+
+// blockSpan is the element range of blocks [a, b) of n elements cut in p
+// blocks.
+func blockSpan(n, p, a, b int) (lo, hi int) {
+	lo, _ = block(n, p, a)
+	_, hi = block(n, p, b-1)
+	return lo, hi
+}

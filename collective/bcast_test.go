@@ -1,0 +1,106 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var bcastAlgorithms = []collective.Algorithm{
+	collective.Auto, collective.Tree, collective.Chain, collective.ScatterAllgather,
+}
+
+func TestBcast(t *testing.T) {
+	for _, algo := range bcastAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					rootedCase(t, n, func(t *testing.T, root int, full bool) {
+						checkBcast[float32](t, cs, algo, root, rootedCounts(n, full))
+						checkBcast[float64](t, cs, algo, root, rootedCounts(n, false))
+						checkBcast[int32](t, cs, algo, root, rootedCounts(n, false))
+						checkBcast[uint8](t, cs, algo, root, rootedCounts(n, false))
+						checkBcast[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+					})
+				})
+			}
+		})
+	}
+}
+
+// checkBcast broadcasts root's input with each count and checks every
+// rank's buf against it. The small chunk size makes Chain pipeline even
+// the mid-size counts, with more chunks than it keeps receives posted.
+func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, count, count+root)
+			}
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				buf := slices.Clone(inputs[c.Rank()])
+				if err := collective.Bcast(ctx, c, buf, root, collective.WithAlgorithm(algo), collective.WithChunkSize(512)); err != nil {
+					return err
+				}
+				return equalBits(buf, inputs[root])
+			})
+		})
+	}
+}
+
+// TestBcastChainChunks: chunk sizes from one element up to more than the
+// buffer give the same result.
+func TestBcastChainChunks(t *testing.T) {
+	const count = 777
+	cs := job(t, 5)
+	for _, chunk := range []int{1, 4, 12, 4096, 1 << 20} {
+		t.Run(fmt.Sprint("chunk=", chunk), func(t *testing.T) {
+			want := input[int32](2, count, chunk)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				buf := make([]int32, count)
+				if c.Rank() == 2 {
+					copy(buf, want)
+				}
+				if err := collective.Bcast(ctx, c, buf, 2, collective.WithAlgorithm(collective.Chain), collective.WithChunkSize(chunk)); err != nil {
+					return err
+				}
+				return equalBits(buf, want)
+			})
+		})
+	}
+}
+
+func TestBcastRefusesBadArguments(t *testing.T) {
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 4, []int{0, 1, 2, 3}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Bcast(ctx, c, make([]uint8, 10), 7)
+		}, "Bcast", "root 7 is outside the communicator of 4 ranks")
+	})
+	t.Run("algorithm on one rank", func(t *testing.T) {
+		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+			algo := collective.Tree
+			if c.Rank() == 1 {
+				algo = collective.Bruck
+			}
+			return collective.Bcast(ctx, c, make([]uint8, 10), 0, collective.WithAlgorithm(algo))
+		}, "Bcast has no bruck algorithm")
+	})
+	t.Run("mismatched count", func(t *testing.T) {
+		for _, algo := range bcastAlgorithms[1:] {
+			t.Run(algo.String(), func(t *testing.T) {
+				checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+					return collective.Bcast(ctx, c, make([]float64, 9+c.Rank()), 0, collective.WithAlgorithm(algo))
+				})
+			})
+		}
+	})
+}

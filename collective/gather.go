@@ -1,0 +1,302 @@
+package collective
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Gather collects send of every rank, in rank order, into root's recv,
+// which must hold Size()*len(send) elements; recv is ignored on the other
+// ranks and may be nil there. Every rank must send the same number of
+// elements. Algorithms: Tree (binomial tree, lg p steps, ranks with
+// children forward their subtree's data; the default for small buffers)
+// and Linear (root receives from every rank at once; the default for
+// large ones, where the tree's forwarding costs more than its fewer
+// messages save).
+func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
+	p := commSize(c)
+	k, err := begin[T](ctx, c, codec.KindGather, codec.Op{}, p*len(send), root, opts)
+	if err != nil {
+		return err
+	}
+	me := c.Rank()
+	if me == root && len(recv) != p*len(send) {
+		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; it needs %d (%d ranks × %d elements sent)",
+			codec.ErrInvalid, len(recv), root, p*len(send), p, len(send)))
+	}
+	algo, err := choose(codec.KindGather, k.cfg, p, p*len(send)*k.size, true)
+	if err != nil {
+		return k.invalid(err)
+	}
+	if algo == Linear {
+		return gatherLinear(&k, send, recv, root)
+	}
+	return gatherTree(&k, send, recv, root)
+}
+
+// Gatherv collects send of every rank, in rank order, into root's recv:
+// rank i sends counts[i] elements, which land at recv[counts[0]+…+counts[i-1]:].
+// Every rank passes the same counts, with counts[Rank()] == len(send);
+// at root recv must hold at least their sum (it is ignored elsewhere).
+// The algorithm is Linear.
+func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
+	if err != nil {
+		return err
+	}
+	me := c.Rank()
+	total, err := checkCounts(counts, c.Size(), me, len(send), "send")
+	if err != nil {
+		return k.invalid(err)
+	}
+	if me == root && len(recv) < total {
+		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; the counts add up to %d",
+			codec.ErrInvalid, len(recv), root, total))
+	}
+	if _, err := choose(codec.KindGatherv, k.cfg, c.Size(), total*k.size, true); err != nil {
+		return k.invalid(err)
+	}
+	if me != root {
+		return k.send(root, 0, send, countsBefore(counts, me))
+	}
+	batch := getRecvBatch()
+	defer batch.release()
+	off := 0
+	for r, m := range counts {
+		if r != root {
+			if err := postRecv(&k, batch, r, 0, recv, off, off+m, off); err != nil {
+				return err
+			}
+		}
+		off += m
+	}
+	at := countsBefore(counts, root)
+	copy(recv[at:at+len(send)], send)
+	return waitRecvs(&k, batch, recv)
+}
+
+// gatherLinear: every rank sends straight to root, which has posted all
+// its receives first, so data lands in recv as it arrives from any rank.
+func gatherLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	p, me, m := k.c.Size(), k.c.Rank(), len(send)
+	if me != root {
+		return k.send(root, 0, send, me*m)
+	}
+	batch := getRecvBatch()
+	defer batch.release()
+	for r := range p {
+		if r != root {
+			if err := postRecv(k, batch, r, 0, recv, r*m, (r+1)*m, r*m); err != nil {
+				return err
+			}
+		}
+	}
+	copy(recv[root*m:(root+1)*m], send)
+	return waitRecvs(k, batch, recv)
+}
+
+// gatherTree gathers up a binomial tree over virtual ranks v = rank -
+// root mod p: v heads the subtree of virtual ranks [v, v+size), receives
+// each child's subtree (posting all its children's receives at once),
+// and sends the whole range to its parent. A rank with children collects
+// its range in scratch, in virtual-rank order; root collects straight
+// into recv. A range that wraps past rank p-1 travels as two messages
+// (rankRuns), so that each carries one contiguous run of root's recv and
+// says where in it with its offset. A leaf sends its own send.
+func gatherTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	p, me, m := k.c.Size(), k.c.Rank(), len(send)
+	v := (me - root + p) % p
+	size := p
+	if v != 0 {
+		size = min(v&-v, p-v)
+	}
+
+	// acc holds the data of virtual ranks [v, v+size), in that order.
+	acc := recv
+	var sb scratchBuf
+	if v != 0 {
+		if size > 1 {
+			acc, sb = scratch[T](size * m)
+			copy(acc, send)
+		} else {
+			acc = send
+		}
+	}
+	defer sb.release()
+
+	batch := getRecvBatch()
+	defer batch.release()
+	for mask := 1; mask < size; mask <<= 1 {
+		child := v + mask
+		from := (child + root) % p
+		step := 2 * bits.TrailingZeros(uint(mask))
+		a0, a1, b1 := rankRuns(p, root, child, min(child+mask, p))
+		lo := subtreeAt(p, root, v, a0, m)
+		if err := postRecv(k, batch, from, step, acc, lo, lo+(a1-a0)*m, a0*m); err != nil {
+			return err
+		}
+		if b1 > 0 {
+			lo = subtreeAt(p, root, v, 0, m)
+			if err := postRecv(k, batch, from, step+1, acc, lo, lo+b1*m, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if v == 0 {
+		copy(recv[root*m:(root+1)*m], send)
+	}
+	if err := waitRecvs(k, batch, acc); err != nil {
+		return err
+	}
+	if v == 0 {
+		return nil
+	}
+	mask := v & -v
+	to := (v - mask + root) % p
+	step := 2 * bits.TrailingZeros(uint(mask))
+	a0, a1, b1 := rankRuns(p, root, v, v+size)
+	lo := subtreeAt(p, root, v, a0, m)
+	if err := k.send(to, step, acc[lo:lo+(a1-a0)*m], a0*m); err != nil {
+		return err
+	}
+	if b1 > 0 {
+		lo = subtreeAt(p, root, v, 0, m)
+		return k.send(to, step+1, acc[lo:lo+b1*m], 0)
+	}
+	return nil
+}
+
+// subtreeAt is where real rank r's m elements start in the buffer of
+// virtual rank v's subtree: root's is its recv, in real-rank order; any
+// other's is in virtual-rank order from v.
+func subtreeAt(p, root, v, r, m int) int {
+	if v == 0 {
+		return r * m
+	}
+	return ((r-root+p)%p - v) * m
+}
+
+// recvBatch is a set of receives in flight into one buffer, waited for
+// together. Batches are pooled, so that a rank that posts p receives per
+// call allocates nothing once the pool is warm.
+type recvBatch struct {
+	recvs []postedRecv
+}
+
+type postedRecv struct {
+	req         *comm.Request
+	b           []byte // what the receive writes: the destination's bytes
+	peer        int
+	lo, hi, off int // the destination buf[lo:hi] and its wire offset
+}
+
+var recvBatches = sync.Pool{New: func() any { return new(recvBatch) }}
+
+func getRecvBatch() *recvBatch { return recvBatches.Get().(*recvBatch) }
+
+// release withdraws the receives still posted and returns the batch to
+// the pool.
+func (b *recvBatch) release() {
+	for i := range b.recvs {
+		if r := b.recvs[i].req; r != nil {
+			r.WaitHeader(canceled)
+		}
+		b.recvs[i] = postedRecv{}
+	}
+	b.recvs = b.recvs[:0]
+	recvBatches.Put(b)
+}
+
+// postRecv posts the receive of step step from peer into buf[lo:hi],
+// whose wire offset is off.
+func postRecv[T codec.Elem](k *call[T], b *recvBatch, peer, step int, buf []T, lo, hi, off int) error {
+	bytes := codec.Bytes(buf[lo:hi])
+	req, err := k.c.IrecvHeader(peer, k.tag(step), bytes)
+	if err != nil {
+		return k.wrap(peer, err)
+	}
+	b.recvs = append(b.recvs, postedRecv{req: req, b: bytes, peer: peer, lo: lo, hi: hi, off: off})
+	return nil
+}
+
+// waitRecvs waits for every receive of the batch, in the order posted,
+// and checks each against this rank's call. The batch's buf must be the
+// one the receives were posted into.
+func waitRecvs[T codec.Elem](k *call[T], b *recvBatch, buf []T) error {
+	for i := range b.recvs {
+		r := &b.recvs[i]
+		n, h, err := r.req.WaitHeader(k.ctx)
+		r.req = nil
+		if err = k.check(r.peer, n, &h, r.hi-r.lo, r.off, err); err != nil {
+			return err
+		}
+		codec.Store(buf[r.lo:r.hi], r.b)
+	}
+	return nil
+}
+
+// commSize is c's size, or 0 for a nil communicator, which begin then
+// refuses.
+func commSize(c *comm.Comm) int {
+	if c == nil {
+		return 0
+	}
+	return c.Size()
+}
+
+// countsTotal is the element count of a v-collective on the wire: the sum
+// of counts, with negative counts left out (checkCounts refuses them, but
+// only once begin has named the call) and saturating instead of
+// overflowing.
+func countsTotal(counts []int) int {
+	total := 0
+	for _, n := range counts {
+		if n > 0 {
+			if n > math.MaxInt-total {
+				return math.MaxInt
+			}
+			total += n
+		}
+	}
+	return total
+}
+
+// countsBefore is where rank r's elements start: the sum of the counts
+// of the ranks before it.
+func countsBefore(counts []int, r int) int {
+	off := 0
+	for _, n := range counts[:r] {
+		off += n
+	}
+	return off
+}
+
+// checkCounts validates the counts of a rooted v-collective on rank me
+// of p, whose own buffer (named what) has mine elements, and returns
+// their sum.
+func checkCounts(counts []int, p, me, mine int, what string) (int, error) {
+	if len(counts) != p {
+		return 0, fmt.Errorf("%w: counts has %d entries for %d ranks", codec.ErrInvalid, len(counts), p)
+	}
+	total := 0
+	for r, n := range counts {
+		if n < 0 {
+			return 0, fmt.Errorf("%w: counts[%d] is %d; counts must not be negative", codec.ErrInvalid, r, n)
+		}
+		if n > math.MaxInt-total {
+			return 0, fmt.Errorf("%w: counts add up to more than %d elements", codec.ErrInvalid, math.MaxInt)
+		}
+		total += n
+	}
+	if counts[me] != mine {
+		return 0, fmt.Errorf("%w: %s has %d elements on rank %d but counts[%d] is %d",
+			codec.ErrInvalid, what, mine, me, me, counts[me])
+	}
+	return total, nil
+}

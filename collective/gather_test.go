@@ -1,0 +1,203 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var gatherAlgorithms = []collective.Algorithm{collective.Auto, collective.Tree, collective.Linear}
+
+func TestGather(t *testing.T) {
+	for _, algo := range gatherAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					rootedCase(t, n, func(t *testing.T, root int, full bool) {
+						checkGather[float32](t, cs, algo, root, rootedCounts(n, full))
+						checkGather[float64](t, cs, algo, root, rootedCounts(n, false))
+						checkGather[int32](t, cs, algo, root, rootedCounts(n, false))
+						checkGather[uint8](t, cs, algo, root, rootedCounts(n, false))
+						checkGather[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+					})
+				})
+			}
+		})
+	}
+}
+
+// checkGather gathers each rank's input with each count and checks
+// root's recv against their concatenation in rank order. Non-root ranks
+// pass nil or a recv of the wrong size, which Gather must ignore and
+// leave alone, and every rank's send must stay as it was.
+func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, count, count+root)
+			}
+			want := slices.Concat(inputs...)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				send := slices.Clone(inputs[me])
+				var recv []T
+				switch {
+				case me == root:
+					recv = make([]T, n*count)
+				case me%2 == 1:
+					recv = input[T](me, 3, 1)
+				}
+				other := slices.Clone(recv)
+				if err := collective.Gather(ctx, c, send, recv, root, collective.WithAlgorithm(algo)); err != nil {
+					return err
+				}
+				if err := equalBits(send, inputs[me]); err != nil {
+					return fmt.Errorf("send changed: %w", err)
+				}
+				if me == root {
+					return equalBits(recv, want)
+				}
+				if err := equalBits(recv, other); err != nil {
+					return fmt.Errorf("recv of non-root rank %d changed: %w", me, err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func TestGatherv(t *testing.T) {
+	for _, n := range rankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n)
+			rootedCase(t, n, func(t *testing.T, root int, full bool) {
+				checkGatherv[float32](t, cs, root, rootedCounts(n, full))
+				checkGatherv[float64](t, cs, root, rootedCounts(n, false))
+				checkGatherv[int32](t, cs, root, rootedCounts(n, false))
+				checkGatherv[uint8](t, cs, root, rootedCounts(n, false))
+				checkGatherv[codec.BF16](t, cs, root, rootedCounts(n, false))
+			})
+		})
+	}
+}
+
+// vCounts are the per-rank counts of a v-collective built from count:
+// they differ from rank to rank and include zeros.
+func vCounts(n, count int) []int {
+	cs := make([]int, n)
+	for r := range cs {
+		cs[r] = max(0, count-r*(count/n+1)+r%2)
+	}
+	return cs
+}
+
+// checkGatherv gathers vCounts elements from each rank into a root recv
+// with room to spare, which must stay untouched past the counts' sum.
+func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+			counts := vCounts(n, count)
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, counts[r], count+root)
+			}
+			spare := input[T](n, 3, 2)
+			want := slices.Concat(append(inputs, spare)...)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				var recv []T
+				if me == root {
+					recv = slices.Concat(make([]T, len(want)-len(spare)), spare)
+				}
+				if err := collective.Gatherv(ctx, c, inputs[me], recv, counts, root, collective.WithAlgorithm(collective.Linear)); err != nil {
+					return err
+				}
+				if me == root {
+					return equalBits(recv, want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func TestGatherRefusesBadArguments(t *testing.T) {
+	t.Run("recv too short at root", func(t *testing.T) {
+		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gather(ctx, c, make([]float32, 4), make([]float32, 11), 1)
+		}, "Gather(12 × float32, root 1)", "recv has 11 elements at root 1; it needs 12 (3 ranks × 4 elements sent)")
+	})
+	t.Run("recv too long at root", func(t *testing.T) {
+		checkRefused(t, 2, []int{0}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gather(ctx, c, make([]int32, 4), make([]int32, 9), 0, collective.WithAlgorithm(collective.Linear))
+		}, "recv has 9 elements at root 0; it needs 8")
+	})
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gather(ctx, c, make([]float32, 4), make([]float32, 12), -2)
+		}, "Gather", "root -2 is outside the communicator of 3 ranks")
+	})
+	t.Run("mismatched count", func(t *testing.T) {
+		for _, algo := range gatherAlgorithms[1:] {
+			t.Run(algo.String(), func(t *testing.T) {
+				checkMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+					m := 3
+					if c.Rank() == 2 {
+						m = 4
+					}
+					return collective.Gather(ctx, c, make([]uint16, m), make([]uint16, 4*m), 0, collective.WithAlgorithm(algo))
+				})
+			})
+		}
+	})
+}
+
+func TestGathervRefusesBadArguments(t *testing.T) {
+	t.Run("counts of wrong length", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 0)
+		}, "Gatherv", "counts has 2 entries for 3 ranks")
+	})
+	t.Run("negative count", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			counts := []int{2, -1, 2}
+			return collective.Gatherv(ctx, c, make([]float32, max(counts[c.Rank()], 0)), make([]float32, 4), counts, 0)
+		}, "counts[1] is -1")
+	})
+	t.Run("count is not len(send)", func(t *testing.T) {
+		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 7), []int{2, 2, 3}, 0)
+		}, "send has 2 elements on rank 2 but counts[2] is 3")
+	})
+	t.Run("recv too short at root", func(t *testing.T) {
+		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 5), []int{2, 2, 2}, 2)
+		}, "Gatherv(6 × float32, root 2)", "recv has 5 elements at root 2; the counts add up to 6")
+	})
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 2)
+		}, "root 2 is outside the communicator of 2 ranks")
+	})
+	t.Run("counts differ between ranks", func(t *testing.T) {
+		checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+			counts := []int{2, 2, 2}
+			if c.Rank() == 1 {
+				counts = []int{1, 3, 2}
+				return collective.Gatherv(ctx, c, make([]float32, 3), nil, counts, 0)
+			}
+			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 6), counts, 0)
+		})
+	})
+}

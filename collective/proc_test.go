@@ -1,0 +1,146 @@
+package collective_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// The multi-process test runs this test binary as the ranks of a job
+// started by gocoll run; the variable sends such a process to the worker.
+const workerVar = "GOCOLL_COLLECTIVE_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerVar) != "" {
+		if err := worker(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// worker runs every collective once between real processes over TCP and
+// checks each result against the sequential reference.
+func worker() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := comm.Init(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	me, n := c.Rank(), c.Size()
+	const count = 1001
+	inputs := make([][]float32, n)
+	for r := range n {
+		inputs[r] = input[float32](r, count, 1)
+	}
+	sum := reference(collective.Sum, inputs)
+	check := func(what string, err error, got, want []float32) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := equalBits(got, want); err != nil {
+			return fmt.Errorf("%s on rank %d: %w", what, me, err)
+		}
+		return nil
+	}
+
+	for _, algo := range allreduceAlgorithms {
+		buf := append([]float32(nil), inputs[me]...)
+		err := collective.Allreduce(ctx, c, buf, collective.Sum, collective.WithAlgorithm(algo))
+		if err := check("Allreduce "+algo.String(), err, buf, sum); err != nil {
+			return err
+		}
+	}
+	root := n - 1
+	buf := append([]float32(nil), inputs[me]...)
+	err = collective.Reduce(ctx, c, buf, collective.Sum, root)
+	want := inputs[me]
+	if me == root {
+		want = sum
+	}
+	if err := check("Reduce", err, buf, want); err != nil {
+		return err
+	}
+	buf = append([]float32(nil), inputs[me]...)
+	err = collective.Bcast(ctx, c, buf, root)
+	if err := check("Bcast", err, buf, inputs[root]); err != nil {
+		return err
+	}
+	all := make([]float32, 0, n*count)
+	for r := range n {
+		all = append(all, inputs[r]...)
+	}
+	recv := make([]float32, n*count)
+	err = collective.Allgather(ctx, c, inputs[me], recv)
+	if err := check("Allgather", err, recv, all); err != nil {
+		return err
+	}
+	var gathered []float32
+	if me == root {
+		gathered = make([]float32, n*count)
+	}
+	err = collective.Gather(ctx, c, inputs[me], gathered, root)
+	if me == root {
+		if err := check("Gather", err, gathered, all); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("Gather: %w", err)
+	}
+	part := make([]float32, count)
+	err = collective.Scatter(ctx, c, all, part, root)
+	if err := check("Scatter", err, part, inputs[me]); err != nil {
+		return err
+	}
+	block := make([]float32, count/n)
+	err = collective.ReduceScatter(ctx, c, sum[:len(block)*n], block, collective.Max)
+	if err := check("ReduceScatter", err, block, sum[me*len(block):(me+1)*len(block)]); err != nil {
+		return err
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		return fmt.Errorf("Barrier: %w", err)
+	}
+	fmt.Printf("rank %d of %d: collectives ok\n", me, n)
+	return nil
+}
+
+// TestCollectivesThroughGocollRun builds the gocoll command, starts four
+// ranks of this test binary with gocoll run, and checks that every rank
+// ran every collective correctly.
+func TestCollectivesThroughGocollRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gocoll command and starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	gocoll := filepath.Join(t.TempDir(), "gocoll")
+	build := exec.Command("go", "build", "-o", gocoll, "github.com/gocoll/gocoll/cmd/gocoll")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
+
+	const n = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--timeout", "1m", exe, "-test.run=^$")
+	run.Env = append(os.Environ(), workerVar+"=1")
+	var output bytes.Buffer
+	run.Stdout, run.Stderr = &output, &output
+	require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
+	for r := range n {
+		require.Contains(t, output.String(), fmt.Sprintf("[%d] rank %d of %d: collectives ok", r, r, n))
+	}
+}

@@ -1,0 +1,93 @@
+package collective
+
+import (
+	"context"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Reduce combines buf of every rank with op and leaves the result in
+// root's buf; every other rank's buf is left as it was. The one
+// algorithm is Tree, a binomial tree: lg p steps, each rank sends once.
+// A non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
+func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindReduce, op, len(buf), root, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := choose(codec.KindReduce, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
+		return k.invalid(err)
+	}
+	if err := reduceTree(&k, buf, root, 0); err != nil {
+		return err
+	}
+	if c.Rank() == root {
+		codec.Finish(op, buf, c.Size())
+	}
+	return nil
+}
+
+// reduceFinalStep is the step of the extra hop from rank 0 to the root,
+// above the tree's lg p < 64 levels.
+const reduceFinalStep = 64
+
+// reduceTree reduces buf of every rank into root's buf with a binomial
+// tree, using steps step0 to step0+reduceFinalStep; the other ranks' bufs
+// are not written. It does not finish the op (Avg's division), so that a
+// caller that goes on (Allreduce's Tree) finishes once, at the end.
+//
+// In the tree, virtual rank v receives from v+1, v+2, v+4, … (each the
+// head of the next contiguous range of virtual ranks) for as long as v's
+// lowest bits are zero, then sends what it holds to v minus its lowest set
+// bit. Every combination is held ∘ received, so the result is the ranks'
+// contributions in virtual-rank order. A commutative op may take any
+// order, so the tree hangs from the root itself (v = rank - root mod p).
+// A non-commutative op needs rank order, so the tree hangs from rank 0
+// (v = rank) and rank 0 sends the result to the root: one more message,
+// which only non-commutative reductions to a root other than 0 pay.
+func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
+	p, me := k.c.Size(), k.c.Rank()
+	if p == 1 {
+		return nil
+	}
+	top := root
+	if !k.op.Commutative() {
+		top = 0
+	}
+	v := (me - top + p) % p
+
+	// acc holds the partial result. The root builds it in buf, which ends
+	// up holding the result anyway; any other rank that has children
+	// builds it in scratch, since its buf must stay unchanged. A leaf
+	// sends buf itself.
+	acc := buf
+	var sb scratchBuf
+	var err error
+	for level, mask := 0, 1; mask < p; level, mask = level+1, mask<<1 {
+		if v&mask != 0 {
+			err = k.send((v-mask+top)%p, step0+level, acc, 0)
+			break
+		}
+		if v+mask >= p {
+			continue
+		}
+		if me != root && sb.p == nil {
+			acc, sb = scratch[T](len(buf))
+			copy(acc, buf)
+		}
+		if err = k.recvReduce((v+mask+top)%p, step0+level, acc, 0, true); err != nil {
+			break
+		}
+	}
+	if err == nil && top != root {
+		switch me {
+		case top:
+			err = k.send(root, step0+reduceFinalStep, acc, 0)
+		case root:
+			err = k.recv(top, step0+reduceFinalStep, buf, 0)
+		}
+	}
+	sb.release()
+	return err
+}

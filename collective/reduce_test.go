@@ -1,0 +1,369 @@
+package collective_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// rootsOf are the roots a rooted collective is checked with on n ranks:
+// all of them on small jobs, the first, second and last on larger ones.
+func rootsOf(n int) []int {
+	if n <= 5 {
+		roots := make([]int, n)
+		for i := range roots {
+			roots[i] = i
+		}
+		return roots
+	}
+	return []int{0, 1, n - 1}
+}
+
+// rootedCounts are the counts of one (algorithm, N, dtype, root) case of
+// a rooted collective: counts(n), but the largest (which under -race
+// takes most of the time) only on the case that full marks, one per
+// algorithm and N.
+func rootedCounts(n int, full bool) []int {
+	cs := counts(n)
+	if full {
+		return cs
+	}
+	return cs[:len(cs)-1]
+}
+
+// rootedCase runs check once per root of rootsOf(n) as a subtest, telling
+// it whether it is the case that runs the largest count: the last root
+// with float32.
+func rootedCase(t *testing.T, n int, check func(t *testing.T, root int, full bool)) {
+	roots := rootsOf(n)
+	for i, root := range roots {
+		t.Run(fmt.Sprint("root=", root), func(t *testing.T) {
+			check(t, root, i == len(roots)-1)
+		})
+	}
+}
+
+func TestReduce(t *testing.T) {
+	for _, algo := range []collective.Algorithm{collective.Auto, collective.Tree} {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					rootedCase(t, n, func(t *testing.T, root int, full bool) {
+						checkReduce[float32](t, cs, algo, collective.Sum, root, rootedCounts(n, full))
+						checkReduce[float64](t, cs, algo, collective.Avg, root, rootedCounts(n, false))
+						checkReduce[int32](t, cs, algo, collective.Prod, root, rootedCounts(n, false))
+						checkReduce[uint8](t, cs, algo, collective.Xor, root, rootedCounts(n, false))
+						checkReduce[codec.BF16](t, cs, algo, collective.Max, root, rootedCounts(n, false))
+					})
+				})
+			}
+		})
+	}
+}
+
+// checkReduce runs Reduce with each count and compares root's result
+// with the sequential reference bit for bit, and every other rank's buf
+// with its input: Reduce must not write there.
+func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, op codec.Op, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, count, count+root)
+			}
+			want := reference(op, inputs)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				buf := slices.Clone(inputs[c.Rank()])
+				if err := collective.Reduce(ctx, c, buf, op, root, collective.WithAlgorithm(algo)); err != nil {
+					return err
+				}
+				if c.Rank() == root {
+					return equalBits(buf, want)
+				}
+				if err := equalBits(buf, inputs[c.Rank()]); err != nil {
+					return fmt.Errorf("buf of non-root rank %d changed: %w", c.Rank(), err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// reduceMatMul is a non-commutative op: each run of four float64 is a
+// 2×2 matrix, and dst = dst · src.
+var reduceMatMul = codec.NewOp("matmul", func(dst, src []float64) {
+	for i := 0; i+3 < len(dst); i += 4 {
+		a0, a1, a2, a3 := dst[i], dst[i+1], dst[i+2], dst[i+3]
+		b0, b1, b2, b3 := src[i], src[i+1], src[i+2], src[i+3]
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = a0*b0+a1*b2, a0*b1+a1*b3, a2*b0+a3*b2, a2*b1+a3*b3
+	}
+}, false)
+
+// reduceMatrices is rank r's input: m matrices of small integers, so
+// every product over eight ranks is exact, and neither the reverse nor
+// any rotation of the rank order gives the same products.
+func reduceMatrices(r, m int) []float64 {
+	s := make([]float64, 0, 4*m)
+	for j := range m {
+		s = append(s, float64((r+j)%2+1), float64((r+j)%3), float64((r*j+r+1)%2), 1)
+	}
+	return s
+}
+
+// TestReduceNonCommutative: a non-commutative op reduces in rank order
+// whatever the root, and non-root buffers stay as they were.
+func TestReduceNonCommutative(t *testing.T) {
+	for _, n := range rankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n)
+			for _, root := range rootsOf(n) {
+				for _, m := range []int{0, 1, 3, 300} {
+					t.Run(fmt.Sprintf("root=%d/matrices=%d", root, m), func(t *testing.T) {
+						inputs := make([][]float64, n)
+						for r := range n {
+							inputs[r] = reduceMatrices(r, m)
+						}
+						want := reference(reduceMatMul, inputs)
+						if n > 1 && m > 0 {
+							other := slices.Clone(inputs)
+							slices.Reverse(other)
+							require.Error(t, equalBits(reference(reduceMatMul, other), want), "the inputs must tell the reverse order apart")
+							if root != 0 {
+								other = slices.Concat(inputs[root:], inputs[:root])
+								require.Error(t, equalBits(reference(reduceMatMul, other), want), "the inputs must tell the order from root on apart")
+							}
+						}
+						allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+							buf := slices.Clone(inputs[c.Rank()])
+							if err := collective.Reduce(ctx, c, buf, reduceMatMul, root); err != nil {
+								return err
+							}
+							if c.Rank() == root {
+								return equalBits(buf, want)
+							}
+							return equalBits(buf, inputs[c.Rank()])
+						})
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestRootedOverTCP runs each rooted collective and algorithm over real
+// sockets.
+func TestRootedOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens sockets")
+	}
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n, comm.WithTransport("tcp"))
+			for _, count := range []int{5, 10000} {
+				root := n - 1
+				t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
+					checkReduce[float32](t, cs, collective.Tree, collective.Sum, root, []int{count})
+					checkReduce[float64](t, cs, collective.Tree, reduceMatMul, 0, []int{count})
+					for _, algo := range []collective.Algorithm{collective.Tree, collective.Chain, collective.ScatterAllgather} {
+						checkBcast[float32](t, cs, algo, root, []int{count})
+					}
+					for _, algo := range []collective.Algorithm{collective.Tree, collective.Linear} {
+						checkGather[float32](t, cs, algo, root, []int{count})
+						checkScatter[float32](t, cs, algo, root, []int{count})
+					}
+					checkGatherv[int32](t, cs, root, []int{count})
+					checkScatterv[int32](t, cs, root, []int{count})
+				})
+			}
+		})
+	}
+}
+
+// rootedCall is one rank's call of a rooted collective in the argument
+// error tests.
+type rootedCall func(ctx context.Context, c *comm.Comm) error
+
+// checkRefused runs call on every rank of a fresh job of n ranks: the
+// ranks in bad must fail with an error wrapping codec.ErrInvalid that
+// names the rank and contains each of want. Their refusal aborts the
+// job, so every other rank must fail too instead of hanging: in call
+// itself, or, if it only had to send and finished before the abort
+// reached it, in a receive from a refusing rank, which only the abort can
+// end.
+func checkRefused(t *testing.T, n int, bad []int, call rootedCall, want ...string) {
+	t.Helper()
+	cs := job(t, n, comm.WithTimeout(watchdog))
+	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		err := call(ctx, c)
+		if err != nil || slices.Contains(bad, c.Rank()) {
+			return err
+		}
+		if _, err := c.Recv(ctx, bad[0], 0, make([]byte, 1)); err != nil {
+			return err
+		}
+		return errors.New("a refusing rank sent a message after its refusal")
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		if slices.Contains(bad, r) {
+			require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+			require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r), "rank %d", r)
+			for _, w := range want {
+				require.ErrorContains(t, err, w, "rank %d", r)
+			}
+			continue
+		}
+		require.True(t, errors.Is(err, comm.ErrAborted) || errors.Is(err, codec.ErrInvalid),
+			"rank %d: want the abort, got %v", r, err)
+	}
+}
+
+func TestReduceRefusesBadArguments(t *testing.T) {
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, 3)
+		}, "Reduce", "root 3 is outside the communicator of 3 ranks")
+	})
+	t.Run("negative root on one rank", func(t *testing.T) {
+		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+			root := 0
+			if c.Rank() == 2 {
+				root = -1
+			}
+			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, root)
+		}, "Reduce", "root -1 is outside the communicator of 3 ranks")
+	})
+	t.Run("algorithm", func(t *testing.T) {
+		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, 0, collective.WithAlgorithm(collective.Ring))
+		}, "Reduce has no ring algorithm")
+	})
+	t.Run("mismatched count", func(t *testing.T) {
+		checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Reduce(ctx, c, make([]int64, 4+c.Rank()), collective.Sum, 0)
+		})
+	})
+}
+
+// checkMismatch runs call, in which the ranks disagree, on every rank of
+// a fresh job of n ranks: some rank must see the mismatch, and every
+// rank that fails must fail with it or with the abort it causes. A rank
+// that only sends may finish before anyone notices, as in MPI.
+func checkMismatch(t *testing.T, n int, call rootedCall) {
+	t.Helper()
+	cs := job(t, n, comm.WithTimeout(watchdog))
+	seen := false
+	for r, err := range onEveryRank(t, cs, call) {
+		if err == nil {
+			continue
+		}
+		seen = seen || errors.Is(err, collective.ErrMismatch)
+		require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+	}
+	require.True(t, seen, "no rank saw the mismatch")
+}
+
+// TestRootedAllocatesNothing: once links and pools are warm, the rooted
+// collectives allocate nothing, on root or elsewhere. Each round ends
+// with a one-element Allreduce, as a training step would: a rank that
+// only sends (a leaf of Reduce's tree, say) would otherwise run rounds
+// ahead, and the messages it piles up at the others, each buffered
+// until its receive is posted, would be allocations of the test's
+// making.
+func TestRootedAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items)")
+	}
+	if !codec.Aliasing {
+		t.Skip("the purego build copies every message through codec.Bytes")
+	}
+	const n, count = 4, 3000
+	counts := []int{count, 0, 2 * count, count}
+	total := 4 * count
+	type op struct {
+		name string
+		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
+	}
+	var ops []op
+	for _, algo := range []collective.Algorithm{collective.Tree, collective.Chain, collective.ScatterAllgather} {
+		ops = append(ops, op{"Bcast/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Bcast(ctx, c, a[:count], 1, collective.WithAlgorithm(algo), collective.WithChunkSize(1024))
+		}})
+	}
+	ops = append(ops, op{"Reduce", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Reduce(ctx, c, a[:count], collective.Sum, 1)
+	}}, op{"Reduce/noncommutative", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Reduce(ctx, c, a[:count], allocMax, 2)
+	}})
+	for _, algo := range []collective.Algorithm{collective.Tree, collective.Linear} {
+		ops = append(ops, op{"Gather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Gather(ctx, c, a[:count], b[:n*count], 1, collective.WithAlgorithm(algo))
+		}}, op{"Scatter/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+			return collective.Scatter(ctx, c, b[:n*count], a[:count], 3, collective.WithAlgorithm(algo))
+		}})
+	}
+	ops = append(ops, op{"Gatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Gatherv(ctx, c, a[:counts[c.Rank()]], b[:total], counts, 2)
+	}}, op{"Scatterv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return collective.Scatterv(ctx, c, b[:total], counts, a[:counts[c.Rank()]], 1)
+	}})
+	for _, tr := range []string{"mem", "tcp"} {
+		for _, o := range ops {
+			t.Run(tr+"/"+o.name, func(t *testing.T) {
+				const rounds = 50
+				cs := job(t, n, comm.WithTransport(tr))
+				ctx := context.Background()
+				round := func(c *comm.Comm, a, b, sync []float32) error {
+					if err := o.run(ctx, c, a, b); err != nil {
+						return err
+					}
+					return collective.Allreduce(ctx, c, sync, collective.Sum, collective.WithAlgorithm(collective.RecursiveDoubling))
+				}
+				others := make(chan error, n-1)
+				for _, c := range cs[1:] {
+					go func() {
+						a, b, sync := make([]float32, 2*count), make([]float32, total), make([]float32, 1)
+						for range rounds + 2 {
+							if err := round(c, a, b, sync); err != nil {
+								others <- err
+								return
+							}
+						}
+						others <- nil
+					}()
+				}
+				a, b, sync := make([]float32, 2*count), make([]float32, total), make([]float32, 1)
+				step := func() {
+					if err := round(cs[0], a, b, sync); err != nil {
+						t.Fatal(err)
+					}
+				}
+				step() // warm-up
+				allocs := testing.AllocsPerRun(rounds, step)
+				for range cs[1:] {
+					require.NoError(t, <-others)
+				}
+				require.Zero(t, allocs, "allocations per %s", o.name)
+			})
+		}
+	}
+}
+
+// allocMax is a non-commutative user op (max is commutative, but the
+// library may not know it), so that Reduce takes its rank-order path.
+var allocMax = codec.NewOp("max", func(dst, src []float32) {
+	for i := range dst {
+		dst[i] = max(dst[i], src[i])
+	}
+}, false)

@@ -1,0 +1,463 @@
+package collective
+
+// These tests are in package collective, not collective_test, because
+// TestHalvingDoublingAllreduce composes the unexported building blocks
+// reduceScatterHalving and allgatherDoubling, as Rabenseifner's allreduce
+// does. The few harness helpers they need are repeated here under rs
+// names (harness_test.go belongs to the external test package).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var rsRankCounts = []int{1, 2, 3, 4, 5, 7, 8}
+
+const rsWatchdog = 60 * time.Second
+
+// rsJob starts n ranks in this process and closes them when the test
+// ends.
+func rsJob(t *testing.T, n int, opts ...comm.Option) []*comm.Comm {
+	t.Helper()
+	cs, err := comm.NewLocal(n, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, c := range cs {
+			wg.Go(func() { c.Close() })
+		}
+		wg.Wait()
+	})
+	return cs
+}
+
+// rsEvery runs f on every rank, each in its own goroutine, and returns
+// each rank's error; a hang fails the test.
+func rsEvery(t *testing.T, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), rsWatchdog)
+	defer cancel()
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+				}
+			}()
+			errs[i] = f(ctx, c)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(rsWatchdog + 5*time.Second):
+		t.Fatalf("ranks still running after %v", rsWatchdog)
+	}
+	return errs
+}
+
+func rsAllOK(t *testing.T, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) {
+	t.Helper()
+	for r, err := range rsEvery(t, cs, f) {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+// rsInput is rank r's input of n small integers, exact in every type, so
+// that any grouping of a sum or product gives the reference's bits.
+func rsInput[T codec.Elem](r, n, seed int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = rsFromInt[T]((r*7 + i*3 + seed) % 5)
+	}
+	return s
+}
+
+func rsFromInt[T codec.Elem](v int) T {
+	var z T
+	switch any(z).(type) {
+	case codec.BF16:
+		return any(codec.BF16FromFloat32(float32(v))).(T)
+	case float32:
+		return any(float32(v)).(T)
+	case float64:
+		return any(float64(v)).(T)
+	case int32:
+		return any(int32(v)).(T)
+	case uint8:
+		return any(uint8(v)).(T)
+	}
+	panic(fmt.Sprintf("rsFromInt: no case for %T", z))
+}
+
+// rsReference reduces inputs in rank order, sequentially, and finishes.
+func rsReference[T codec.Elem](op codec.Op, inputs [][]T) []T {
+	out := slices.Clone(inputs[0])
+	for _, in := range inputs[1:] {
+		if err := codec.Reduce(op, out, in); err != nil {
+			panic(err)
+		}
+	}
+	codec.Finish(op, out, len(inputs))
+	return out
+}
+
+// rsCounts are the block lengths each test runs with: empty, one
+// element, fewer than ranks, more, and a block of 1000. full adds a
+// block of 65537, which only one dtype per case pays for under -race.
+func rsCounts(n int, full bool) []int {
+	c := []int{0, 1, max(n-1, 0), n + 1, 1000}
+	if full {
+		c = append(c, 65537)
+	}
+	return c
+}
+
+func rsEqual[T codec.Elem](got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("got %d elements, want %d", len(got), len(want))
+	}
+	g, w := codec.Bytes(got), codec.Bytes(want)
+	size := codec.DTypeOf[T]().Size()
+	for i := range got {
+		if string(g[i*size:(i+1)*size]) != string(w[i*size:(i+1)*size]) {
+			return fmt.Errorf("element %d is %v, want %v", i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// rsMatMul is a non-commutative op: each run of four float64 is a 2×2
+// matrix, and dst = dst · src.
+var rsMatMul = codec.NewOp("matmul", func(dst, src []float64) {
+	for i := 0; i+3 < len(dst); i += 4 {
+		a, b := dst[i:i+4:i+4], src[i:i+4:i+4]
+		dst[i], dst[i+1], dst[i+2], dst[i+3] =
+			a[0]*b[0]+a[1]*b[2], a[0]*b[1]+a[1]*b[3],
+			a[2]*b[0]+a[3]*b[2], a[2]*b[1]+a[3]*b[3]
+	}
+}, false)
+
+// rsMatrices is rank r's input: m matrices with entries 0…3 that differ
+// by rank, matrix and entry, so that products of eight are exact and
+// (almost always) change when reordered.
+func rsMatrices(r, m int) []float64 {
+	s := make([]float64, 4*m)
+	for i := range s {
+		s[i] = float64((r*7 + i/4*3 + i%4*5) % 4)
+	}
+	return s
+}
+
+// rsPackedMatMul is a non-commutative op that, unlike rsMatMul, is
+// elementwise, as codec.NewOp requires of ops that algorithms may cut
+// anywhere: each uint64 packs a 2×2 matrix of 16-bit entries, and dst =
+// dst · src modulo 2^16.
+var rsPackedMatMul = codec.NewOp("packed matmul", func(dst, src []uint64) {
+	for i, a := range dst {
+		b := src[i]
+		a0, a1, a2, a3 := a&0xffff, a>>16&0xffff, a>>32&0xffff, a>>48
+		b0, b1, b2, b3 := b&0xffff, b>>16&0xffff, b>>32&0xffff, b>>48
+		dst[i] = (a0*b0+a1*b2)&0xffff | (a0*b1+a1*b3)&0xffff<<16 |
+			(a2*b0+a3*b2)&0xffff<<32 | (a2*b1+a3*b3)&0xffff<<48
+	}
+}, false)
+
+// rsPackedMatrices is rank r's input for rsPackedMatMul: matrices with
+// entries 0…2 that differ by rank and position.
+func rsPackedMatrices(r, n, seed int) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		for e := range 4 {
+			s[i] |= uint64((r*5+i*3+e*7+seed)%3) << (16 * e)
+		}
+	}
+	return s
+}
+
+var reduceScatterAlgorithms = []Algorithm{Auto, Ring, RecursiveHalving}
+
+func TestReduceScatter(t *testing.T) {
+	for _, algo := range reduceScatterAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rsRankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := rsJob(t, n)
+					checkReduceScatter[float32](t, cs, algo, Sum, rsCounts(n, true))
+					checkReduceScatter[float64](t, cs, algo, Avg, rsCounts(n, false))
+					checkReduceScatter[int32](t, cs, algo, Max, rsCounts(n, false))
+					checkReduceScatter[uint8](t, cs, algo, Xor, rsCounts(n, false))
+					checkReduceScatter[codec.BF16](t, cs, algo, Sum, rsCounts(n, false))
+				})
+			}
+		})
+	}
+}
+
+// checkReduceScatter runs ReduceScatter with each block length m and
+// checks every rank's recv against its block of the reference, and that
+// send is left as it was.
+func checkReduceScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, m := range sizes {
+		t.Run(fmt.Sprintf("%s/%s/m=%d", codec.DTypeOf[T](), op, m), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = rsInput[T](r, n*m, m)
+			}
+			want := rsReference(op, inputs)
+			rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				send := slices.Clone(inputs[me])
+				recv := make([]T, m)
+				if err := ReduceScatter(ctx, c, send, recv, op, WithAlgorithm(algo)); err != nil {
+					return err
+				}
+				if err := rsEqual(send, inputs[me]); err != nil {
+					return fmt.Errorf("send changed: %w", err)
+				}
+				return rsEqual(recv, want[me*m:(me+1)*m])
+			})
+		})
+	}
+}
+
+// TestReduceScatterNonCommutative: RecursiveHalving, and the selector's
+// choice, combine in rank order.
+func TestReduceScatterNonCommutative(t *testing.T) {
+	for _, algo := range []Algorithm{Auto, RecursiveHalving} {
+		for _, n := range rsRankCounts {
+			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
+				cs := rsJob(t, n)
+				for _, m := range []int{0, 1, 3, 300} {
+					inputs := make([][]float64, n)
+					for r := range n {
+						inputs[r] = rsMatrices(r, n*m)
+					}
+					want := rsReference(rsMatMul, inputs)
+					rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+						me := c.Rank()
+						recv := make([]float64, 4*m)
+						if err := ReduceScatter(ctx, c, inputs[me], recv, rsMatMul, WithAlgorithm(algo)); err != nil {
+							return err
+						}
+						return rsEqual(recv, want[4*m*me:4*m*(me+1)])
+					})
+				}
+			})
+		}
+	}
+}
+
+// TestHalvingDoublingAllreduce composes reduceScatterHalving and
+// allgatherDoubling into Rabenseifner's allreduce, as allreduce.go does,
+// for every rank count, buffers shorter than the rank count (empty
+// blocks), commutative ops and a non-commutative one, and checks the
+// ownership that reduceScatterHalving documents.
+func TestHalvingDoublingAllreduce(t *testing.T) {
+	for _, n := range rsRankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := rsJob(t, n)
+			for _, count := range []int{0, 1, max(n-1, 0), n + 1, 1000} {
+				checkHalvingDoubling[float32](t, cs, Sum, count, rsInput[float32])
+				checkHalvingDoubling[int32](t, cs, Prod, count, rsInput[int32])
+				checkHalvingDoubling[codec.BF16](t, cs, Avg, count, rsInput[codec.BF16])
+				checkHalvingDoubling[uint64](t, cs, rsPackedMatMul, count, rsPackedMatrices)
+			}
+		})
+	}
+}
+
+func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.Op, count int, in func(r, n, seed int) []T) {
+	t.Helper()
+	n := len(cs)
+	t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+		inputs := make([][]T, n)
+		for r := range n {
+			inputs[r] = in(r, count, count)
+		}
+		want := rsReference(op, inputs)
+		rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			me := c.Rank()
+			buf := slices.Clone(inputs[me])
+			k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, nil)
+			if err != nil {
+				return err
+			}
+			lo, hi, err := reduceScatterHalving(&k, buf, 0)
+			if err != nil {
+				return err
+			}
+			// The documented ownership: the blocks owned(me), complete. A
+			// wrong one is reported after the doubling, which the other
+			// ranks wait for.
+			owned := checkOwned(&k, buf, lo, hi, want)
+			if err := allgatherDoubling(&k, buf, lo, hi, halvingSteps); err != nil {
+				return err
+			}
+			codec.Finish(op, buf, n)
+			if err := rsEqual(buf, want); err != nil {
+				return errors.Join(owned, err)
+			}
+			return owned
+		})
+	})
+}
+
+// checkOwned checks what reduceScatterHalving left: buf[lo:hi] are the
+// blocks that halving.owned names, complete (want, finished, is the
+// reduction of the whole buffer); a rank removed by the fold holds the
+// empty range at 0.
+func checkOwned[T codec.Elem](k *call[T], buf []T, lo, hi int, want []T) error {
+	me, p, n := k.c.Rank(), k.c.Size(), len(buf)
+	g := newHalving(k)
+	if g.virtual(me) < 0 {
+		if lo != 0 || hi != 0 {
+			return fmt.Errorf("removed rank %d got buf[%d:%d], want an empty range at 0", me, lo, hi)
+		}
+		return nil
+	}
+	first, last := g.owned(me)
+	a, _ := block(n, p, first)
+	b, _ := block(n, p, last)
+	if lo != a || hi != b {
+		return fmt.Errorf("rank %d owns blocks [%d, %d) = buf[%d:%d], got buf[%d:%d]", me, first, last, a, b, lo, hi)
+	}
+	part := slices.Clone(buf[lo:hi])
+	codec.Finish(k.op, part, p)
+	if err := rsEqual(part, want[lo:hi]); err != nil {
+		return fmt.Errorf("rank %d's blocks after halving: %w", me, err)
+	}
+	return nil
+}
+
+// TestHalvingOwnership pins the ownership map that reduceScatterHalving
+// documents, on its own: every block has exactly one owner, owner and
+// owned agree, and with a commutative op the survivors own their own
+// blocks.
+func TestHalvingOwnership(t *testing.T) {
+	for p := 1; p <= 33; p++ {
+		for _, ordered := range []bool{false, true} {
+			lg := 0
+			for 1<<(lg+1) <= p {
+				lg++
+			}
+			g := halving{p: p, pof2: 1 << lg, rem: p - 1<<lg, lg: lg, ordered: ordered}
+			seen := make([]int, p)
+			for r := range p {
+				first, last := g.owned(r)
+				for i := first; i < last; i++ {
+					seen[i]++
+					require.Equal(t, r, g.owner(i), "p=%d ordered=%v block %d", p, ordered, i)
+				}
+				if !ordered && g.virtual(r) >= 0 {
+					require.True(t, first <= r && r < last, "p=%d rank %d owns [%d, %d)", p, r, first, last)
+				}
+			}
+			for i, s := range seen {
+				require.Equal(t, 1, s, "p=%d ordered=%v: block %d has %d owners", p, ordered, i, s)
+			}
+		}
+	}
+}
+
+func TestReduceScatterOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens sockets")
+	}
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := rsJob(t, n, comm.WithTransport("tcp"))
+			for _, algo := range []Algorithm{Ring, RecursiveHalving} {
+				checkReduceScatter[float32](t, cs, algo, Sum, []int{0, 5, 10000})
+			}
+			checkHalvingDoubling[float32](t, cs, Sum, 10001, rsInput[float32])
+		})
+	}
+}
+
+func TestReduceScatterRefusesBadArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int
+		bad  []int
+		call func(ctx context.Context, c *comm.Comm) error
+		want []string
+	}{
+		{
+			name: "send length",
+			n:    3,
+			bad:  []int{2},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return ReduceScatter(ctx, c, make([]float32, 12+c.Rank()/2), make([]float32, 4), Sum)
+			},
+			want: []string{"ReduceScatter(13 × float32, sum)", "send has 13 elements, want Size()·len(recv) = 3·4 = 12"},
+		},
+		{
+			name: "ring with a non-commutative op",
+			n:    3,
+			bad:  []int{0, 1, 2},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return ReduceScatter(ctx, c, rsMatrices(c.Rank(), 3), make([]float64, 4), rsMatMul, WithAlgorithm(Ring))
+			},
+			want: []string{"out of rank order"},
+		},
+		{
+			name: "bitwise op on floats",
+			n:    2,
+			bad:  []int{0, 1},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return ReduceScatter(ctx, c, make([]float32, 4), make([]float32, 2), Xor)
+			},
+			want: []string{"xor is not defined for float32"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := rsJob(t, tt.n, comm.WithTimeout(rsWatchdog))
+			for r, err := range rsEvery(t, cs, tt.call) {
+				require.Error(t, err, "rank %d", r)
+				if slices.Contains(tt.bad, r) {
+					require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+					require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r), "rank %d", r)
+					for _, w := range tt.want {
+						require.ErrorContains(t, err, w, "rank %d", r)
+					}
+					continue
+				}
+				require.ErrorIs(t, err, comm.ErrAborted, "rank %d", r)
+			}
+		})
+	}
+	for _, algo := range []Algorithm{Ring, RecursiveHalving} {
+		t.Run("mismatched count/"+algo.String(), func(t *testing.T) {
+			cs := rsJob(t, 3, comm.WithTimeout(rsWatchdog))
+			seen := false
+			for r, err := range rsEvery(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				m := 2 + c.Rank()%2
+				return ReduceScatter(ctx, c, make([]int32, 3*m), make([]int32, m), Sum, WithAlgorithm(algo))
+			}) {
+				if err == nil {
+					continue
+				}
+				seen = seen || errors.Is(err, ErrMismatch)
+				require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+			}
+			require.True(t, seen, "no rank saw the mismatch")
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package collective
+
+import (
+	"context"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Scan is the inclusive prefix reduction: rank r's buf becomes r0∘r1∘…∘rr,
+// combined in rank order, so non-commutative ops are welcome. Avg divides
+// rank r's sum by r+1, the number of ranks it combines (MPI has no Avg;
+// this is the running mean). Algorithm: RecursiveDoubling (lg p steps).
+func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindScan, op, len(buf), -1, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := choose(codec.KindScan, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
+		return k.invalid(err)
+	}
+	if err := scanDoubling(&k, buf, true); err != nil {
+		return err
+	}
+	codec.Finish(op, buf, c.Rank()+1)
+	return nil
+}
+
+// Exscan is the exclusive prefix reduction: rank r > 0's buf becomes
+// r0∘…∘r(r-1), in rank order; rank 0's buf is left untouched, as MPI
+// leaves it undefined. Avg divides rank r's sum by r. Algorithm:
+// RecursiveDoubling.
+func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindExscan, op, len(buf), -1, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := choose(codec.KindExscan, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
+		return k.invalid(err)
+	}
+	if err := scanDoubling(&k, buf, false); err != nil {
+		return err
+	}
+	if r := c.Rank(); r > 0 {
+		codec.Finish(op, buf, r)
+	}
+	return nil
+}
+
+// scanDoubling is MPICH's recursive-doubling scan. Each rank keeps
+// partial, the combination of the aligned group of 2^j ranks around it
+// (clipped to p), and in step j exchanges it with rank me^2^j. A partial
+// from below (a lower group) joins on the left of both partial and the
+// result, one from above only on the right of partial; groups stay
+// contiguous and in order, so rank order holds. For the exclusive scan
+// the first partial from below becomes the result, and rank 0, which
+// never hears from below, keeps its buf.
+func scanDoubling[T codec.Elem](k *call[T], buf []T, inclusive bool) error {
+	p, me, n := k.c.Size(), k.c.Rank(), len(buf)
+	if p == 1 {
+		return nil
+	}
+	partial, pb := scratch[T](n)
+	defer pb.release()
+	tmp, tb := scratch[T](n)
+	defer tb.release()
+	copy(partial, buf)
+	have := inclusive // whether buf holds a result to combine into
+	step := 0
+	for mask := 1; mask < p; mask <<= 1 {
+		peer := me ^ mask
+		if peer < p {
+			if err := k.sendRecv(peer, step, partial, 0, peer, step, tmp, 0); err != nil {
+				return err
+			}
+			if peer > me {
+				if err := k.reduce(partial, tmp, true); err != nil {
+					return err
+				}
+			} else {
+				if have {
+					if err := k.reduce(buf, tmp, false); err != nil {
+						return err
+					}
+				} else {
+					copy(buf, tmp)
+					have = true
+				}
+				if err := k.reduce(partial, tmp, false); err != nil {
+					return err
+				}
+			}
+		}
+		step++
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var scanAlgorithms = []collective.Algorithm{collective.Auto, collective.RecursiveDoubling}
+
+// scanFunc is Scan or Exscan.
+type scanFunc func(ctx context.Context, c *comm.Comm, buf []float64, op codec.Op, opts ...collective.Option) error
+
+func TestScan(t *testing.T) {
+	for _, inclusive := range []bool{true, false} {
+		for _, algo := range scanAlgorithms {
+			t.Run(fmt.Sprintf("%s/%s", scanName(inclusive), algo), func(t *testing.T) {
+				for _, n := range rankCounts {
+					t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+						cs := job(t, n)
+						checkScan[float32](t, cs, inclusive, algo, collective.Sum, unrootedCounts(n, true))
+						checkScan[float64](t, cs, inclusive, algo, collective.Avg, unrootedCounts(n, false))
+						checkScan[int32](t, cs, inclusive, algo, collective.Max, unrootedCounts(n, false))
+						checkScan[uint8](t, cs, inclusive, algo, collective.Xor, unrootedCounts(n, false))
+						checkScan[codec.BF16](t, cs, inclusive, algo, collective.Sum, unrootedCounts(n, false))
+					})
+				}
+			})
+		}
+	}
+}
+
+func scanName(inclusive bool) string {
+	if inclusive {
+		return "Scan"
+	}
+	return "Exscan"
+}
+
+// scanWant is rank r's expected result: the reduction of the inputs of
+// ranks 0…r (inclusive) or 0…r-1 (exclusive), in rank order, finished
+// over that many ranks; rank 0's own input for Exscan.
+func scanWant[T codec.Elem](op codec.Op, inputs [][]T, r int, inclusive bool) []T {
+	if inclusive {
+		return reference(op, inputs[:r+1])
+	}
+	if r == 0 {
+		return inputs[0]
+	}
+	return reference(op, inputs[:r])
+}
+
+// checkScan runs Scan or Exscan with each count and compares every
+// rank's buf with its prefix of the sequential reference.
+func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo collective.Algorithm, op codec.Op, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, count, count)
+			}
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				buf := slices.Clone(inputs[me])
+				var err error
+				if inclusive {
+					err = collective.Scan(ctx, c, buf, op, collective.WithAlgorithm(algo))
+				} else {
+					err = collective.Exscan(ctx, c, buf, op, collective.WithAlgorithm(algo))
+				}
+				if err != nil {
+					return err
+				}
+				return equalBits(buf, scanWant(op, inputs, me, inclusive))
+			})
+		})
+	}
+}
+
+// TestScanNonCommutative: 2×2 matrix products (matMul) come out in rank
+// order on every rank. The buffers are whole matrices and scans never cut
+// them, so matMul, which is not elementwise, is fine here.
+func TestScanNonCommutative(t *testing.T) {
+	for _, f := range []struct {
+		inclusive bool
+		call      scanFunc
+	}{{true, collective.Scan[float64]}, {false, collective.Exscan[float64]}} {
+		for _, n := range rankCounts {
+			t.Run(fmt.Sprintf("%s/n=%d", scanName(f.inclusive), n), func(t *testing.T) {
+				cs := job(t, n)
+				for _, m := range []int{0, 1, 3, 300} {
+					inputs := make([][]float64, n)
+					for r := range n {
+						inputs[r] = scanMatrices(r, m)
+					}
+					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+						me := c.Rank()
+						buf := slices.Clone(inputs[me])
+						if err := f.call(ctx, c, buf, matMul); err != nil {
+							return err
+						}
+						return equalBits(buf, scanWant(matMul, inputs, me, f.inclusive))
+					})
+				}
+			})
+		}
+	}
+}
+
+// scanMatrices is rank r's input for matMul: m matrices with entries 0…3
+// that differ by rank, matrix and entry, so that products of eight are
+// exact and (almost always) change when reordered.
+func scanMatrices(r, m int) []float64 {
+	s := make([]float64, 4*m)
+	for i := range s {
+		s[i] = float64((r*7 + i/4*3 + i%4*5) % 4)
+	}
+	return s
+}
+
+func TestScanOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens sockets")
+	}
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n, comm.WithTransport("tcp"))
+			for _, inclusive := range []bool{true, false} {
+				checkScan[float32](t, cs, inclusive, collective.RecursiveDoubling, collective.Sum, []int{0, 5, 10000})
+			}
+		})
+	}
+}
+
+func TestScanRefusesBadArguments(t *testing.T) {
+	for _, f := range []struct {
+		name string
+		call scanFunc
+	}{{"Scan", collective.Scan[float64]}, {"Exscan", collective.Exscan[float64]}} {
+		t.Run(f.name+"/algorithm", func(t *testing.T) {
+			requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+				return f.call(ctx, c, make([]float64, 4), collective.Sum, collective.WithAlgorithm(collective.Ring))
+			}, f.name+" has no ring algorithm")
+		})
+		t.Run(f.name+"/bitwise op on floats", func(t *testing.T) {
+			requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+				return f.call(ctx, c, make([]float64, 4), collective.And)
+			}, f.name+"(4 × float64", "op and is not defined for float64")
+		})
+		t.Run(f.name+"/mismatched count", func(t *testing.T) {
+			requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), collective.Sum)
+			})
+		})
+		t.Run(f.name+"/mismatched op", func(t *testing.T) {
+			requireMismatch(t, 2, func(ctx context.Context, c *comm.Comm) error {
+				op := collective.Sum
+				if c.Rank() == 1 {
+					op = collective.Max
+				}
+				return f.call(ctx, c, make([]float64, 4), op)
+			}, "sum", "max")
+		})
+	}
+}

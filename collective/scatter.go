@@ -1,0 +1,170 @@
+package collective
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Scatter sends block r of root's send, send[r*len(recv):(r+1)*len(recv)],
+// to rank r's recv. At root send must hold Size()*len(recv) elements; it
+// is ignored on the other ranks and may be nil there. Every rank must
+// receive the same number of elements. Algorithms: Tree (binomial tree,
+// lg p steps, ranks with children pass their subtree's blocks on; the
+// default for small buffers) and Linear (root sends to every rank in
+// turn; the default for large ones).
+func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
+	p := commSize(c)
+	k, err := begin[T](ctx, c, codec.KindScatter, codec.Op{}, p*len(recv), root, opts)
+	if err != nil {
+		return err
+	}
+	me := c.Rank()
+	if me == root && len(send) != p*len(recv) {
+		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; it needs %d (%d ranks × %d elements received)",
+			codec.ErrInvalid, len(send), root, p*len(recv), p, len(recv)))
+	}
+	algo, err := choose(codec.KindScatter, k.cfg, p, p*len(recv)*k.size, true)
+	if err != nil {
+		return k.invalid(err)
+	}
+	if algo == Linear {
+		return scatterLinear(&k, send, recv, root)
+	}
+	return scatterTree(&k, send, recv, root)
+}
+
+// Scatterv sends counts[r] elements of root's send to rank r's recv: the
+// ones at send[counts[0]+…+counts[r-1]:]. Every rank passes the same
+// counts, with counts[Rank()] == len(recv); at root send must hold at
+// least their sum (it is ignored elsewhere). The algorithm is Linear.
+func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) error {
+	k, err := begin[T](ctx, c, codec.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
+	if err != nil {
+		return err
+	}
+	p, me := c.Size(), c.Rank()
+	total, err := checkCounts(counts, p, me, len(recv), "recv")
+	if err != nil {
+		return k.invalid(err)
+	}
+	if me == root && len(send) < total {
+		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; the counts add up to %d",
+			codec.ErrInvalid, len(send), root, total))
+	}
+	if _, err := choose(codec.KindScatterv, k.cfg, p, total*k.size, true); err != nil {
+		return k.invalid(err)
+	}
+	if me != root {
+		return k.recv(root, 0, recv, countsBefore(counts, me))
+	}
+	off := 0
+	for r, m := range counts {
+		if r != root {
+			if err := k.send(r, 0, send[off:off+m], off); err != nil {
+				return err
+			}
+		}
+		off += m
+	}
+	at := countsBefore(counts, root)
+	copy(recv, send[at:at+len(recv)])
+	return nil
+}
+
+// scatterLinear: root sends each rank its block in turn; the others
+// receive straight into recv.
+func scatterLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	p, me, m := k.c.Size(), k.c.Rank(), len(recv)
+	if me != root {
+		return k.recv(root, 0, recv, me*m)
+	}
+	for r := range p {
+		if r != root {
+			if err := k.send(r, 0, send[r*m:(r+1)*m], r*m); err != nil {
+				return err
+			}
+		}
+	}
+	copy(recv, send[root*m:(root+1)*m])
+	return nil
+}
+
+// scatterTree scatters down a binomial tree over virtual ranks v = rank -
+// root mod p: v heads the subtree of virtual ranks [v, v+size), receives
+// their blocks from its parent, and sends each child its subtree's
+// blocks, farthest child first, so that the largest subtree starts
+// soonest. Root sends from send, where blocks are in real-rank order; a
+// rank with children receives its range into scratch, in virtual-rank
+// order; a leaf receives straight into recv. A range that wraps past rank
+// p-1 travels as two messages (rankRuns), each one contiguous run of
+// root's send, with its offset there.
+func scatterTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	p, me, m := k.c.Size(), k.c.Rank(), len(recv)
+	v := (me - root + p) % p
+	size := p
+	if v != 0 {
+		size = min(v&-v, p-v)
+	}
+
+	// acc holds the blocks of virtual ranks [v, v+size), laid out as
+	// subtreeAt says.
+	acc := send
+	var sb scratchBuf
+	if v != 0 {
+		acc = recv
+		if size > 1 {
+			acc, sb = scratch[T](size * m)
+		}
+		mask := v & -v
+		from := (v - mask + root) % p
+		step := 2 * bits.TrailingZeros(uint(mask))
+		a0, a1, b1 := rankRuns(p, root, v, v+size)
+		lo := subtreeAt(p, root, v, a0, m)
+		err := k.recv(from, step, acc[lo:lo+(a1-a0)*m], a0*m)
+		if err == nil && b1 > 0 {
+			lo = subtreeAt(p, root, v, 0, m)
+			err = k.recv(from, step+1, acc[lo:lo+b1*m], 0)
+		}
+		if err != nil {
+			sb.release()
+			return err
+		}
+	}
+	err := scatterTreeDown(k, acc, v, size, root, m)
+	if err == nil {
+		lo := subtreeAt(p, root, v, me, m)
+		copy(recv, acc[lo:lo+m])
+	}
+	sb.release()
+	return err
+}
+
+// scatterTreeDown sends each child of virtual rank v its subtree's
+// blocks of m elements from acc, farthest child first.
+func scatterTreeDown[T codec.Elem](k *call[T], acc []T, v, size, root, m int) error {
+	if size < 2 {
+		return nil // a leaf
+	}
+	p := k.c.Size()
+	for mask := 1 << (bits.Len(uint(size-1)) - 1); mask > 0; mask >>= 1 {
+		child := v + mask
+		to := (child + root) % p
+		step := 2 * bits.TrailingZeros(uint(mask))
+		a0, a1, b1 := rankRuns(p, root, child, min(child+mask, p))
+		lo := subtreeAt(p, root, v, a0, m)
+		if err := k.send(to, step, acc[lo:lo+(a1-a0)*m], a0*m); err != nil {
+			return err
+		}
+		if b1 > 0 {
+			lo = subtreeAt(p, root, v, 0, m)
+			if err := k.send(to, step+1, acc[lo:lo+b1*m], 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

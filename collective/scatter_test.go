@@ -1,0 +1,170 @@
+package collective_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+var scatterAlgorithms = []collective.Algorithm{collective.Auto, collective.Tree, collective.Linear}
+
+func TestScatter(t *testing.T) {
+	for _, algo := range scatterAlgorithms {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := job(t, n)
+					rootedCase(t, n, func(t *testing.T, root int, full bool) {
+						checkScatter[float32](t, cs, algo, root, rootedCounts(n, full))
+						checkScatter[float64](t, cs, algo, root, rootedCounts(n, false))
+						checkScatter[int32](t, cs, algo, root, rootedCounts(n, false))
+						checkScatter[uint8](t, cs, algo, root, rootedCounts(n, false))
+						checkScatter[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+					})
+				})
+			}
+		})
+	}
+}
+
+// checkScatter scatters the concatenation of every rank's input from
+// root and checks that each rank receives its own input. Non-root ranks
+// pass nil or a send of the wrong size, which Scatter must ignore; root's
+// send must stay as it was.
+func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, count, count+root)
+			}
+			all := slices.Concat(inputs...)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				var send []T
+				switch {
+				case me == root:
+					send = slices.Clone(all)
+				case me%2 == 1:
+					send = input[T](me, 3, 1)
+				}
+				recv := input[T](me+1, count, 7)
+				if err := collective.Scatter(ctx, c, send, recv, root, collective.WithAlgorithm(algo)); err != nil {
+					return err
+				}
+				if me == root {
+					if err := equalBits(send, all); err != nil {
+						return fmt.Errorf("send changed at root: %w", err)
+					}
+				}
+				return equalBits(recv, inputs[me])
+			})
+		})
+	}
+}
+
+func TestScatterv(t *testing.T) {
+	for _, n := range rankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n)
+			rootedCase(t, n, func(t *testing.T, root int, full bool) {
+				checkScatterv[float32](t, cs, root, rootedCounts(n, full))
+				checkScatterv[float64](t, cs, root, rootedCounts(n, false))
+				checkScatterv[int32](t, cs, root, rootedCounts(n, false))
+				checkScatterv[uint8](t, cs, root, rootedCounts(n, false))
+				checkScatterv[codec.BF16](t, cs, root, rootedCounts(n, false))
+			})
+		})
+	}
+}
+
+// checkScatterv scatters vCounts elements to each rank from a root send
+// that holds more than the counts' sum.
+func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes []int) {
+	t.Helper()
+	n := len(cs)
+	for _, count := range sizes {
+		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+			counts := vCounts(n, count)
+			inputs := make([][]T, n)
+			for r := range n {
+				inputs[r] = input[T](r, counts[r], count+root)
+			}
+			send := slices.Concat(append(slices.Clone(inputs), input[T](n, 5, 3))...)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me := c.Rank()
+				recv := make([]T, counts[me])
+				var mine []T
+				if me == root {
+					mine = send
+				}
+				if err := collective.Scatterv(ctx, c, mine, counts, recv, root, collective.WithAlgorithm(collective.Linear)); err != nil {
+					return err
+				}
+				return equalBits(recv, inputs[me])
+			})
+		})
+	}
+}
+
+func TestScatterRefusesBadArguments(t *testing.T) {
+	t.Run("send too short at root", func(t *testing.T) {
+		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatter(ctx, c, make([]float64, 8), make([]float64, 3), 2)
+		}, "Scatter(9 × float64, root 2)", "send has 8 elements at root 2; it needs 9 (3 ranks × 3 elements received)")
+	})
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatter(ctx, c, make([]float64, 6), make([]float64, 3), 2)
+		}, "Scatter", "root 2 is outside the communicator of 2 ranks")
+	})
+	t.Run("mismatched count", func(t *testing.T) {
+		for _, algo := range scatterAlgorithms[1:] {
+			t.Run(algo.String(), func(t *testing.T) {
+				checkMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+					m := 3
+					if c.Rank() == 3 {
+						m = 2
+					}
+					return collective.Scatter(ctx, c, make([]int8, 4*m), make([]int8, m), 0, collective.WithAlgorithm(algo))
+				})
+			})
+		}
+	})
+}
+
+func TestScattervRefusesBadArguments(t *testing.T) {
+	t.Run("counts of wrong length", func(t *testing.T) {
+		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 1)
+		}, "Scatterv", "counts has 3 entries for 2 ranks")
+	})
+	t.Run("negative count", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			counts := []int{2, 2, -5}
+			return collective.Scatterv(ctx, c, make([]uint8, 4), counts, make([]uint8, max(counts[c.Rank()], 0)), 1)
+		}, "counts[2] is -5")
+	})
+	t.Run("count is not len(recv)", func(t *testing.T) {
+		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2+c.Rank()%2), 0)
+		}, "recv has 3 elements on rank 1 but counts[1] is 2")
+	})
+	t.Run("send too short at root", func(t *testing.T) {
+		checkRefused(t, 3, []int{0}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatterv(ctx, c, make([]uint8, 5), []int{2, 2, 2}, make([]uint8, 2), 0)
+		}, "Scatterv(6 × uint8, root 0)", "send has 5 elements at root 0; the counts add up to 6")
+	})
+	t.Run("root out of range", func(t *testing.T) {
+		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 3)
+		}, "root 3 is outside the communicator of 3 ranks")
+	})
+}
