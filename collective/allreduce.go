@@ -190,7 +190,8 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 			lo, hi := chunkBounds(sendLo, sendHi, chunk, i)
 			h := k.header(step*ringMaxChunks+i, hi-lo, lo)
 			if err := k.c.SendHeader(k.ctx, right, &h, codec.Bytes(buf[lo:hi])); err != nil {
-				return fail(right, err)
+				withdraw(reqs[:])
+				return k.sendFailed(right, err)
 			}
 		}
 		if i >= nRecv {

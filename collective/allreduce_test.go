@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,44 +62,36 @@ func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective
 	}
 }
 
-// matMul is a non-commutative op: each run of four float64 is a 2×2
-// matrix, and dst = dst · src.
-var matMul = codec.NewOp("matmul", func(dst, src []float64) {
-	for i := 0; i+3 < len(dst); i += 4 {
-		a, b := dst[i:i+4:i+4], src[i:i+4:i+4]
-		dst[i], dst[i+1], dst[i+2], dst[i+3] =
-			a[0]*b[0]+a[1]*b[2], a[0]*b[1]+a[1]*b[3],
-			a[2]*b[0]+a[3]*b[2], a[2]*b[1]+a[3]*b[3]
-	}
-}, false)
-
-// matrices is rank r's input: m small integer matrices, so every product
-// of eight is exact and any reordering shows.
-func matrices(r, m int) []float64 {
-	s := make([]float64, 4*m)
-	for i := range s {
-		s[i] = float64((r*5 + i*3) % 3)
-	}
-	return s
-}
-
+// TestAllreduceNonCommutative: every algorithm that accepts a
+// non-commutative op applies it in rank order. The op multiplies 2×2
+// matrices packed element-wise (collective.PackedMatMul), and the test
+// first checks that its inputs would expose any other order.
 func TestAllreduceNonCommutative(t *testing.T) {
+	op := collective.PackedMatMul
 	for _, algo := range []collective.Algorithm{collective.Auto, collective.RecursiveDoubling, collective.Rabenseifner, collective.Tree} {
 		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
 				cs := job(t, n)
-				for _, m := range []int{0, 1, 3, 300} {
-					inputs := make([][]float64, n)
+				for _, m := range []int{0, 1, 3, n + 1, 300} {
+					inputs := make([][]uint64, n)
 					for r := range n {
-						inputs[r] = matrices(r, m)
+						inputs[r] = collective.PackedMatrices(r, m, m)
 					}
-					want := reference(matMul, inputs)
+					want := reference(op, inputs)
+					if n > 1 && m > 0 {
+						reversed := slices.Clone(inputs)
+						slices.Reverse(reversed)
+						require.Error(t, equalBits(reference(op, reversed), want), "inputs that do not expose the order test nothing")
+					}
 					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-						buf := append([]float64(nil), inputs[c.Rank()]...)
-						if err := collective.Allreduce(ctx, c, buf, matMul, collective.WithAlgorithm(algo)); err != nil {
+						buf := slices.Clone(inputs[c.Rank()])
+						if err := collective.Allreduce(ctx, c, buf, op, collective.WithAlgorithm(algo)); err != nil {
 							return err
 						}
-						return equalBits(buf, want)
+						if err := equalBits(buf, want); err != nil {
+							return fmt.Errorf("%d matrices: %w", m, err)
+						}
+						return nil
 					})
 				}
 			})
@@ -111,7 +104,7 @@ func TestAllreduceRefusesReorderingNonCommutative(t *testing.T) {
 		t.Run(algo.String(), func(t *testing.T) {
 			cs := job(t, 3)
 			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				return collective.Allreduce(ctx, c, matrices(c.Rank(), 2), matMul, collective.WithAlgorithm(algo))
+				return collective.Allreduce(ctx, c, collective.PackedMatrices(c.Rank(), 2, 0), collective.PackedMatMul, collective.WithAlgorithm(algo))
 			}) {
 				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
 				require.ErrorContains(t, err, "out of rank order", "rank %d", r)

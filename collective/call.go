@@ -108,9 +108,21 @@ func (k *call[T]) header(step, n, off int) codec.Header {
 func (k *call[T]) send(peer, step int, s []T, off int) error {
 	h := k.header(step, len(s), off)
 	if err := k.c.SendHeader(k.ctx, peer, &h, codec.Bytes(s)); err != nil {
-		return k.wrap(peer, err)
+		return k.sendFailed(peer, err)
 	}
 	return nil
+}
+
+// sendFailed wraps a send's error. A send refused as invalid (a header
+// this call built wrong) sent nothing, and the peer would wait for it, so
+// the job is aborted.
+func (k *call[T]) sendFailed(peer int, err error) error {
+	if errors.Is(err, codec.ErrInvalid) {
+		err = k.wrap(peer, err)
+		k.c.Abort(err)
+		return err
+	}
+	return k.wrap(peer, err)
 }
 
 // recv receives step step from peer into dst, the elements at offset off.

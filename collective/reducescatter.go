@@ -16,8 +16,7 @@ import (
 // Algorithms: Ring (p-1 steps; commutative ops only) and RecursiveHalving
 // (lg p steps, plus two when p is not a power of two). RecursiveHalving
 // keeps rank order, r0∘r1∘…, so it also serves non-commutative ops, at
-// the price of one more step that moves each block to its rank; Tree, the
-// selector's name for non-commutative ops, runs it.
+// the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) error {
 	k, err := begin[T](ctx, c, codec.KindReduceScatter, op, len(send), -1, opts)
 	if err != nil {
@@ -35,7 +34,7 @@ func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 	switch algo {
 	case Ring:
 		err = reduceScatterRing(&k, send, recv)
-	default: // RecursiveHalving and Tree
+	default: // RecursiveHalving
 		err = reduceScatterRecursive(&k, send, recv)
 	}
 	if err != nil {

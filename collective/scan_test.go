@@ -84,45 +84,34 @@ func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo
 	}
 }
 
-// TestScanNonCommutative: 2×2 matrix products (matMul) come out in rank
-// order on every rank. The buffers are whole matrices and scans never cut
-// them, so matMul, which is not elementwise, is fine here.
+// TestScanNonCommutative: 2×2 matrix products (collective.PackedMatMul)
+// come out in rank order on every rank.
 func TestScanNonCommutative(t *testing.T) {
+	op := collective.PackedMatMul
 	for _, f := range []struct {
 		inclusive bool
-		call      scanFunc
-	}{{true, collective.Scan[float64]}, {false, collective.Exscan[float64]}} {
+		call      func(context.Context, *comm.Comm, []uint64, codec.Op, ...collective.Option) error
+	}{{true, collective.Scan[uint64]}, {false, collective.Exscan[uint64]}} {
 		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", scanName(f.inclusive), n), func(t *testing.T) {
 				cs := job(t, n)
 				for _, m := range []int{0, 1, 3, 300} {
-					inputs := make([][]float64, n)
+					inputs := make([][]uint64, n)
 					for r := range n {
-						inputs[r] = scanMatrices(r, m)
+						inputs[r] = collective.PackedMatrices(r, m, 2)
 					}
 					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 						me := c.Rank()
 						buf := slices.Clone(inputs[me])
-						if err := f.call(ctx, c, buf, matMul); err != nil {
+						if err := f.call(ctx, c, buf, op); err != nil {
 							return err
 						}
-						return equalBits(buf, scanWant(matMul, inputs, me, f.inclusive))
+						return equalBits(buf, scanWant(op, inputs, me, f.inclusive))
 					})
 				}
 			})
 		}
 	}
-}
-
-// scanMatrices is rank r's input for matMul: m matrices with entries 0…3
-// that differ by rank, matrix and entry, so that products of eight are
-// exact and (almost always) change when reordered.
-func scanMatrices(r, m int) []float64 {
-	s := make([]float64, 4*m)
-	for i := range s {
-		s[i] = float64((r*7 + i/4*3 + i%4*5) % 4)
-	}
-	return s
 }
 
 func TestScanOverTCP(t *testing.T) {

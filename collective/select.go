@@ -42,7 +42,7 @@ var algorithms = map[codec.Kind][]Algorithm{
 	codec.KindScatterv:      {Linear},
 	codec.KindAllgather:     {Bruck, Ring, RecursiveDoubling},
 	codec.KindAllgatherv:    {Ring},
-	codec.KindReduceScatter: {Ring, RecursiveHalving, Tree},
+	codec.KindReduceScatter: {Ring, RecursiveHalving},
 	codec.KindScan:          {RecursiveDoubling},
 	codec.KindExscan:        {RecursiveDoubling},
 	codec.KindAlltoall:      {Pairwise},
@@ -102,10 +102,9 @@ func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool) (Al
 		}
 		return Ring, nil
 	case codec.KindReduceScatter:
-		switch {
-		case !commutative:
-			return Tree, nil
-		case ranks&(ranks-1) == 0:
+		// Recursive halving keeps rank order, so it also serves
+		// non-commutative ops.
+		if !commutative || ranks&(ranks-1) == 0 {
 			return RecursiveHalving, nil
 		}
 		return Ring, nil

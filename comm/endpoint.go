@@ -392,6 +392,14 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
+	// A bad header is the caller's bug, not the peer's death: catch it
+	// here, where it is still nobody else's problem.
+	if err := h.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if h.Length != uint64(len(payload)) {
+		return invalidf("header says %d payload bytes but the payload has %d", h.Length, len(payload))
+	}
 	if dst == ep.rank {
 		ep.sendSelf(h, payload)
 		return nil

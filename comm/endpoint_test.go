@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport/mem"
 )
 
@@ -170,4 +171,39 @@ func TestBlockedSendTimesOut(t *testing.T) {
 	var ae *AbortError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, 0, ae.Rank)
+}
+
+// TestBadHeaderIsTheCallersError: a send whose header does not validate is
+// refused locally as invalid input; the link and the peer are unaffected.
+func TestBadHeaderIsTheCallersError(t *testing.T) {
+	cs, err := NewLocal(2)
+	require.NoError(t, err)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		h       codec.Header
+		payload []byte
+		want    string
+	}{
+		{"length disagrees", codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Length: 4, Count: 4, Root: -1}, []byte("ab"), "header says 4 payload bytes but the payload has 2"},
+		{"no element type", codec.Header{Kind: codec.KindSend, Root: -1}, nil, "unknown element type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.h
+			err := cs[0].SendHeader(ctx, 1, &h, tt.payload)
+			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorContains(t, err, tt.want)
+			require.NotErrorIs(t, err, ErrPeerLost)
+		})
+	}
+	require.NoError(t, cs[0].Send(ctx, 1, 0, []byte("fine")))
+	buf := make([]byte, 4)
+	_, err = cs[1].Recv(ctx, 0, 0, buf)
+	require.NoError(t, err)
 }

@@ -1,0 +1,7 @@
+package collective
+
+// The external tests (package collective_test) share the element-wise
+// non-commutative op that the internal tests define.
+var PackedMatMul = rsPackedMatMul
+
+func PackedMatrices(r, n, seed int) []uint64 { return rsPackedMatrices(r, n, seed) }
