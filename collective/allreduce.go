@@ -172,7 +172,7 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 			dst = tmp[lo-recvLo : hi-recvLo]
 		}
 		bufs[i%ringWindow] = codec.Bytes(dst)
-		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), bufs[i%ringWindow])
+		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), &k.expect, bufs[i%ringWindow])
 		reqs[i%ringWindow] = req
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -161,5 +162,63 @@ func TestAllreduceMismatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMismatchAcrossCalls: ranks in different collectives, or in one
+// collective with counts that choose different algorithms, exchange
+// messages that never share a tag. Each rank must still fail fast with
+// both calls named, not wait for the timeout. A rank whose part only sends
+// (a root of Bcast) may finish before the news reaches it; it fails at
+// its next call, which the test makes.
+func TestMismatchAcrossCalls(t *testing.T) {
+	const timeout = 20 * time.Second
+	tests := []struct {
+		name string
+		call func(ctx context.Context, c *comm.Comm) error
+		want []string
+	}{
+		{
+			name: "allreduce vs bcast",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					return collective.Bcast(ctx, c, make([]float32, 10), 0)
+				}
+				return collective.Allreduce(ctx, c, make([]float32, 10), collective.Sum)
+			},
+			want: []string{"Bcast(10 × float32, root 0)", "Allreduce(10 × float32, sum)"},
+		},
+		{
+			name: "counts that pick different algorithms",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				n := 8
+				if c.Rank() == 0 {
+					n = 1 << 20
+				}
+				return collective.Allreduce(ctx, c, make([]float32, n), collective.Sum)
+			},
+			want: []string{"Allreduce(8 × float32, sum)", "Allreduce(1048576 × float32, sum)"},
+		},
+	}
+	for _, tt := range tests {
+		for _, n := range []int{2, 3, 4} {
+			t.Run(fmt.Sprintf("%s/n=%d", tt.name, n), func(t *testing.T) {
+				cs := job(t, n, comm.WithTimeout(timeout))
+				start := time.Now()
+				for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					if err := tt.call(ctx, c); err != nil {
+						return err
+					}
+					return collective.Barrier(ctx, c)
+				}) {
+					require.Error(t, err, "rank %d", r)
+					require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+					for _, w := range tt.want {
+						require.ErrorContains(t, err, w, "rank %d", r)
+					}
+				}
+				require.Less(t, time.Since(start), timeout/10, "the mismatch was found by the timeout, not by the check")
+			})
+		}
 	}
 }

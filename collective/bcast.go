@@ -135,7 +135,7 @@ func chainPost[T codec.Elem](k *call[T], buf []T, prev, step0, chunk, i int,
 	lo, hi := chunkBounds(0, len(buf), chunk, i)
 	slot := i % chainWindow
 	bufs[slot] = codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), bufs[slot])
+	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), &k.expect, bufs[slot])
 	if err != nil {
 		withdraw(reqs[:])
 		return k.wrap(prev, err)

@@ -24,6 +24,9 @@ type call[T codec.Elem] struct {
 	seq  uint64
 	cfg  config
 	size int // bytes per element
+	// expect is this call as a header, for comm's check that a peer's
+	// message of the same operation belongs to the same call.
+	expect codec.Header
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -73,6 +76,7 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 		k.me.Op = op.ID()
 	}
 	k.seq = c.NextSeq()
+	k.expect = k.header(0, 0, 0)
 	return k, nil
 }
 
@@ -128,7 +132,7 @@ func (k *call[T]) sendFailed(peer int, err error) error {
 // recv receives step step from peer into dst, the elements at offset off.
 func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 	b := codec.Bytes(dst)
-	n, h, err := k.c.RecvHeader(k.ctx, peer, k.tag(step), b)
+	n, h, err := k.c.RecvHeader(k.ctx, peer, k.tag(step), &k.expect, b)
 	if err = k.check(peer, n, &h, len(dst), off, err); err != nil {
 		return err
 	}
@@ -140,7 +144,7 @@ func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 // receive posted first so that neither side waits for the other's send.
 func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int, r []T, roff int) error {
 	b := codec.Bytes(r)
-	req, err := k.c.IrecvHeader(from, k.tag(recvStep), b)
+	req, err := k.c.IrecvHeader(from, k.tag(recvStep), &k.expect, b)
 	if err != nil {
 		return k.wrap(from, err)
 	}
@@ -193,6 +197,9 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 // whose call differs from this rank's is a mismatch, which aborts the job.
 func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
 	if err != nil {
+		if errors.Is(err, comm.ErrOtherCall) {
+			return k.mismatch(peer, h, "")
+		}
 		if te := new(comm.TruncateError); errors.As(err, &te) {
 			return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
 		}

@@ -217,7 +217,7 @@ func (b *recvBatch) release() {
 // whose wire offset is off.
 func postRecv[T codec.Elem](k *call[T], b *recvBatch, peer, step int, buf []T, lo, hi, off int) error {
 	bytes := codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(peer, k.tag(step), bytes)
+	req, err := k.c.IrecvHeader(peer, k.tag(step), &k.expect, bytes)
 	if err != nil {
 		return k.wrap(peer, err)
 	}

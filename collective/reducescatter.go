@@ -107,7 +107,7 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 	if from != me {
 		rb = codec.Bytes(recv)
 		var err error
-		if req, err = k.c.IrecvHeader(from, k.tag(step), rb); err != nil {
+		if req, err = k.c.IrecvHeader(from, k.tag(step), &k.expect, rb); err != nil {
 			return k.wrap(from, err)
 		}
 	}

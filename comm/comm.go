@@ -103,8 +103,12 @@ func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
 	if err := c.check("recv", src, tag); err != nil {
 		return nil, err
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, &noCall, b), nil
 }
+
+// noCall is the expectation of user receives, whose tags never take part
+// in the other-call check.
+var noCall codec.Header
 
 // Wait blocks until the receive completes and returns the message length.
 // It honours ctx and the communicator's timeout: a receive that no message
@@ -144,25 +148,30 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload
 // RecvHeader receives the message with tag from rank src of c into b and
 // returns its length and header, so that a collective can compare what the
 // sender called with what it expected. Unlike Recv it accepts the
-// library's negative tags (InternalTag).
-func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, codec.Header, error) {
-	r, err := c.IrecvHeader(src, tag, b)
+// library's negative tags (InternalTag). expect is the call the receive
+// belongs to (its Kind, DType, Op, Count and Root): a message from src of
+// the same operation (sequence number) that belongs to a different call
+// fails the receive at once with ErrOtherCall and that message's header,
+// even though its tag differs.
+func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, expect *codec.Header, b []byte) (int, codec.Header, error) {
+	r, err := c.IrecvHeader(src, tag, expect, b)
 	if err != nil {
 		return 0, codec.Header{}, err
 	}
 	return r.WaitHeader(ctx)
 }
 
-// IrecvHeader is Irecv for any tag, including InternalTag's; wait for it
-// with WaitHeader to see the header of the message received.
-func (c *Comm) IrecvHeader(src int, tag int64, b []byte) (*Request, error) {
+// IrecvHeader is Irecv for any tag, including InternalTag's, with the
+// other-call check of RecvHeader; wait for it with WaitHeader to see the
+// header of the message received.
+func (c *Comm) IrecvHeader(src int, tag int64, expect *codec.Header, b []byte) (*Request, error) {
 	switch {
 	case c.closed.Load():
 		return nil, c.opError("recv", src, tag, ErrClosed)
 	case src < 0 || src >= len(c.group):
 		return nil, c.opError("recv", -1, tag, invalidf("rank %d is outside the communicator of %d ranks", src, len(c.group)))
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, expect, b), nil
 }
 
 // WaitHeader is Wait that also returns the header of the message
@@ -194,6 +203,9 @@ func InternalTag(seq uint64, step int) int64 {
 	return -1 - int64(seq<<tagStepBits|uint64(step&MaxTagStep))
 }
 
+// seqOf is the sequence number of an InternalTag.
+func seqOf(tag int64) uint64 { return uint64(-1-tag) >> tagStepBits }
+
 // Split partitions c into disjoint communicators, like MPI_Comm_split.
 // Every rank of c must call it. Ranks that pass the same color end up in
 // the same new communicator, ordered by key and then by their rank in c.
@@ -220,7 +232,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	if c.rank == 0 {
 		reqs := make([]*Request, size)
 		for r := 1; r < size; r++ {
-			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r))
+			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, &h, entry(r))
 		}
 		for r := 1; r < size; r++ {
 			if _, _, err := reqs[r].wait(ctx); err != nil {
@@ -242,7 +254,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 		if err := c.SendHeader(ctx, 0, &h, mine); err != nil {
 			return nil, c.opError("split", 0, tag, err)
 		}
-		n, _, err := c.RecvHeader(ctx, 0, tag, table)
+		n, _, err := c.RecvHeader(ctx, 0, tag, &h, table)
 		if err != nil {
 			return nil, err
 		}

@@ -200,6 +200,11 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 			ib.mu.Unlock()
 			return err
 		}
+		if r := ib.takeOtherCall(h); r != nil {
+			// The peer is in another call: fail that receive now, with the
+			// peer's header, and keep the message like any early one.
+			r.complete(0, h, ErrOtherCall)
+		}
 		if ep.reserve(n) {
 			m := getMessage(h)
 			ib.unexpected = append(ib.unexpected, m)
@@ -300,9 +305,10 @@ func (ep *endpoint) budgetWait(n int) <-chan struct{} {
 }
 
 // post starts a receive from world rank src.
-func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Request {
+func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, expect *codec.Header, buf []byte) *Request {
 	r := requestPool.Get().(*Request)
 	r.ep, r.comm, r.src, r.peer, r.key, r.buf = ep, c, src, peer, key, buf
+	r.expect = *expect
 	r.n, r.err = 0, nil
 	if err := ep.err(); err != nil {
 		r.state = reqDone

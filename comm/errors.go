@@ -21,6 +21,10 @@ var (
 	ErrPeerClosed = errors.New("peer closed its communicator")
 	// ErrAborted is wrapped by an *AbortError: some rank called Abort.
 	ErrAborted = errors.New("job aborted")
+	// ErrOtherCall fails a receive of a collective when a message of the
+	// same operation shows that the peer made a different call (see
+	// RecvHeader). The header returned with it is the peer's.
+	ErrOtherCall = errors.New("the peer is in a different call")
 	// ErrTruncated is wrapped by a *TruncateError: a message is longer than
 	// the buffer of the receive it matched.
 	ErrTruncated = errors.New("message truncated")
