@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/launch"
 )
 
 // The multi-process test runs this test binary as the ranks of a job
@@ -118,6 +119,15 @@ func worker() error {
 	return nil
 }
 
+// buildGocoll builds the gocoll command into a temporary directory.
+func buildGocoll(t *testing.T) string {
+	t.Helper()
+	gocoll := filepath.Join(t.TempDir(), "gocoll")
+	out, err := exec.Command("go", "build", "-o", gocoll, "github.com/gocoll/gocoll/cmd/gocoll").CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
+	return gocoll
+}
+
 // TestCollectivesThroughGocollRun builds the gocoll command, starts four
 // ranks of this test binary with gocoll run, and checks that every rank
 // ran every collective correctly.
@@ -127,11 +137,7 @@ func TestCollectivesThroughGocollRun(t *testing.T) {
 	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	gocoll := filepath.Join(t.TempDir(), "gocoll")
-	build := exec.Command("go", "build", "-o", gocoll, "github.com/gocoll/gocoll/cmd/gocoll")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build:\n%s", out)
-
+	gocoll := buildGocoll(t)
 	const n = 4
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,5 +148,38 @@ func TestCollectivesThroughGocollRun(t *testing.T) {
 	require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
 	for r := range n {
 		require.Contains(t, output.String(), fmt.Sprintf("[%d] rank %d of %d: collectives ok", r, r, n))
+	}
+}
+
+// TestTwoNodesThroughGocollRun starts two gocoll run launchers, as two
+// machines would (--nnodes 2, each its --node-rank, one --master and
+// --secret), of two ranks each: together one job of four ranks.
+func TestTwoNodesThroughGocollRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gocoll command and starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	gocoll := buildGocoll(t)
+	port, err := launch.FreePort()
+	require.NoError(t, err)
+	master, secret := fmt.Sprint("127.0.0.1:", port), launch.NewSecret()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	outputs := make([]bytes.Buffer, 2)
+	errs := make(chan error, 2)
+	for node := range 2 {
+		run := exec.CommandContext(ctx, gocoll, "run", "-n", "2", "--nnodes", "2", "--node-rank", fmt.Sprint(node),
+			"--master", master, "--secret", secret, "--timeout", "1m", exe, "-test.run=^$")
+		run.Env = append(os.Environ(), workerVar+"=1")
+		run.Stdout, run.Stderr = &outputs[node], &outputs[node]
+		require.NoError(t, run.Start())
+		go func() { errs <- run.Wait() }()
+	}
+	for range 2 {
+		require.NoError(t, <-errs, "node 0:\n%s\nnode 1:\n%s", outputs[0].String(), outputs[1].String())
+	}
+	for r := range 4 {
+		require.Contains(t, outputs[r/2].String(), fmt.Sprintf("[%d] rank %d of 4: collectives ok", r, r))
 	}
 }

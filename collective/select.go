@@ -126,31 +126,45 @@ func (c config) chunkElems(elemSize int) int {
 
 // GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
 // "allreduce:ring,bcast:tree". GOCOLL_CHUNK sets the default chunk size
-// in bytes. Both are read once.
+// in bytes. Both are read once; entries that do not parse are reported on
+// stderr and ignored.
 var env = sync.OnceValues(func() (map[codec.Kind]Algorithm, int) {
+	algos, chunk, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"))
+	for _, p := range problems {
+		fmt.Fprintln(os.Stderr, "gocoll:", p)
+	}
+	return algos, chunk
+})
+
+// parseEnv parses GOCOLL_ALGO and GOCOLL_CHUNK and says what it ignored.
+func parseEnv(algoVar, chunkVar string) (map[codec.Kind]Algorithm, int, []string) {
 	algos := map[codec.Kind]Algorithm{}
-	for _, item := range strings.Split(os.Getenv("GOCOLL_ALGO"), ",") {
+	var problems []string
+	for _, item := range strings.Split(algoVar, ",") {
 		if item = strings.TrimSpace(item); item == "" {
 			continue
 		}
 		name, algo, ok := strings.Cut(item, ":")
 		kind, kok := kindNamed(name)
 		a, err := ParseAlgorithm(algo)
-		if !ok || !kok || err != nil {
-			fmt.Fprintf(os.Stderr, "gocoll: ignoring GOCOLL_ALGO entry %q: want collective:algorithm, such as allreduce:ring\n", item)
-			continue
+		switch {
+		case !ok || !kok || err != nil:
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: want collective:algorithm, such as allreduce:ring", item))
+		case !slices.Contains(algorithms[kind], a):
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: %s has no %s algorithm", item, kind, a))
+		default:
+			algos[kind] = a
 		}
-		algos[kind] = a
 	}
 	chunk := 0
-	if s := os.Getenv("GOCOLL_CHUNK"); s != "" {
-		if _, err := fmt.Sscan(s, &chunk); err != nil || chunk <= 0 {
-			fmt.Fprintf(os.Stderr, "gocoll: ignoring GOCOLL_CHUNK=%q: want a positive number of bytes\n", s)
+	if chunkVar != "" {
+		if _, err := fmt.Sscan(chunkVar, &chunk); err != nil || chunk <= 0 {
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_CHUNK=%q: want a positive number of bytes", chunkVar))
 			chunk = 0
 		}
 	}
-	return algos, chunk
-})
+	return algos, chunk, problems
+}
 
 func envAlgorithm(kind codec.Kind) Algorithm { a, _ := env(); return a[kind] }
 func envChunk() int                          { _, c := env(); return c }

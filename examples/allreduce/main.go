@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	mib := flag.Int("mib", 16, "size of the timed allreduce, in MiB of float32")
+	size := flag.Int("bytes", 16<<20, "size of the timed allreduce in bytes (float32, so a multiple of 4)")
 	rounds := flag.Int("rounds", 10, "number of timed allreduces")
 	flag.Parse()
 
@@ -43,7 +43,7 @@ func main() {
 	}
 	fmt.Printf("rank %d/%d: average gradient %v\n", me, n, grad)
 
-	big := make([]float32, *mib<<20/4)
+	big := make([]float32, max(*size/4, 1))
 	if err := collective.Allreduce(ctx, c, big, collective.Sum); err != nil { // warm-up
 		log.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func main() {
 	bytes := float64(4 * len(big))
 	busbw := bytes / per.Seconds() / 1e9 * 2 * float64(n-1) / float64(n)
 	if me == 0 {
-		fmt.Printf("allreduce of %d MiB float32 over %d ranks: %v each, algbw %.2f GB/s, busbw %.2f GB/s\n",
-			*mib, n, per.Round(time.Microsecond), bytes/per.Seconds()/1e9, busbw)
+		fmt.Printf("allreduce of %d bytes of float32 over %d ranks: %v each, algbw %.2f GB/s, busbw %.2f GB/s\n",
+			4*len(big), n, per.Round(100*time.Nanosecond), bytes/per.Seconds()/1e9, busbw)
 	}
 }

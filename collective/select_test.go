@@ -1,0 +1,80 @@
+package collective
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+)
+
+func TestParseEnv(t *testing.T) {
+	tests := []struct {
+		name      string
+		algo      string
+		chunk     string
+		want      map[codec.Kind]Algorithm
+		wantChunk int
+		problems  int
+	}{
+		{name: "empty", want: map[codec.Kind]Algorithm{}},
+		{name: "two entries", algo: "allreduce:ring, bcast:TREE", chunk: "65536",
+			want: map[codec.Kind]Algorithm{codec.KindAllreduce: Ring, codec.KindBcast: Tree}, wantChunk: 65536},
+		{name: "unknown collective", algo: "allfoo:ring", want: map[codec.Kind]Algorithm{}, problems: 1},
+		{name: "unknown algorithm", algo: "allreduce:quantum", want: map[codec.Kind]Algorithm{}, problems: 1},
+		{name: "algorithm the collective lacks", algo: "bcast:ring,allreduce:rabenseifner",
+			want: map[codec.Kind]Algorithm{codec.KindAllreduce: Rabenseifner}, problems: 1},
+		{name: "no colon", algo: "ring", want: map[codec.Kind]Algorithm{}, problems: 1},
+		{name: "bad chunk", chunk: "big", want: map[codec.Kind]Algorithm{}, problems: 1},
+		{name: "negative chunk", chunk: "-4", want: map[codec.Kind]Algorithm{}, problems: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			algos, chunk, problems := parseEnv(tt.algo, tt.chunk)
+			require.Equal(t, tt.want, algos)
+			require.Equal(t, tt.wantChunk, chunk)
+			require.Len(t, problems, tt.problems, "%q", problems)
+		})
+	}
+}
+
+// TestChoose: the selector follows the cost model's thresholds, never
+// hands a non-commutative op to an algorithm that reorders, and refuses
+// algorithms a collective does not have.
+func TestChoose(t *testing.T) {
+	tests := []struct {
+		name        string
+		kind        codec.Kind
+		algo        Algorithm
+		ranks       int
+		bytes       int
+		commutative bool
+		want        Algorithm
+		wantErr     string
+	}{
+		{"small allreduce", codec.KindAllreduce, Auto, 4, 1 << 10, true, RecursiveDoubling, ""},
+		{"mid allreduce power of two", codec.KindAllreduce, Auto, 4, 1 << 20, true, Rabenseifner, ""},
+		{"mid allreduce", codec.KindAllreduce, Auto, 3, 1 << 20, true, Ring, ""},
+		{"large allreduce", codec.KindAllreduce, Auto, 3, 64 << 20, true, RingChunked, ""},
+		{"large non-commutative allreduce", codec.KindAllreduce, Auto, 3, 64 << 20, false, RecursiveDoubling, ""},
+		{"forced ring, non-commutative", codec.KindAllreduce, Ring, 3, 8, false, 0, "out of rank order"},
+		{"bcast without ring", codec.KindBcast, Ring, 3, 8, true, 0, "Bcast has no ring algorithm"},
+		{"large bcast", codec.KindBcast, Auto, 4, 16 << 20, true, Chain, ""},
+		{"mid bcast", codec.KindBcast, Auto, 4, 1 << 20, true, ScatterAllgather, ""},
+		{"bcast with two ranks", codec.KindBcast, Auto, 2, 16 << 20, true, Tree, ""},
+		{"non-commutative reduce-scatter", codec.KindReduceScatter, Auto, 3, 1 << 20, false, RecursiveHalving, ""},
+		{"barrier", codec.KindBarrier, Auto, 5, 0, true, Dissemination, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, codec.ErrInvalid)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
