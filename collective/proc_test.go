@@ -3,6 +3,7 @@ package collective_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,9 +177,9 @@ func TestTwoNodesThroughGocollRun(t *testing.T) {
 		require.NoError(t, run.Start())
 		go func() { errs <- run.Wait() }()
 	}
-	for range 2 {
-		require.NoError(t, <-errs, "node 0:\n%s\nnode 1:\n%s", outputs[0].String(), outputs[1].String())
-	}
+	// Both launchers must have ended before their output is read.
+	err1, err2 := <-errs, <-errs
+	require.NoError(t, errors.Join(err1, err2), "node 0:\n%s\nnode 1:\n%s", outputs[0].String(), outputs[1].String())
 	for r := range 4 {
 		require.Contains(t, outputs[r/2].String(), fmt.Sprintf("[%d] rank %d of 4: collectives ok", r, r))
 	}
