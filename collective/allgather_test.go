@@ -24,27 +24,15 @@ func TestAllgather(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
-					checkAllgather[float32](t, cs, algo, unrootedCounts(n, true))
-					checkAllgather[float64](t, cs, algo, unrootedCounts(n, false))
-					checkAllgather[int32](t, cs, algo, unrootedCounts(n, false))
-					checkAllgather[uint8](t, cs, algo, unrootedCounts(n, false))
-					checkAllgather[codec.BF16](t, cs, algo, unrootedCounts(n, false))
+					checkAllgather[float32](t, cs, algo, countsFor(n, true))
+					checkAllgather[float64](t, cs, algo, countsFor(n, false))
+					checkAllgather[int32](t, cs, algo, countsFor(n, false))
+					checkAllgather[uint8](t, cs, algo, countsFor(n, false))
+					checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
 				})
 			}
 		})
 	}
-}
-
-// unrootedCounts are the counts(n) that a test of one collective, dtype
-// and algorithm runs: all of them for one dtype (full), all but the
-// largest for the others, which take most of the time under -race and
-// exercise no path that 1000 does not.
-func unrootedCounts(n int, full bool) []int {
-	c := counts(n)
-	if full {
-		return c
-	}
-	return c[:len(c)-1]
 }
 
 // poisoned is a buffer of n elements that no input contains (inputs are
@@ -98,11 +86,11 @@ func TestAllgatherv(t *testing.T) {
 	for _, n := range rankCounts {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
-			checkAllgatherv[float32](t, cs, unrootedCounts(n, true))
-			checkAllgatherv[float64](t, cs, unrootedCounts(n, false))
-			checkAllgatherv[int32](t, cs, unrootedCounts(n, false))
-			checkAllgatherv[uint8](t, cs, unrootedCounts(n, false))
-			checkAllgatherv[codec.BF16](t, cs, unrootedCounts(n, false))
+			checkAllgatherv[float32](t, cs, countsFor(n, true))
+			checkAllgatherv[float64](t, cs, countsFor(n, false))
+			checkAllgatherv[int32](t, cs, countsFor(n, false))
+			checkAllgatherv[uint8](t, cs, countsFor(n, false))
+			checkAllgatherv[codec.BF16](t, cs, countsFor(n, false))
 		})
 	}
 }
@@ -297,7 +285,7 @@ var first = codec.NewOp("first", func(dst, src []float32) {}, false)
 // Allgatherv, ReduceScatter, Alltoall, Barrier, Scan and Exscan allocate
 // nothing, on any rank.
 func TestUnrootedAllocatesNothing(t *testing.T) {
-	if raceEnabled || !codec.Aliasing {
+	if collective.RaceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy)")
 	}
 	const n, count = 5, 3000

@@ -15,7 +15,7 @@ import (
 // TestAllreduceAllocatesNothing: once links and pools are warm, an
 // Allreduce allocates nothing, on any rank.
 func TestAllreduceAllocatesNothing(t *testing.T) {
-	if raceEnabled || !codec.Aliasing {
+	if collective.RaceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
 	}
 	for _, tr := range []string{"mem", "tcp"} {

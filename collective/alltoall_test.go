@@ -19,11 +19,11 @@ func TestAlltoall(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
-					checkAlltoall[float32](t, cs, algo, unrootedCounts(n, true))
-					checkAlltoall[float64](t, cs, algo, unrootedCounts(n, false))
-					checkAlltoall[int32](t, cs, algo, unrootedCounts(n, false))
-					checkAlltoall[uint8](t, cs, algo, unrootedCounts(n, false))
-					checkAlltoall[codec.BF16](t, cs, algo, unrootedCounts(n, false))
+					checkAlltoall[float32](t, cs, algo, countsFor(n, true))
+					checkAlltoall[float64](t, cs, algo, countsFor(n, false))
+					checkAlltoall[int32](t, cs, algo, countsFor(n, false))
+					checkAlltoall[uint8](t, cs, algo, countsFor(n, false))
+					checkAlltoall[codec.BF16](t, cs, algo, countsFor(n, false))
 				})
 			}
 		})

@@ -22,11 +22,11 @@ func TestBcast(t *testing.T) {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkBcast[float32](t, cs, algo, root, rootedCounts(n, full))
-						checkBcast[float64](t, cs, algo, root, rootedCounts(n, false))
-						checkBcast[int32](t, cs, algo, root, rootedCounts(n, false))
-						checkBcast[uint8](t, cs, algo, root, rootedCounts(n, false))
-						checkBcast[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+						checkBcast[float32](t, cs, algo, root, countsFor(n, full))
+						checkBcast[float64](t, cs, algo, root, countsFor(n, false))
+						checkBcast[int32](t, cs, algo, root, countsFor(n, false))
+						checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
+						checkBcast[codec.BF16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}

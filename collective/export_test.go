@@ -5,3 +5,6 @@ package collective
 var PackedMatMul = rsPackedMatMul
 
 func PackedMatrices(r, n, seed int) []uint64 { return rsPackedMatrices(r, n, seed) }
+
+// RaceEnabled tells the external tests whether the race detector is on.
+const RaceEnabled = raceEnabled

@@ -20,11 +20,11 @@ func TestGather(t *testing.T) {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkGather[float32](t, cs, algo, root, rootedCounts(n, full))
-						checkGather[float64](t, cs, algo, root, rootedCounts(n, false))
-						checkGather[int32](t, cs, algo, root, rootedCounts(n, false))
-						checkGather[uint8](t, cs, algo, root, rootedCounts(n, false))
-						checkGather[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+						checkGather[float32](t, cs, algo, root, countsFor(n, full))
+						checkGather[float64](t, cs, algo, root, countsFor(n, false))
+						checkGather[int32](t, cs, algo, root, countsFor(n, false))
+						checkGather[uint8](t, cs, algo, root, countsFor(n, false))
+						checkGather[codec.BF16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}
@@ -80,11 +80,11 @@ func TestGatherv(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
 			rootedCase(t, n, func(t *testing.T, root int, full bool) {
-				checkGatherv[float32](t, cs, root, rootedCounts(n, full))
-				checkGatherv[float64](t, cs, root, rootedCounts(n, false))
-				checkGatherv[int32](t, cs, root, rootedCounts(n, false))
-				checkGatherv[uint8](t, cs, root, rootedCounts(n, false))
-				checkGatherv[codec.BF16](t, cs, root, rootedCounts(n, false))
+				checkGatherv[float32](t, cs, root, countsFor(n, full))
+				checkGatherv[float64](t, cs, root, countsFor(n, false))
+				checkGatherv[int32](t, cs, root, countsFor(n, false))
+				checkGatherv[uint8](t, cs, root, countsFor(n, false))
+				checkGatherv[codec.BF16](t, cs, root, countsFor(n, false))
 			})
 		})
 	}

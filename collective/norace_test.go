@@ -1,5 +1,5 @@
 //go:build !race
 
-package collective_test
+package collective
 
 const raceEnabled = false

@@ -27,18 +27,6 @@ func rootsOf(n int) []int {
 	return []int{0, 1, n - 1}
 }
 
-// rootedCounts are the counts of one (algorithm, N, dtype, root) case of
-// a rooted collective: counts(n), but the largest (which under -race
-// takes most of the time) only on the case that full marks, one per
-// algorithm and N.
-func rootedCounts(n int, full bool) []int {
-	cs := counts(n)
-	if full {
-		return cs
-	}
-	return cs[:len(cs)-1]
-}
-
 // rootedCase runs check once per root of rootsOf(n) as a subtest, telling
 // it whether it is the case that runs the largest count: the last root
 // with float32.
@@ -58,11 +46,11 @@ func TestReduce(t *testing.T) {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkReduce[float32](t, cs, algo, collective.Sum, root, rootedCounts(n, full))
-						checkReduce[float64](t, cs, algo, collective.Avg, root, rootedCounts(n, false))
-						checkReduce[int32](t, cs, algo, collective.Prod, root, rootedCounts(n, false))
-						checkReduce[uint8](t, cs, algo, collective.Xor, root, rootedCounts(n, false))
-						checkReduce[codec.BF16](t, cs, algo, collective.Max, root, rootedCounts(n, false))
+						checkReduce[float32](t, cs, algo, collective.Sum, root, countsFor(n, full))
+						checkReduce[float64](t, cs, algo, collective.Avg, root, countsFor(n, false))
+						checkReduce[int32](t, cs, algo, collective.Prod, root, countsFor(n, false))
+						checkReduce[uint8](t, cs, algo, collective.Xor, root, countsFor(n, false))
+						checkReduce[codec.BF16](t, cs, algo, collective.Max, root, countsFor(n, false))
 					})
 				})
 			}
@@ -282,7 +270,7 @@ func checkMismatch(t *testing.T, n int, call rootedCall) {
 // until its receive is posted, would be allocations of the test's
 // making.
 func TestRootedAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if collective.RaceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items)")
 	}
 	if !codec.Aliasing {

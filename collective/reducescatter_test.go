@@ -116,11 +116,11 @@ func rsReference[T codec.Elem](op codec.Op, inputs [][]T) []T {
 }
 
 // rsCounts are the block lengths each test runs with: empty, one
-// element, fewer than ranks, more, and a block of 1000. full adds a
-// block of 65537, which only one dtype per case pays for under -race.
+// element, fewer than ranks, more, 1000 and 65537. Under -race only the
+// cases marked full (one dtype per case) pay for 65537.
 func rsCounts(n int, full bool) []int {
 	c := []int{0, 1, max(n-1, 0), n + 1, 1000}
-	if full {
+	if full || !raceEnabled {
 		c = append(c, 65537)
 	}
 	return c

@@ -23,11 +23,11 @@ func TestScan(t *testing.T) {
 				for _, n := range rankCounts {
 					t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 						cs := job(t, n)
-						checkScan[float32](t, cs, inclusive, algo, collective.Sum, unrootedCounts(n, true))
-						checkScan[float64](t, cs, inclusive, algo, collective.Avg, unrootedCounts(n, false))
-						checkScan[int32](t, cs, inclusive, algo, collective.Max, unrootedCounts(n, false))
-						checkScan[uint8](t, cs, inclusive, algo, collective.Xor, unrootedCounts(n, false))
-						checkScan[codec.BF16](t, cs, inclusive, algo, collective.Sum, unrootedCounts(n, false))
+						checkScan[float32](t, cs, inclusive, algo, collective.Sum, countsFor(n, true))
+						checkScan[float64](t, cs, inclusive, algo, collective.Avg, countsFor(n, false))
+						checkScan[int32](t, cs, inclusive, algo, collective.Max, countsFor(n, false))
+						checkScan[uint8](t, cs, inclusive, algo, collective.Xor, countsFor(n, false))
+						checkScan[codec.BF16](t, cs, inclusive, algo, collective.Sum, countsFor(n, false))
 					})
 				}
 			})

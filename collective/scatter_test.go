@@ -20,11 +20,11 @@ func TestScatter(t *testing.T) {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkScatter[float32](t, cs, algo, root, rootedCounts(n, full))
-						checkScatter[float64](t, cs, algo, root, rootedCounts(n, false))
-						checkScatter[int32](t, cs, algo, root, rootedCounts(n, false))
-						checkScatter[uint8](t, cs, algo, root, rootedCounts(n, false))
-						checkScatter[codec.BF16](t, cs, algo, root, rootedCounts(n, false))
+						checkScatter[float32](t, cs, algo, root, countsFor(n, full))
+						checkScatter[float64](t, cs, algo, root, countsFor(n, false))
+						checkScatter[int32](t, cs, algo, root, countsFor(n, false))
+						checkScatter[uint8](t, cs, algo, root, countsFor(n, false))
+						checkScatter[codec.BF16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}
@@ -75,11 +75,11 @@ func TestScatterv(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
 			rootedCase(t, n, func(t *testing.T, root int, full bool) {
-				checkScatterv[float32](t, cs, root, rootedCounts(n, full))
-				checkScatterv[float64](t, cs, root, rootedCounts(n, false))
-				checkScatterv[int32](t, cs, root, rootedCounts(n, false))
-				checkScatterv[uint8](t, cs, root, rootedCounts(n, false))
-				checkScatterv[codec.BF16](t, cs, root, rootedCounts(n, false))
+				checkScatterv[float32](t, cs, root, countsFor(n, full))
+				checkScatterv[float64](t, cs, root, countsFor(n, false))
+				checkScatterv[int32](t, cs, root, countsFor(n, false))
+				checkScatterv[uint8](t, cs, root, countsFor(n, false))
+				checkScatterv[codec.BF16](t, cs, root, countsFor(n, false))
 			})
 		})
 	}
