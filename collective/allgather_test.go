@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var allgatherAlgorithms = []collective.Algorithm{
-	collective.Auto, collective.Bruck, collective.Ring, collective.RecursiveDoubling,
+var allgatherAlgorithms = []Algorithm{
+	Auto, Bruck, Ring, RecursiveDoubling,
 }
 
 func TestAllgather(t *testing.T) {
@@ -48,10 +47,10 @@ func poisoned[T codec.Elem](n int) []T {
 // checkAllgather runs Allgather with each per-rank count, once with
 // separate buffers and once in place (send is recv's own block), and
 // compares every rank's recv with the concatenated inputs.
-func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, sizes []int, opts ...collective.Option) {
+func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
-	opts = append(opts, collective.WithAlgorithm(algo))
+	opts = append(opts, WithAlgorithm(algo))
 	for _, count := range sizes {
 		inputs := make([][]T, n)
 		var want []T
@@ -72,7 +71,7 @@ func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective
 						copy(recv[me*count:], send)
 						send = recv[me*count : (me+1)*count]
 					}
-					if err := collective.Allgather(ctx, c, send, recv, opts...); err != nil {
+					if err := Allgather(ctx, c, send, recv, opts...); err != nil {
 						return err
 					}
 					return equalBits(recv, want)
@@ -121,7 +120,7 @@ func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, sizes []int) {
 				}
 				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 					recv := poisoned[T](len(want))
-					if err := collective.Allgatherv(ctx, c, slices.Clone(inputs[c.Rank()]), recv, cnts, collective.WithAlgorithm(collective.Ring)); err != nil {
+					if err := Allgatherv(ctx, c, slices.Clone(inputs[c.Rank()]), recv, cnts, WithAlgorithm(Ring)); err != nil {
 						return err
 					}
 					return equalBits(recv, want)
@@ -184,8 +183,8 @@ func requireMismatch(t *testing.T, n int, call unrootedCall, want ...string) {
 		if err == nil {
 			continue
 		}
-		seen = seen || errors.Is(err, collective.ErrMismatch)
-		require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+		seen = seen || errors.Is(err, ErrMismatch)
+		require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 		for _, w := range want {
 			require.ErrorContains(t, err, w, "rank %d", r)
 		}
@@ -197,19 +196,19 @@ func TestAllgatherRefusesBadArguments(t *testing.T) {
 	t.Run("recv length", func(t *testing.T) {
 		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
 			recv := make([]float32, 12+c.Rank())
-			return collective.Allgather(ctx, c, make([]float32, 4), recv)
+			return Allgather(ctx, c, make([]float32, 4), recv)
 		}, "Allgather(12 × float32)", "recv has 13 elements, want Size()·len(send) = 3·4 = 12")
 	})
 	t.Run("algorithm", func(t *testing.T) {
 		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Allgather(ctx, c, make([]float32, 4), make([]float32, 8), collective.WithAlgorithm(collective.Tree))
+			return Allgather(ctx, c, make([]float32, 4), make([]float32, 8), WithAlgorithm(Tree))
 		}, "Allgather has no tree algorithm")
 	})
 	for _, algo := range allgatherAlgorithms[1:] {
 		t.Run("mismatched count/"+algo.String(), func(t *testing.T) {
 			requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
 				m := 4 + c.Rank()
-				return collective.Allgather(ctx, c, make([]int64, m), make([]int64, 3*m), collective.WithAlgorithm(algo))
+				return Allgather(ctx, c, make([]int64, m), make([]int64, 3*m), WithAlgorithm(algo))
 			})
 		})
 	}
@@ -226,7 +225,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 			name: "too few counts",
 			bad:  []int{0, 1, 2},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return collective.Allgatherv(ctx, c, make([]float32, 1), make([]float32, 2), []int{1, 1})
+				return Allgatherv(ctx, c, make([]float32, 1), make([]float32, 2), []int{1, 1})
 			},
 			want: []string{"Allgatherv(2 × float32)", "2 counts for 3 ranks"},
 		},
@@ -235,7 +234,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 			bad:  []int{0, 1, 2},
 			call: func(ctx context.Context, c *comm.Comm) error {
 				cnts := []int{2, -1, 2}
-				return collective.Allgatherv(ctx, c, make([]float32, max(cnts[c.Rank()], 0)), make([]float32, 3), cnts)
+				return Allgatherv(ctx, c, make([]float32, max(cnts[c.Rank()], 0)), make([]float32, 3), cnts)
 			},
 			want: []string{"counts[1] is -1"},
 		},
@@ -243,7 +242,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 			name: "send length",
 			bad:  []int{2},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return collective.Allgatherv(ctx, c, make([]float32, 2), make([]float32, 6), []int{2, 2, 2 + c.Rank()/2})
+				return Allgatherv(ctx, c, make([]float32, 2), make([]float32, 6), []int{2, 2, 2 + c.Rank()/2})
 			},
 			want: []string{"send has 2 elements, want counts[2] = 3"},
 		},
@@ -255,7 +254,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 				if c.Rank() == 0 {
 					total = 7
 				}
-				return collective.Allgatherv(ctx, c, make([]float32, 2), make([]float32, total), []int{2, 2, 2})
+				return Allgatherv(ctx, c, make([]float32, 2), make([]float32, total), []int{2, 2, 2})
 			},
 			want: []string{"recv has 7 elements, want sum(counts) = 6"},
 		},
@@ -272,7 +271,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 			if c.Rank() == 1 {
 				cnts = []int{1, 3, 2}
 			}
-			return collective.Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, 6), cnts)
+			return Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, 6), cnts)
 		})
 	})
 }
@@ -285,7 +284,7 @@ var first = codec.NewOp("first", func(dst, src []float32) {}, false)
 // Allgatherv, ReduceScatter, Alltoall, Barrier, Scan and Exscan allocate
 // nothing, on any rank.
 func TestUnrootedAllocatesNothing(t *testing.T) {
-	if collective.RaceEnabled || !codec.Aliasing {
+	if raceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy)")
 	}
 	const n, count = 5, 3000
@@ -298,30 +297,30 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 	var ops []op
 	for _, algo := range allgatherAlgorithms[1:] {
 		ops = append(ops, op{"Allgather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Allgather(ctx, c, a[:count], b[:n*count], collective.WithAlgorithm(algo))
+			return Allgather(ctx, c, a[:count], b[:n*count], WithAlgorithm(algo))
 		}})
 	}
 	ops = append(ops, op{"Allgatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Allgatherv(ctx, c, a[:cnts[c.Rank()]], b[:total], cnts)
+		return Allgatherv(ctx, c, a[:cnts[c.Rank()]], b[:total], cnts)
 	}})
 	for _, o := range []struct {
-		algo collective.Algorithm
+		algo Algorithm
 		op   codec.Op
-	}{{collective.Ring, collective.Sum}, {collective.RecursiveHalving, collective.Sum}, {collective.RecursiveHalving, first}} {
+	}{{Ring, Sum}, {RecursiveHalving, Sum}, {RecursiveHalving, first}} {
 		ops = append(ops, op{fmt.Sprintf("ReduceScatter/%s/%s", o.algo, o.op), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.ReduceScatter(ctx, c, b[:n*count], a[:count], o.op, collective.WithAlgorithm(o.algo))
+			return ReduceScatter(ctx, c, b[:n*count], a[:count], o.op, WithAlgorithm(o.algo))
 		}})
 	}
 	ops = append(ops, op{"Alltoall", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Alltoall(ctx, c, b[:n*count], b[n*count:2*n*count])
+		return Alltoall(ctx, c, b[:n*count], b[n*count:2*n*count])
 	}}, op{"Barrier", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Barrier(ctx, c)
+		return Barrier(ctx, c)
 	}})
-	for _, sop := range []codec.Op{collective.Sum, first} {
+	for _, sop := range []codec.Op{Sum, first} {
 		ops = append(ops, op{"Scan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Scan(ctx, c, a[:count], sop)
+			return Scan(ctx, c, a[:count], sop)
 		}}, op{"Exscan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Exscan(ctx, c, a[:count], sop)
+			return Exscan(ctx, c, a[:count], sop)
 		}})
 	}
 	for _, tr := range []string{"mem", "tcp"} {

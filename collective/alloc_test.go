@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -8,18 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
 // TestAllreduceAllocatesNothing: once links and pools are warm, an
 // Allreduce allocates nothing, on any rank.
 func TestAllreduceAllocatesNothing(t *testing.T) {
-	if collective.RaceEnabled || !codec.Aliasing {
+	if raceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
 	}
 	for _, tr := range []string{"mem", "tcp"} {
-		for _, algo := range []collective.Algorithm{collective.RecursiveDoubling, collective.Ring, collective.RingChunked, collective.Rabenseifner, collective.Tree} {
+		for _, algo := range []Algorithm{RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree} {
 			for _, count := range []int{256, 256 << 10} {
 				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
 					const rounds = 50
@@ -30,7 +29,7 @@ func TestAllreduceAllocatesNothing(t *testing.T) {
 						go func() {
 							buf := make([]float32, count)
 							for range rounds + 2 {
-								if err := collective.Allreduce(ctx, c, buf, collective.Sum, collective.WithAlgorithm(algo)); err != nil {
+								if err := Allreduce(ctx, c, buf, Sum, WithAlgorithm(algo)); err != nil {
 									others <- err
 									return
 								}
@@ -40,7 +39,7 @@ func TestAllreduceAllocatesNothing(t *testing.T) {
 					}
 					buf := make([]float32, count)
 					step := func() {
-						if err := collective.Allreduce(ctx, cs[0], buf, collective.Sum, collective.WithAlgorithm(algo)); err != nil {
+						if err := Allreduce(ctx, cs[0], buf, Sum, WithAlgorithm(algo)); err != nil {
 							t.Fatal(err)
 						}
 					}

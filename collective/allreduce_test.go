@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -11,13 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var allreduceAlgorithms = []collective.Algorithm{
-	collective.Auto, collective.RecursiveDoubling, collective.Ring, collective.RingChunked,
-	collective.Rabenseifner, collective.Tree,
+var allreduceAlgorithms = []Algorithm{
+	Auto, RecursiveDoubling, Ring, RingChunked,
+	Rabenseifner, Tree,
 }
 
 func TestAllreduce(t *testing.T) {
@@ -26,11 +25,11 @@ func TestAllreduce(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
-					checkAllreduce[float32](t, cs, algo, collective.Sum)
-					checkAllreduce[float64](t, cs, algo, collective.Avg)
-					checkAllreduce[int32](t, cs, algo, collective.Max)
-					checkAllreduce[uint8](t, cs, algo, collective.Xor)
-					checkAllreduce[codec.BF16](t, cs, algo, collective.Sum)
+					checkAllreduce[float32](t, cs, algo, Sum)
+					checkAllreduce[float64](t, cs, algo, Avg)
+					checkAllreduce[int32](t, cs, algo, Max)
+					checkAllreduce[uint8](t, cs, algo, Xor)
+					checkAllreduce[codec.BF16](t, cs, algo, Sum)
 				})
 			}
 		})
@@ -40,7 +39,7 @@ func TestAllreduce(t *testing.T) {
 // checkAllreduce runs Allreduce with every count of counts(n) and compares
 // each rank's result with the sequential reference, bit for bit. A small
 // chunk size makes RingChunked pipeline even the mid-size counts.
-func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, op codec.Op) {
+func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range counts(n) {
@@ -51,7 +50,7 @@ func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective
 		want := reference(op, inputs)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 			buf := append([]T(nil), inputs[c.Rank()]...)
-			err := collective.Allreduce(ctx, c, buf, op, collective.WithAlgorithm(algo), collective.WithChunkSize(4096))
+			err := Allreduce(ctx, c, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
 			if err != nil {
 				return err
 			}
@@ -65,18 +64,18 @@ func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective
 
 // TestAllreduceNonCommutative: every algorithm that accepts a
 // non-commutative op applies it in rank order. The op multiplies 2×2
-// matrices packed element-wise (collective.PackedMatMul), and the test
+// matrices packed element-wise (packedMatMul), and the test
 // first checks that its inputs would expose any other order.
 func TestAllreduceNonCommutative(t *testing.T) {
-	op := collective.PackedMatMul
-	for _, algo := range []collective.Algorithm{collective.Auto, collective.RecursiveDoubling, collective.Rabenseifner, collective.Tree} {
+	op := packedMatMul
+	for _, algo := range []Algorithm{Auto, RecursiveDoubling, Rabenseifner, Tree} {
 		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
 				cs := job(t, n)
 				for _, m := range []int{0, 1, 3, n + 1, 300} {
 					inputs := make([][]uint64, n)
 					for r := range n {
-						inputs[r] = collective.PackedMatrices(r, m, m)
+						inputs[r] = packedMatrices(r, m, m)
 					}
 					want := reference(op, inputs)
 					if n > 1 && m > 0 {
@@ -86,7 +85,7 @@ func TestAllreduceNonCommutative(t *testing.T) {
 					}
 					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 						buf := slices.Clone(inputs[c.Rank()])
-						if err := collective.Allreduce(ctx, c, buf, op, collective.WithAlgorithm(algo)); err != nil {
+						if err := Allreduce(ctx, c, buf, op, WithAlgorithm(algo)); err != nil {
 							return err
 						}
 						if err := equalBits(buf, want); err != nil {
@@ -101,11 +100,11 @@ func TestAllreduceNonCommutative(t *testing.T) {
 }
 
 func TestAllreduceRefusesReorderingNonCommutative(t *testing.T) {
-	for _, algo := range []collective.Algorithm{collective.Ring, collective.RingChunked} {
+	for _, algo := range []Algorithm{Ring, RingChunked} {
 		t.Run(algo.String(), func(t *testing.T) {
 			cs := job(t, 3)
 			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				return collective.Allreduce(ctx, c, collective.PackedMatrices(c.Rank(), 2, 0), collective.PackedMatMul, collective.WithAlgorithm(algo))
+				return Allreduce(ctx, c, packedMatrices(c.Rank(), 2, 0), packedMatMul, WithAlgorithm(algo))
 			}) {
 				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
 				require.ErrorContains(t, err, "out of rank order", "rank %d", r)
@@ -125,7 +124,7 @@ func TestAllreduceMismatch(t *testing.T) {
 		{
 			name: "count",
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return collective.Allreduce(ctx, c, make([]float32, 10+10*c.Rank()), collective.Sum)
+				return Allreduce(ctx, c, make([]float32, 10+10*c.Rank()), Sum)
 			},
 			want: []string{"Allreduce(10 × float32, sum)", "Allreduce(20 × float32, sum)"},
 		},
@@ -133,20 +132,20 @@ func TestAllreduceMismatch(t *testing.T) {
 			name: "dtype",
 			call: func(ctx context.Context, c *comm.Comm) error {
 				if c.Rank() == 0 {
-					return collective.Allreduce(ctx, c, make([]float32, 8), collective.Sum)
+					return Allreduce(ctx, c, make([]float32, 8), Sum)
 				}
-				return collective.Allreduce(ctx, c, make([]int32, 8), collective.Sum)
+				return Allreduce(ctx, c, make([]int32, 8), Sum)
 			},
 			want: []string{"8 × float32", "8 × int32"},
 		},
 		{
 			name: "op",
 			call: func(ctx context.Context, c *comm.Comm) error {
-				op := collective.Sum
+				op := Sum
 				if c.Rank() == 1 {
-					op = collective.Max
+					op = Max
 				}
-				return collective.Allreduce(ctx, c, make([]float64, 8), op)
+				return Allreduce(ctx, c, make([]float64, 8), op)
 			},
 			want: []string{"sum", "max"},
 		},
@@ -156,7 +155,7 @@ func TestAllreduceMismatch(t *testing.T) {
 			cs := job(t, 2, comm.WithTimeout(watchdog))
 			for r, err := range onEveryRank(t, cs, tt.call) {
 				require.Error(t, err, "rank %d", r)
-				require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+				require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 				for _, w := range tt.want {
 					require.ErrorContains(t, err, w, "rank %d", r)
 				}
@@ -182,9 +181,9 @@ func TestMismatchAcrossCalls(t *testing.T) {
 			name: "allreduce vs bcast",
 			call: func(ctx context.Context, c *comm.Comm) error {
 				if c.Rank() == 1 {
-					return collective.Bcast(ctx, c, make([]float32, 10), 0)
+					return Bcast(ctx, c, make([]float32, 10), 0)
 				}
-				return collective.Allreduce(ctx, c, make([]float32, 10), collective.Sum)
+				return Allreduce(ctx, c, make([]float32, 10), Sum)
 			},
 			want: []string{"Bcast(10 × float32, root 0)", "Allreduce(10 × float32, sum)"},
 		},
@@ -195,7 +194,7 @@ func TestMismatchAcrossCalls(t *testing.T) {
 				if c.Rank() == 0 {
 					n = 1 << 20
 				}
-				return collective.Allreduce(ctx, c, make([]float32, n), collective.Sum)
+				return Allreduce(ctx, c, make([]float32, n), Sum)
 			},
 			want: []string{"Allreduce(8 × float32, sum)", "Allreduce(1048576 × float32, sum)"},
 		},
@@ -209,10 +208,10 @@ func TestMismatchAcrossCalls(t *testing.T) {
 					if err := tt.call(ctx, c); err != nil {
 						return err
 					}
-					return collective.Barrier(ctx, c)
+					return Barrier(ctx, c)
 				}) {
 					require.Error(t, err, "rank %d", r)
-					require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+					require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 					for _, w := range tt.want {
 						require.ErrorContains(t, err, w, "rank %d", r)
 					}

@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var alltoallAlgorithms = []collective.Algorithm{collective.Auto, collective.Pairwise}
+var alltoallAlgorithms = []Algorithm{Auto, Pairwise}
 
 func TestAlltoall(t *testing.T) {
 	for _, algo := range alltoallAlgorithms {
@@ -33,7 +32,7 @@ func TestAlltoall(t *testing.T) {
 // checkAlltoall runs Alltoall with b elements per block for each b of
 // sizes: rank j's recv must hold block j of every rank's send, in rank
 // order, and send must be left as it was.
-func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, sizes []int) {
+func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, b := range sizes {
@@ -46,7 +45,7 @@ func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.
 				me := c.Rank()
 				send := slices.Clone(inputs[me])
 				recv := poisoned[T](n * b)
-				if err := collective.Alltoall(ctx, c, send, recv, collective.WithAlgorithm(algo)); err != nil {
+				if err := Alltoall(ctx, c, send, recv, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				if err := equalBits(send, inputs[me]); err != nil {
@@ -69,7 +68,7 @@ func TestAlltoallOverTCP(t *testing.T) {
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))
-			checkAlltoall[float32](t, cs, collective.Pairwise, []int{0, 5, 10000})
+			checkAlltoall[float32](t, cs, Pairwise, []int{0, 5, 10000})
 		})
 	}
 }
@@ -77,23 +76,23 @@ func TestAlltoallOverTCP(t *testing.T) {
 func TestAlltoallRefusesBadArguments(t *testing.T) {
 	t.Run("not a multiple of the ranks", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Alltoall(ctx, c, make([]float32, 7), make([]float32, 7))
+			return Alltoall(ctx, c, make([]float32, 7), make([]float32, 7))
 		}, "Alltoall(7 × float32)", "send has 7 elements and recv 7; both need the same multiple of Size() = 3")
 	})
 	t.Run("recv length", func(t *testing.T) {
 		requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Alltoall(ctx, c, make([]float32, 6), make([]float32, 6+c.Rank()/2*3))
+			return Alltoall(ctx, c, make([]float32, 6), make([]float32, 6+c.Rank()/2*3))
 		}, "send has 6 elements and recv 9")
 	})
 	t.Run("algorithm", func(t *testing.T) {
 		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Alltoall(ctx, c, make([]float32, 4), make([]float32, 4), collective.WithAlgorithm(collective.Ring))
+			return Alltoall(ctx, c, make([]float32, 4), make([]float32, 4), WithAlgorithm(Ring))
 		}, "Alltoall has no ring algorithm")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
 		requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
 			b := 3 + c.Rank()%2
-			return collective.Alltoall(ctx, c, make([]uint8, 4*b), make([]uint8, 4*b))
+			return Alltoall(ctx, c, make([]uint8, 4*b), make([]uint8, 4*b))
 		})
 	})
 }

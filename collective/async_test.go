@@ -1,11 +1,10 @@
-package collective_test
+package collective
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -23,17 +22,17 @@ func TestAllreduceAsyncOverlap(t *testing.T) {
 						return err
 					}
 					const buckets = 12
-					algos := []collective.Algorithm{collective.RecursiveDoubling, collective.Ring, collective.RingChunked}
+					algos := []Algorithm{RecursiveDoubling, Ring, RingChunked}
 					bufs := make([][]float32, buckets)
-					reqs := make([]*collective.Request, buckets)
+					reqs := make([]*Request, buckets)
 					for i := range buckets {
 						on := c
 						if i%3 == 2 {
 							on = sub
 						}
 						bufs[i] = input[float32](on.Rank(), 100*i+1, i)
-						reqs[i] = collective.AllreduceAsync(ctx, on, bufs[i], collective.Sum,
-							collective.WithAlgorithm(algos[i%len(algos)]), collective.WithChunkSize(256))
+						reqs[i] = AllreduceAsync(ctx, on, bufs[i], Sum,
+							WithAlgorithm(algos[i%len(algos)]), WithChunkSize(256))
 					}
 					for i := buckets - 1; i >= 0; i-- {
 						if err := reqs[i].Wait(); err != nil {
@@ -47,7 +46,7 @@ func TestAllreduceAsyncOverlap(t *testing.T) {
 						for r := range n {
 							inputs[r] = input[float32](r, 100*i+1, i)
 						}
-						if err := equalBits(bufs[i], reference(collective.Sum, inputs)); err != nil {
+						if err := equalBits(bufs[i], reference(Sum, inputs)); err != nil {
 							return fmt.Errorf("bucket %d on rank %d of %d: %w", i, on.Rank(), on.Size(), err)
 						}
 					}

@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -36,7 +35,7 @@ func checkBarrier(t *testing.T, cs []*comm.Comm) {
 				time.Sleep(time.Millisecond)
 			}
 			entered[r].Add(1)
-			if err := collective.Barrier(ctx, c); err != nil {
+			if err := Barrier(ctx, c); err != nil {
 				return err
 			}
 			if got := entered[r].Load(); got != int32(n) {
@@ -65,9 +64,9 @@ func TestBarrierOverTCP(t *testing.T) {
 func TestBarrierMismatch(t *testing.T) {
 	requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
 		if c.Rank() == 1 {
-			return collective.Barrier(ctx, c)
+			return Barrier(ctx, c)
 		}
-		return collective.Allgather(ctx, c, make([]uint8, 0), make([]uint8, 0), collective.WithAlgorithm(collective.Ring))
+		return Allgather(ctx, c, make([]uint8, 0), make([]uint8, 0), WithAlgorithm(Ring))
 	}, "Barrier(0 × uint8)", "Allgather(0 × uint8)")
 }
 
@@ -81,7 +80,7 @@ func TestBarrierContext(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		return collective.Barrier(ctx, c)
+		return Barrier(ctx, c)
 	}) {
 		if r == 2 {
 			continue

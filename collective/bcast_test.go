@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -7,12 +7,11 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var bcastAlgorithms = []collective.Algorithm{
-	collective.Auto, collective.Tree, collective.Chain, collective.ScatterAllgather,
+var bcastAlgorithms = []Algorithm{
+	Auto, Tree, Chain, ScatterAllgather,
 }
 
 func TestBcast(t *testing.T) {
@@ -37,7 +36,7 @@ func TestBcast(t *testing.T) {
 // checkBcast broadcasts root's input with each count and checks every
 // rank's buf against it. The small chunk size makes Chain pipeline even
 // the mid-size counts, with more chunks than it keeps receives posted.
-func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -48,7 +47,7 @@ func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Alg
 			}
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				buf := slices.Clone(inputs[c.Rank()])
-				if err := collective.Bcast(ctx, c, buf, root, collective.WithAlgorithm(algo), collective.WithChunkSize(512)); err != nil {
+				if err := Bcast(ctx, c, buf, root, WithAlgorithm(algo), WithChunkSize(512)); err != nil {
 					return err
 				}
 				return equalBits(buf, inputs[root])
@@ -70,7 +69,7 @@ func TestBcastChainChunks(t *testing.T) {
 				if c.Rank() == 2 {
 					copy(buf, want)
 				}
-				if err := collective.Bcast(ctx, c, buf, 2, collective.WithAlgorithm(collective.Chain), collective.WithChunkSize(chunk)); err != nil {
+				if err := Bcast(ctx, c, buf, 2, WithAlgorithm(Chain), WithChunkSize(chunk)); err != nil {
 					return err
 				}
 				return equalBits(buf, want)
@@ -82,23 +81,23 @@ func TestBcastChainChunks(t *testing.T) {
 func TestBcastRefusesBadArguments(t *testing.T) {
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 4, []int{0, 1, 2, 3}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Bcast(ctx, c, make([]uint8, 10), 7)
+			return Bcast(ctx, c, make([]uint8, 10), 7)
 		}, "Bcast", "root 7 is outside the communicator of 4 ranks")
 	})
 	t.Run("algorithm on one rank", func(t *testing.T) {
 		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
-			algo := collective.Tree
+			algo := Tree
 			if c.Rank() == 1 {
-				algo = collective.Bruck
+				algo = Bruck
 			}
-			return collective.Bcast(ctx, c, make([]uint8, 10), 0, collective.WithAlgorithm(algo))
+			return Bcast(ctx, c, make([]uint8, 10), 0, WithAlgorithm(algo))
 		}, "Bcast has no bruck algorithm")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
 		for _, algo := range bcastAlgorithms[1:] {
 			t.Run(algo.String(), func(t *testing.T) {
 				checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
-					return collective.Bcast(ctx, c, make([]float64, 9+c.Rank()), 0, collective.WithAlgorithm(algo))
+					return Bcast(ctx, c, make([]float64, 9+c.Rank()), 0, WithAlgorithm(algo))
 				})
 			})
 		}

@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var gatherAlgorithms = []collective.Algorithm{collective.Auto, collective.Tree, collective.Linear}
+var gatherAlgorithms = []Algorithm{Auto, Tree, Linear}
 
 func TestGather(t *testing.T) {
 	for _, algo := range gatherAlgorithms {
@@ -36,7 +35,7 @@ func TestGather(t *testing.T) {
 // root's recv against their concatenation in rank order. Non-root ranks
 // pass nil or a recv of the wrong size, which Gather must ignore and
 // leave alone, and every rank's send must stay as it was.
-func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -57,7 +56,7 @@ func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Al
 					recv = input[T](me, 3, 1)
 				}
 				other := slices.Clone(recv)
-				if err := collective.Gather(ctx, c, send, recv, root, collective.WithAlgorithm(algo)); err != nil {
+				if err := Gather(ctx, c, send, recv, root, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				if err := equalBits(send, inputs[me]); err != nil {
@@ -120,7 +119,7 @@ func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes [
 				if me == root {
 					recv = slices.Concat(make([]T, len(want)-len(spare)), spare)
 				}
-				if err := collective.Gatherv(ctx, c, inputs[me], recv, counts, root, collective.WithAlgorithm(collective.Linear)); err != nil {
+				if err := Gatherv(ctx, c, inputs[me], recv, counts, root, WithAlgorithm(Linear)); err != nil {
 					return err
 				}
 				if me == root {
@@ -135,17 +134,17 @@ func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes [
 func TestGatherRefusesBadArguments(t *testing.T) {
 	t.Run("recv too short at root", func(t *testing.T) {
 		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gather(ctx, c, make([]float32, 4), make([]float32, 11), 1)
+			return Gather(ctx, c, make([]float32, 4), make([]float32, 11), 1)
 		}, "Gather(12 × float32, root 1)", "recv has 11 elements at root 1; it needs 12 (3 ranks × 4 elements sent)")
 	})
 	t.Run("recv too long at root", func(t *testing.T) {
 		checkRefused(t, 2, []int{0}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gather(ctx, c, make([]int32, 4), make([]int32, 9), 0, collective.WithAlgorithm(collective.Linear))
+			return Gather(ctx, c, make([]int32, 4), make([]int32, 9), 0, WithAlgorithm(Linear))
 		}, "recv has 9 elements at root 0; it needs 8")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gather(ctx, c, make([]float32, 4), make([]float32, 12), -2)
+			return Gather(ctx, c, make([]float32, 4), make([]float32, 12), -2)
 		}, "Gather", "root -2 is outside the communicator of 3 ranks")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
@@ -156,7 +155,7 @@ func TestGatherRefusesBadArguments(t *testing.T) {
 					if c.Rank() == 2 {
 						m = 4
 					}
-					return collective.Gather(ctx, c, make([]uint16, m), make([]uint16, 4*m), 0, collective.WithAlgorithm(algo))
+					return Gather(ctx, c, make([]uint16, m), make([]uint16, 4*m), 0, WithAlgorithm(algo))
 				})
 			})
 		}
@@ -166,28 +165,28 @@ func TestGatherRefusesBadArguments(t *testing.T) {
 func TestGathervRefusesBadArguments(t *testing.T) {
 	t.Run("counts of wrong length", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 0)
+			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 0)
 		}, "Gatherv", "counts has 2 entries for 3 ranks")
 	})
 	t.Run("negative count", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			counts := []int{2, -1, 2}
-			return collective.Gatherv(ctx, c, make([]float32, max(counts[c.Rank()], 0)), make([]float32, 4), counts, 0)
+			return Gatherv(ctx, c, make([]float32, max(counts[c.Rank()], 0)), make([]float32, 4), counts, 0)
 		}, "counts[1] is -1")
 	})
 	t.Run("count is not len(send)", func(t *testing.T) {
 		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 7), []int{2, 2, 3}, 0)
+			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 7), []int{2, 2, 3}, 0)
 		}, "send has 2 elements on rank 2 but counts[2] is 3")
 	})
 	t.Run("recv too short at root", func(t *testing.T) {
 		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 5), []int{2, 2, 2}, 2)
+			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 5), []int{2, 2, 2}, 2)
 		}, "Gatherv(6 × float32, root 2)", "recv has 5 elements at root 2; the counts add up to 6")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 2)
+			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 2)
 		}, "root 2 is outside the communicator of 2 ranks")
 	})
 	t.Run("counts differ between ranks", func(t *testing.T) {
@@ -195,9 +194,9 @@ func TestGathervRefusesBadArguments(t *testing.T) {
 			counts := []int{2, 2, 2}
 			if c.Rank() == 1 {
 				counts = []int{1, 3, 2}
-				return collective.Gatherv(ctx, c, make([]float32, 3), nil, counts, 0)
+				return Gatherv(ctx, c, make([]float32, 3), nil, counts, 0)
 			}
-			return collective.Gatherv(ctx, c, make([]float32, 2), make([]float32, 6), counts, 0)
+			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 6), counts, 0)
 		})
 	})
 }

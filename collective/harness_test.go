@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -147,7 +146,7 @@ func counts(n int) []int {
 // normal run covers every case.
 func countsFor(n int, full bool) []int {
 	c := counts(n)
-	if full || !collective.RaceEnabled {
+	if full || !raceEnabled {
 		return c
 	}
 	return c[:len(c)-1]

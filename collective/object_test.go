@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -38,17 +37,17 @@ func TestObjects(t *testing.T) {
 				if me == root {
 					v = infoOf(root)
 				}
-				if err := collective.BcastObject(ctx, c, &v, root); err != nil {
+				if err := BcastObject(ctx, c, &v, root); err != nil {
 					return err
 				}
 				if !reflect.DeepEqual(v, infoOf(root)) {
 					return fmt.Errorf("BcastObject gave %+v", v)
 				}
-				all, err := collective.AllgatherObject(ctx, c, infoOf(me))
+				all, err := AllgatherObject(ctx, c, infoOf(me))
 				if err != nil {
 					return err
 				}
-				gathered, err := collective.GatherObject(ctx, c, infoOf(me), root)
+				gathered, err := GatherObject(ctx, c, infoOf(me), root)
 				if err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
 )
@@ -49,7 +48,7 @@ func worker() error {
 	for r := range n {
 		inputs[r] = input[float32](r, count, 1)
 	}
-	sum := reference(collective.Sum, inputs)
+	sum := reference(Sum, inputs)
 	check := func(what string, err error, got, want []float32) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -62,14 +61,14 @@ func worker() error {
 
 	for _, algo := range allreduceAlgorithms {
 		buf := append([]float32(nil), inputs[me]...)
-		err := collective.Allreduce(ctx, c, buf, collective.Sum, collective.WithAlgorithm(algo))
+		err := Allreduce(ctx, c, buf, Sum, WithAlgorithm(algo))
 		if err := check("Allreduce "+algo.String(), err, buf, sum); err != nil {
 			return err
 		}
 	}
 	root := n - 1
 	buf := append([]float32(nil), inputs[me]...)
-	err = collective.Reduce(ctx, c, buf, collective.Sum, root)
+	err = Reduce(ctx, c, buf, Sum, root)
 	want := inputs[me]
 	if me == root {
 		want = sum
@@ -78,7 +77,7 @@ func worker() error {
 		return err
 	}
 	buf = append([]float32(nil), inputs[me]...)
-	err = collective.Bcast(ctx, c, buf, root)
+	err = Bcast(ctx, c, buf, root)
 	if err := check("Bcast", err, buf, inputs[root]); err != nil {
 		return err
 	}
@@ -87,7 +86,7 @@ func worker() error {
 		all = append(all, inputs[r]...)
 	}
 	recv := make([]float32, n*count)
-	err = collective.Allgather(ctx, c, inputs[me], recv)
+	err = Allgather(ctx, c, inputs[me], recv)
 	if err := check("Allgather", err, recv, all); err != nil {
 		return err
 	}
@@ -95,7 +94,7 @@ func worker() error {
 	if me == root {
 		gathered = make([]float32, n*count)
 	}
-	err = collective.Gather(ctx, c, inputs[me], gathered, root)
+	err = Gather(ctx, c, inputs[me], gathered, root)
 	if me == root {
 		if err := check("Gather", err, gathered, all); err != nil {
 			return err
@@ -104,16 +103,16 @@ func worker() error {
 		return fmt.Errorf("Gather: %w", err)
 	}
 	part := make([]float32, count)
-	err = collective.Scatter(ctx, c, all, part, root)
+	err = Scatter(ctx, c, all, part, root)
 	if err := check("Scatter", err, part, inputs[me]); err != nil {
 		return err
 	}
 	block := make([]float32, count/n)
-	err = collective.ReduceScatter(ctx, c, sum[:len(block)*n], block, collective.Max)
+	err = ReduceScatter(ctx, c, sum[:len(block)*n], block, Max)
 	if err := check("ReduceScatter", err, block, sum[me*len(block):(me+1)*len(block)]); err != nil {
 		return err
 	}
-	if err := collective.Barrier(ctx, c); err != nil {
+	if err := Barrier(ctx, c); err != nil {
 		return fmt.Errorf("Barrier: %w", err)
 	}
 	fmt.Printf("rank %d of %d: collectives ok\n", me, n)

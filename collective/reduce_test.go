@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -40,17 +39,17 @@ func rootedCase(t *testing.T, n int, check func(t *testing.T, root int, full boo
 }
 
 func TestReduce(t *testing.T) {
-	for _, algo := range []collective.Algorithm{collective.Auto, collective.Tree} {
+	for _, algo := range []Algorithm{Auto, Tree} {
 		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkReduce[float32](t, cs, algo, collective.Sum, root, countsFor(n, full))
-						checkReduce[float64](t, cs, algo, collective.Avg, root, countsFor(n, false))
-						checkReduce[int32](t, cs, algo, collective.Prod, root, countsFor(n, false))
-						checkReduce[uint8](t, cs, algo, collective.Xor, root, countsFor(n, false))
-						checkReduce[codec.BF16](t, cs, algo, collective.Max, root, countsFor(n, false))
+						checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
+						checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
+						checkReduce[int32](t, cs, algo, Prod, root, countsFor(n, false))
+						checkReduce[uint8](t, cs, algo, Xor, root, countsFor(n, false))
+						checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
 					})
 				})
 			}
@@ -61,7 +60,7 @@ func TestReduce(t *testing.T) {
 // checkReduce runs Reduce with each count and compares root's result
 // with the sequential reference bit for bit, and every other rank's buf
 // with its input: Reduce must not write there.
-func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, op codec.Op, root int, sizes []int) {
+func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -73,7 +72,7 @@ func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Al
 			want := reference(op, inputs)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				buf := slices.Clone(inputs[c.Rank()])
-				if err := collective.Reduce(ctx, c, buf, op, root, collective.WithAlgorithm(algo)); err != nil {
+				if err := Reduce(ctx, c, buf, op, root, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				if c.Rank() == root {
@@ -134,7 +133,7 @@ func TestReduceNonCommutative(t *testing.T) {
 						}
 						allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 							buf := slices.Clone(inputs[c.Rank()])
-							if err := collective.Reduce(ctx, c, buf, reduceMatMul, root); err != nil {
+							if err := Reduce(ctx, c, buf, reduceMatMul, root); err != nil {
 								return err
 							}
 							if c.Rank() == root {
@@ -161,12 +160,12 @@ func TestRootedOverTCP(t *testing.T) {
 			for _, count := range []int{5, 10000} {
 				root := n - 1
 				t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
-					checkReduce[float32](t, cs, collective.Tree, collective.Sum, root, []int{count})
-					checkReduce[float64](t, cs, collective.Tree, reduceMatMul, 0, []int{count})
-					for _, algo := range []collective.Algorithm{collective.Tree, collective.Chain, collective.ScatterAllgather} {
+					checkReduce[float32](t, cs, Tree, Sum, root, []int{count})
+					checkReduce[float64](t, cs, Tree, reduceMatMul, 0, []int{count})
+					for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
 						checkBcast[float32](t, cs, algo, root, []int{count})
 					}
-					for _, algo := range []collective.Algorithm{collective.Tree, collective.Linear} {
+					for _, algo := range []Algorithm{Tree, Linear} {
 						checkGather[float32](t, cs, algo, root, []int{count})
 						checkScatter[float32](t, cs, algo, root, []int{count})
 					}
@@ -220,7 +219,7 @@ func checkRefused(t *testing.T, n int, bad []int, call rootedCall, want ...strin
 func TestReduceRefusesBadArguments(t *testing.T) {
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, 3)
+			return Reduce(ctx, c, make([]float32, 4), Sum, 3)
 		}, "Reduce", "root 3 is outside the communicator of 3 ranks")
 	})
 	t.Run("negative root on one rank", func(t *testing.T) {
@@ -229,17 +228,17 @@ func TestReduceRefusesBadArguments(t *testing.T) {
 			if c.Rank() == 2 {
 				root = -1
 			}
-			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, root)
+			return Reduce(ctx, c, make([]float32, 4), Sum, root)
 		}, "Reduce", "root -1 is outside the communicator of 3 ranks")
 	})
 	t.Run("algorithm", func(t *testing.T) {
 		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Reduce(ctx, c, make([]float32, 4), collective.Sum, 0, collective.WithAlgorithm(collective.Ring))
+			return Reduce(ctx, c, make([]float32, 4), Sum, 0, WithAlgorithm(Ring))
 		}, "Reduce has no ring algorithm")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
 		checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Reduce(ctx, c, make([]int64, 4+c.Rank()), collective.Sum, 0)
+			return Reduce(ctx, c, make([]int64, 4+c.Rank()), Sum, 0)
 		})
 	})
 }
@@ -256,8 +255,8 @@ func checkMismatch(t *testing.T, n int, call rootedCall) {
 		if err == nil {
 			continue
 		}
-		seen = seen || errors.Is(err, collective.ErrMismatch)
-		require.True(t, errors.Is(err, collective.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+		seen = seen || errors.Is(err, ErrMismatch)
+		require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 	}
 	require.True(t, seen, "no rank saw the mismatch")
 }
@@ -270,7 +269,7 @@ func checkMismatch(t *testing.T, n int, call rootedCall) {
 // until its receive is posted, would be allocations of the test's
 // making.
 func TestRootedAllocatesNothing(t *testing.T) {
-	if collective.RaceEnabled {
+	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items)")
 	}
 	if !codec.Aliasing {
@@ -284,27 +283,27 @@ func TestRootedAllocatesNothing(t *testing.T) {
 		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
 	}
 	var ops []op
-	for _, algo := range []collective.Algorithm{collective.Tree, collective.Chain, collective.ScatterAllgather} {
+	for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
 		ops = append(ops, op{"Bcast/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Bcast(ctx, c, a[:count], 1, collective.WithAlgorithm(algo), collective.WithChunkSize(1024))
+			return Bcast(ctx, c, a[:count], 1, WithAlgorithm(algo), WithChunkSize(1024))
 		}})
 	}
 	ops = append(ops, op{"Reduce", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Reduce(ctx, c, a[:count], collective.Sum, 1)
+		return Reduce(ctx, c, a[:count], Sum, 1)
 	}}, op{"Reduce/noncommutative", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Reduce(ctx, c, a[:count], allocMax, 2)
+		return Reduce(ctx, c, a[:count], allocMax, 2)
 	}})
-	for _, algo := range []collective.Algorithm{collective.Tree, collective.Linear} {
+	for _, algo := range []Algorithm{Tree, Linear} {
 		ops = append(ops, op{"Gather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Gather(ctx, c, a[:count], b[:n*count], 1, collective.WithAlgorithm(algo))
+			return Gather(ctx, c, a[:count], b[:n*count], 1, WithAlgorithm(algo))
 		}}, op{"Scatter/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-			return collective.Scatter(ctx, c, b[:n*count], a[:count], 3, collective.WithAlgorithm(algo))
+			return Scatter(ctx, c, b[:n*count], a[:count], 3, WithAlgorithm(algo))
 		}})
 	}
 	ops = append(ops, op{"Gatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Gatherv(ctx, c, a[:counts[c.Rank()]], b[:total], counts, 2)
+		return Gatherv(ctx, c, a[:counts[c.Rank()]], b[:total], counts, 2)
 	}}, op{"Scatterv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return collective.Scatterv(ctx, c, b[:total], counts, a[:counts[c.Rank()]], 1)
+		return Scatterv(ctx, c, b[:total], counts, a[:counts[c.Rank()]], 1)
 	}})
 	for _, tr := range []string{"mem", "tcp"} {
 		for _, o := range ops {
@@ -316,7 +315,7 @@ func TestRootedAllocatesNothing(t *testing.T) {
 					if err := o.run(ctx, c, a, b); err != nil {
 						return err
 					}
-					return collective.Allreduce(ctx, c, sync, collective.Sum, collective.WithAlgorithm(collective.RecursiveDoubling))
+					return Allreduce(ctx, c, sync, Sum, WithAlgorithm(RecursiveDoubling))
 				}
 				others := make(chan error, n-1)
 				for _, c := range cs[1:] {

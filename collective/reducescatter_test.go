@@ -1,19 +1,11 @@
 package collective
 
-// These tests are in package collective, not collective_test, because
-// TestHalvingDoublingAllreduce composes the unexported building blocks
-// reduceScatterHalving and allgatherDoubling, as Rabenseifner's allreduce
-// does. The few harness helpers they need are repeated here under rs
-// names (harness_test.go belongs to the external test package).
-
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,128 +13,9 @@ import (
 	"github.com/gocoll/gocoll/comm"
 )
 
-var rsRankCounts = []int{1, 2, 3, 4, 5, 7, 8}
-
-const rsWatchdog = 60 * time.Second
-
-// rsJob starts n ranks in this process and closes them when the test
-// ends.
-func rsJob(t *testing.T, n int, opts ...comm.Option) []*comm.Comm {
-	t.Helper()
-	cs, err := comm.NewLocal(n, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, c := range cs {
-			wg.Go(func() { c.Close() })
-		}
-		wg.Wait()
-	})
-	return cs
-}
-
-// rsEvery runs f on every rank, each in its own goroutine, and returns
-// each rank's error; a hang fails the test.
-func rsEvery(t *testing.T, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) []error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), rsWatchdog)
-	defer cancel()
-	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
-				}
-			}()
-			errs[i] = f(ctx, c)
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(rsWatchdog + 5*time.Second):
-		t.Fatalf("ranks still running after %v", rsWatchdog)
-	}
-	return errs
-}
-
-func rsAllOK(t *testing.T, cs []*comm.Comm, f func(ctx context.Context, c *comm.Comm) error) {
-	t.Helper()
-	for r, err := range rsEvery(t, cs, f) {
-		require.NoError(t, err, "rank %d", r)
-	}
-}
-
-// rsInput is rank r's input of n small integers, exact in every type, so
-// that any grouping of a sum or product gives the reference's bits.
-func rsInput[T codec.Elem](r, n, seed int) []T {
-	s := make([]T, n)
-	for i := range s {
-		s[i] = rsFromInt[T]((r*7 + i*3 + seed) % 5)
-	}
-	return s
-}
-
-func rsFromInt[T codec.Elem](v int) T {
-	var z T
-	switch any(z).(type) {
-	case codec.BF16:
-		return any(codec.BF16FromFloat32(float32(v))).(T)
-	case float32:
-		return any(float32(v)).(T)
-	case float64:
-		return any(float64(v)).(T)
-	case int32:
-		return any(int32(v)).(T)
-	case uint8:
-		return any(uint8(v)).(T)
-	}
-	panic(fmt.Sprintf("rsFromInt: no case for %T", z))
-}
-
-// rsReference reduces inputs in rank order, sequentially, and finishes.
-func rsReference[T codec.Elem](op codec.Op, inputs [][]T) []T {
-	out := slices.Clone(inputs[0])
-	for _, in := range inputs[1:] {
-		if err := codec.Reduce(op, out, in); err != nil {
-			panic(err)
-		}
-	}
-	codec.Finish(op, out, len(inputs))
-	return out
-}
-
-// rsCounts are the block lengths each test runs with: empty, one
-// element, fewer than ranks, more, 1000 and 65537. Under -race only the
-// cases marked full (one dtype per case) pay for 65537.
-func rsCounts(n int, full bool) []int {
-	c := []int{0, 1, max(n-1, 0), n + 1, 1000}
-	if full || !raceEnabled {
-		c = append(c, 65537)
-	}
-	return c
-}
-
-func rsEqual[T codec.Elem](got, want []T) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("got %d elements, want %d", len(got), len(want))
-	}
-	g, w := codec.Bytes(got), codec.Bytes(want)
-	size := codec.DTypeOf[T]().Size()
-	for i := range got {
-		if string(g[i*size:(i+1)*size]) != string(w[i*size:(i+1)*size]) {
-			return fmt.Errorf("element %d is %v, want %v", i, got[i], want[i])
-		}
-	}
-	return nil
-}
-
-// rsMatMul is a non-commutative op: each run of four float64 is a 2×2
+// matMul is a non-commutative op: each run of four float64 is a 2×2
 // matrix, and dst = dst · src.
-var rsMatMul = codec.NewOp("matmul", func(dst, src []float64) {
+var matMul = codec.NewOp("matmul", func(dst, src []float64) {
 	for i := 0; i+3 < len(dst); i += 4 {
 		a, b := dst[i:i+4:i+4], src[i:i+4:i+4]
 		dst[i], dst[i+1], dst[i+2], dst[i+3] =
@@ -151,10 +24,10 @@ var rsMatMul = codec.NewOp("matmul", func(dst, src []float64) {
 	}
 }, false)
 
-// rsMatrices is rank r's input: m matrices with entries 0…3 that differ
+// matrices is rank r's input: m matrices with entries 0…3 that differ
 // by rank, matrix and entry, so that products of eight are exact and
 // (almost always) change when reordered.
-func rsMatrices(r, m int) []float64 {
+func matrices(r, m int) []float64 {
 	s := make([]float64, 4*m)
 	for i := range s {
 		s[i] = float64((r*7 + i/4*3 + i%4*5) % 4)
@@ -162,11 +35,11 @@ func rsMatrices(r, m int) []float64 {
 	return s
 }
 
-// rsPackedMatMul is a non-commutative op that, unlike rsMatMul, is
+// packedMatMul is a non-commutative op that, unlike matMul, is
 // elementwise, as codec.NewOp requires of ops that algorithms may cut
 // anywhere: each uint64 packs a 2×2 matrix of 16-bit entries, and dst =
 // dst · src modulo 2^16.
-var rsPackedMatMul = codec.NewOp("packed matmul", func(dst, src []uint64) {
+var packedMatMul = codec.NewOp("packed matmul", func(dst, src []uint64) {
 	for i, a := range dst {
 		b := src[i]
 		a0, a1, a2, a3 := a&0xffff, a>>16&0xffff, a>>32&0xffff, a>>48
@@ -176,9 +49,9 @@ var rsPackedMatMul = codec.NewOp("packed matmul", func(dst, src []uint64) {
 	}
 }, false)
 
-// rsPackedMatrices is rank r's input for rsPackedMatMul: matrices with
+// packedMatrices is rank r's input for packedMatMul: matrices with
 // entries 0…2 that differ by rank and position.
-func rsPackedMatrices(r, n, seed int) []uint64 {
+func packedMatrices(r, n, seed int) []uint64 {
 	s := make([]uint64, n)
 	for i := range s {
 		for e := range 4 {
@@ -193,14 +66,14 @@ var reduceScatterAlgorithms = []Algorithm{Auto, Ring, RecursiveHalving}
 func TestReduceScatter(t *testing.T) {
 	for _, algo := range reduceScatterAlgorithms {
 		t.Run(algo.String(), func(t *testing.T) {
-			for _, n := range rsRankCounts {
+			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-					cs := rsJob(t, n)
-					checkReduceScatter[float32](t, cs, algo, Sum, rsCounts(n, true))
-					checkReduceScatter[float64](t, cs, algo, Avg, rsCounts(n, false))
-					checkReduceScatter[int32](t, cs, algo, Max, rsCounts(n, false))
-					checkReduceScatter[uint8](t, cs, algo, Xor, rsCounts(n, false))
-					checkReduceScatter[codec.BF16](t, cs, algo, Sum, rsCounts(n, false))
+					cs := job(t, n)
+					checkReduceScatter[float32](t, cs, algo, Sum, countsFor(n, true))
+					checkReduceScatter[float64](t, cs, algo, Avg, countsFor(n, false))
+					checkReduceScatter[int32](t, cs, algo, Max, countsFor(n, false))
+					checkReduceScatter[uint8](t, cs, algo, Xor, countsFor(n, false))
+					checkReduceScatter[codec.BF16](t, cs, algo, Sum, countsFor(n, false))
 				})
 			}
 		})
@@ -217,20 +90,20 @@ func checkReduceScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algori
 		t.Run(fmt.Sprintf("%s/%s/m=%d", codec.DTypeOf[T](), op, m), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
-				inputs[r] = rsInput[T](r, n*m, m)
+				inputs[r] = input[T](r, n*m, m)
 			}
-			want := rsReference(op, inputs)
-			rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			want := reference(op, inputs)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				me := c.Rank()
 				send := slices.Clone(inputs[me])
 				recv := make([]T, m)
 				if err := ReduceScatter(ctx, c, send, recv, op, WithAlgorithm(algo)); err != nil {
 					return err
 				}
-				if err := rsEqual(send, inputs[me]); err != nil {
+				if err := equalBits(send, inputs[me]); err != nil {
 					return fmt.Errorf("send changed: %w", err)
 				}
-				return rsEqual(recv, want[me*m:(me+1)*m])
+				return equalBits(recv, want[me*m:(me+1)*m])
 			})
 		})
 	}
@@ -240,22 +113,22 @@ func checkReduceScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algori
 // choice, combine in rank order.
 func TestReduceScatterNonCommutative(t *testing.T) {
 	for _, algo := range []Algorithm{Auto, RecursiveHalving} {
-		for _, n := range rsRankCounts {
+		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
-				cs := rsJob(t, n)
+				cs := job(t, n)
 				for _, m := range []int{0, 1, 3, 300} {
 					inputs := make([][]float64, n)
 					for r := range n {
-						inputs[r] = rsMatrices(r, n*m)
+						inputs[r] = matrices(r, n*m)
 					}
-					want := rsReference(rsMatMul, inputs)
-					rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					want := reference(matMul, inputs)
+					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 						me := c.Rank()
 						recv := make([]float64, 4*m)
-						if err := ReduceScatter(ctx, c, inputs[me], recv, rsMatMul, WithAlgorithm(algo)); err != nil {
+						if err := ReduceScatter(ctx, c, inputs[me], recv, matMul, WithAlgorithm(algo)); err != nil {
 							return err
 						}
-						return rsEqual(recv, want[4*m*me:4*m*(me+1)])
+						return equalBits(recv, want[4*m*me:4*m*(me+1)])
 					})
 				}
 			})
@@ -269,14 +142,14 @@ func TestReduceScatterNonCommutative(t *testing.T) {
 // blocks), commutative ops and a non-commutative one, and checks the
 // ownership that reduceScatterHalving documents.
 func TestHalvingDoublingAllreduce(t *testing.T) {
-	for _, n := range rsRankCounts {
+	for _, n := range rankCounts {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-			cs := rsJob(t, n)
+			cs := job(t, n)
 			for _, count := range []int{0, 1, max(n-1, 0), n + 1, 1000} {
-				checkHalvingDoubling[float32](t, cs, Sum, count, rsInput[float32])
-				checkHalvingDoubling[int32](t, cs, Prod, count, rsInput[int32])
-				checkHalvingDoubling[codec.BF16](t, cs, Avg, count, rsInput[codec.BF16])
-				checkHalvingDoubling[uint64](t, cs, rsPackedMatMul, count, rsPackedMatrices)
+				checkHalvingDoubling[float32](t, cs, Sum, count, input[float32])
+				checkHalvingDoubling[int32](t, cs, Prod, count, input[int32])
+				checkHalvingDoubling[codec.BF16](t, cs, Avg, count, input[codec.BF16])
+				checkHalvingDoubling[uint64](t, cs, packedMatMul, count, packedMatrices)
 			}
 		})
 	}
@@ -290,8 +163,8 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 		for r := range n {
 			inputs[r] = in(r, count, count)
 		}
-		want := rsReference(op, inputs)
-		rsAllOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		want := reference(op, inputs)
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 			me := c.Rank()
 			buf := slices.Clone(inputs[me])
 			k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, nil)
@@ -310,7 +183,7 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 				return err
 			}
 			codec.Finish(op, buf, n)
-			if err := rsEqual(buf, want); err != nil {
+			if err := equalBits(buf, want); err != nil {
 				return errors.Join(owned, err)
 			}
 			return owned
@@ -339,7 +212,7 @@ func checkOwned[T codec.Elem](k *call[T], buf []T, lo, hi int, want []T) error {
 	}
 	part := slices.Clone(buf[lo:hi])
 	codec.Finish(k.op, part, p)
-	if err := rsEqual(part, want[lo:hi]); err != nil {
+	if err := equalBits(part, want[lo:hi]); err != nil {
 		return fmt.Errorf("rank %d's blocks after halving: %w", me, err)
 	}
 	return nil
@@ -381,11 +254,11 @@ func TestReduceScatterOverTCP(t *testing.T) {
 	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-			cs := rsJob(t, n, comm.WithTransport("tcp"))
+			cs := job(t, n, comm.WithTransport("tcp"))
 			for _, algo := range []Algorithm{Ring, RecursiveHalving} {
 				checkReduceScatter[float32](t, cs, algo, Sum, []int{0, 5, 10000})
 			}
-			checkHalvingDoubling[float32](t, cs, Sum, 10001, rsInput[float32])
+			checkHalvingDoubling[float32](t, cs, Sum, 10001, input[float32])
 		})
 	}
 }
@@ -412,7 +285,7 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 			n:    3,
 			bad:  []int{0, 1, 2},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return ReduceScatter(ctx, c, rsMatrices(c.Rank(), 3), make([]float64, 4), rsMatMul, WithAlgorithm(Ring))
+				return ReduceScatter(ctx, c, matrices(c.Rank(), 3), make([]float64, 4), matMul, WithAlgorithm(Ring))
 			},
 			want: []string{"out of rank order"},
 		},
@@ -428,8 +301,8 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := rsJob(t, tt.n, comm.WithTimeout(rsWatchdog))
-			for r, err := range rsEvery(t, cs, tt.call) {
+			cs := job(t, tt.n, comm.WithTimeout(watchdog))
+			for r, err := range onEveryRank(t, cs, tt.call) {
 				require.Error(t, err, "rank %d", r)
 				if slices.Contains(tt.bad, r) {
 					require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
@@ -445,9 +318,9 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 	}
 	for _, algo := range []Algorithm{Ring, RecursiveHalving} {
 		t.Run("mismatched count/"+algo.String(), func(t *testing.T) {
-			cs := rsJob(t, 3, comm.WithTimeout(rsWatchdog))
+			cs := job(t, 3, comm.WithTimeout(watchdog))
 			seen := false
-			for r, err := range rsEvery(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				m := 2 + c.Rank()%2
 				return ReduceScatter(ctx, c, make([]int32, 3*m), make([]int32, m), Sum, WithAlgorithm(algo))
 			}) {

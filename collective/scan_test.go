@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var scanAlgorithms = []collective.Algorithm{collective.Auto, collective.RecursiveDoubling}
+var scanAlgorithms = []Algorithm{Auto, RecursiveDoubling}
 
 // scanFunc is Scan or Exscan.
-type scanFunc func(ctx context.Context, c *comm.Comm, buf []float64, op codec.Op, opts ...collective.Option) error
+type scanFunc func(ctx context.Context, c *comm.Comm, buf []float64, op codec.Op, opts ...Option) error
 
 func TestScan(t *testing.T) {
 	for _, inclusive := range []bool{true, false} {
@@ -23,11 +22,11 @@ func TestScan(t *testing.T) {
 				for _, n := range rankCounts {
 					t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 						cs := job(t, n)
-						checkScan[float32](t, cs, inclusive, algo, collective.Sum, countsFor(n, true))
-						checkScan[float64](t, cs, inclusive, algo, collective.Avg, countsFor(n, false))
-						checkScan[int32](t, cs, inclusive, algo, collective.Max, countsFor(n, false))
-						checkScan[uint8](t, cs, inclusive, algo, collective.Xor, countsFor(n, false))
-						checkScan[codec.BF16](t, cs, inclusive, algo, collective.Sum, countsFor(n, false))
+						checkScan[float32](t, cs, inclusive, algo, Sum, countsFor(n, true))
+						checkScan[float64](t, cs, inclusive, algo, Avg, countsFor(n, false))
+						checkScan[int32](t, cs, inclusive, algo, Max, countsFor(n, false))
+						checkScan[uint8](t, cs, inclusive, algo, Xor, countsFor(n, false))
+						checkScan[codec.BF16](t, cs, inclusive, algo, Sum, countsFor(n, false))
 					})
 				}
 			})
@@ -57,7 +56,7 @@ func scanWant[T codec.Elem](op codec.Op, inputs [][]T, r int, inclusive bool) []
 
 // checkScan runs Scan or Exscan with each count and compares every
 // rank's buf with its prefix of the sequential reference.
-func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo collective.Algorithm, op codec.Op, sizes []int) {
+func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo Algorithm, op codec.Op, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -71,9 +70,9 @@ func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo
 				buf := slices.Clone(inputs[me])
 				var err error
 				if inclusive {
-					err = collective.Scan(ctx, c, buf, op, collective.WithAlgorithm(algo))
+					err = Scan(ctx, c, buf, op, WithAlgorithm(algo))
 				} else {
-					err = collective.Exscan(ctx, c, buf, op, collective.WithAlgorithm(algo))
+					err = Exscan(ctx, c, buf, op, WithAlgorithm(algo))
 				}
 				if err != nil {
 					return err
@@ -84,21 +83,21 @@ func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo
 	}
 }
 
-// TestScanNonCommutative: 2×2 matrix products (collective.PackedMatMul)
+// TestScanNonCommutative: 2×2 matrix products (packedMatMul)
 // come out in rank order on every rank.
 func TestScanNonCommutative(t *testing.T) {
-	op := collective.PackedMatMul
+	op := packedMatMul
 	for _, f := range []struct {
 		inclusive bool
-		call      func(context.Context, *comm.Comm, []uint64, codec.Op, ...collective.Option) error
-	}{{true, collective.Scan[uint64]}, {false, collective.Exscan[uint64]}} {
+		call      func(context.Context, *comm.Comm, []uint64, codec.Op, ...Option) error
+	}{{true, Scan[uint64]}, {false, Exscan[uint64]}} {
 		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", scanName(f.inclusive), n), func(t *testing.T) {
 				cs := job(t, n)
 				for _, m := range []int{0, 1, 3, 300} {
 					inputs := make([][]uint64, n)
 					for r := range n {
-						inputs[r] = collective.PackedMatrices(r, m, 2)
+						inputs[r] = packedMatrices(r, m, 2)
 					}
 					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 						me := c.Rank()
@@ -122,7 +121,7 @@ func TestScanOverTCP(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))
 			for _, inclusive := range []bool{true, false} {
-				checkScan[float32](t, cs, inclusive, collective.RecursiveDoubling, collective.Sum, []int{0, 5, 10000})
+				checkScan[float32](t, cs, inclusive, RecursiveDoubling, Sum, []int{0, 5, 10000})
 			}
 		})
 	}
@@ -132,27 +131,27 @@ func TestScanRefusesBadArguments(t *testing.T) {
 	for _, f := range []struct {
 		name string
 		call scanFunc
-	}{{"Scan", collective.Scan[float64]}, {"Exscan", collective.Exscan[float64]}} {
+	}{{"Scan", Scan[float64]}, {"Exscan", Exscan[float64]}} {
 		t.Run(f.name+"/algorithm", func(t *testing.T) {
 			requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4), collective.Sum, collective.WithAlgorithm(collective.Ring))
+				return f.call(ctx, c, make([]float64, 4), Sum, WithAlgorithm(Ring))
 			}, f.name+" has no ring algorithm")
 		})
 		t.Run(f.name+"/bitwise op on floats", func(t *testing.T) {
 			requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4), collective.And)
+				return f.call(ctx, c, make([]float64, 4), And)
 			}, f.name+"(4 × float64", "op and is not defined for float64")
 		})
 		t.Run(f.name+"/mismatched count", func(t *testing.T) {
 			requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), collective.Sum)
+				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), Sum)
 			})
 		})
 		t.Run(f.name+"/mismatched op", func(t *testing.T) {
 			requireMismatch(t, 2, func(ctx context.Context, c *comm.Comm) error {
-				op := collective.Sum
+				op := Sum
 				if c.Rank() == 1 {
-					op = collective.Max
+					op = Max
 				}
 				return f.call(ctx, c, make([]float64, 4), op)
 			}, "sum", "max")

@@ -1,4 +1,4 @@
-package collective_test
+package collective
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-var scatterAlgorithms = []collective.Algorithm{collective.Auto, collective.Tree, collective.Linear}
+var scatterAlgorithms = []Algorithm{Auto, Tree, Linear}
 
 func TestScatter(t *testing.T) {
 	for _, algo := range scatterAlgorithms {
@@ -36,7 +35,7 @@ func TestScatter(t *testing.T) {
 // root and checks that each rank receives its own input. Non-root ranks
 // pass nil or a send of the wrong size, which Scatter must ignore; root's
 // send must stay as it was.
-func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.Algorithm, root int, sizes []int) {
+func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -56,7 +55,7 @@ func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo collective.A
 					send = input[T](me, 3, 1)
 				}
 				recv := input[T](me+1, count, 7)
-				if err := collective.Scatter(ctx, c, send, recv, root, collective.WithAlgorithm(algo)); err != nil {
+				if err := Scatter(ctx, c, send, recv, root, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				if me == root {
@@ -105,7 +104,7 @@ func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes 
 				if me == root {
 					mine = send
 				}
-				if err := collective.Scatterv(ctx, c, mine, counts, recv, root, collective.WithAlgorithm(collective.Linear)); err != nil {
+				if err := Scatterv(ctx, c, mine, counts, recv, root, WithAlgorithm(Linear)); err != nil {
 					return err
 				}
 				return equalBits(recv, inputs[me])
@@ -117,12 +116,12 @@ func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes 
 func TestScatterRefusesBadArguments(t *testing.T) {
 	t.Run("send too short at root", func(t *testing.T) {
 		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatter(ctx, c, make([]float64, 8), make([]float64, 3), 2)
+			return Scatter(ctx, c, make([]float64, 8), make([]float64, 3), 2)
 		}, "Scatter(9 × float64, root 2)", "send has 8 elements at root 2; it needs 9 (3 ranks × 3 elements received)")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatter(ctx, c, make([]float64, 6), make([]float64, 3), 2)
+			return Scatter(ctx, c, make([]float64, 6), make([]float64, 3), 2)
 		}, "Scatter", "root 2 is outside the communicator of 2 ranks")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
@@ -133,7 +132,7 @@ func TestScatterRefusesBadArguments(t *testing.T) {
 					if c.Rank() == 3 {
 						m = 2
 					}
-					return collective.Scatter(ctx, c, make([]int8, 4*m), make([]int8, m), 0, collective.WithAlgorithm(algo))
+					return Scatter(ctx, c, make([]int8, 4*m), make([]int8, m), 0, WithAlgorithm(algo))
 				})
 			})
 		}
@@ -143,28 +142,28 @@ func TestScatterRefusesBadArguments(t *testing.T) {
 func TestScattervRefusesBadArguments(t *testing.T) {
 	t.Run("counts of wrong length", func(t *testing.T) {
 		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 1)
+			return Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 1)
 		}, "Scatterv", "counts has 3 entries for 2 ranks")
 	})
 	t.Run("negative count", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			counts := []int{2, 2, -5}
-			return collective.Scatterv(ctx, c, make([]uint8, 4), counts, make([]uint8, max(counts[c.Rank()], 0)), 1)
+			return Scatterv(ctx, c, make([]uint8, 4), counts, make([]uint8, max(counts[c.Rank()], 0)), 1)
 		}, "counts[2] is -5")
 	})
 	t.Run("count is not len(recv)", func(t *testing.T) {
 		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2+c.Rank()%2), 0)
+			return Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2+c.Rank()%2), 0)
 		}, "recv has 3 elements on rank 1 but counts[1] is 2")
 	})
 	t.Run("send too short at root", func(t *testing.T) {
 		checkRefused(t, 3, []int{0}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatterv(ctx, c, make([]uint8, 5), []int{2, 2, 2}, make([]uint8, 2), 0)
+			return Scatterv(ctx, c, make([]uint8, 5), []int{2, 2, 2}, make([]uint8, 2), 0)
 		}, "Scatterv(6 × uint8, root 0)", "send has 5 elements at root 0; the counts add up to 6")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return collective.Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 3)
+			return Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 3)
 		}, "root 3 is outside the communicator of 3 ranks")
 	})
 }
