@@ -127,14 +127,24 @@ fixed offsets:
 	    32     8  element count of the whole operation
 	    40     8  payload length in bytes
 	    48     4  root rank, -1 for none
-	    52     4  reserved, zero
+	    52     1  algorithm of the collective
+	    53     3  reserved, zero
 	    56     8  element offset of this payload
 
 [Header.MarshalTo] writes one and [Header.Unmarshal] reads and validates
 one. Validation makes the fields safe to act on: known enum values, a
 payload length within [MaxPayload] and within the operation's element
-count, flags, op and root consistent with the kind. A peer that sends a
-header failing it is broken or hostile: the error wraps [ErrBadHeader], and
-the link it came on must be closed.
+count, flags, op, root, sequence number and algorithm consistent with the
+kind. A peer that sends a header failing it is broken or hostile: the
+error wraps [ErrBadHeader], and the link it came on must be closed.
+
+# Calls
+
+The kind, element type, op, element count, root and [Algorithm] of a
+header together are the [Call] it belongs to ([Header.Call]): what every
+rank of a communicator must agree on for one collective operation. Since
+every frame carries its call, a receiver can tell a peer that called
+something else from one that is merely late, and say what each called
+([Call.String]: "Allreduce(10 × float32, sum) with ring").
 */
 package codec

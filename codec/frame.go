@@ -11,8 +11,8 @@ import (
 const HeaderSize = 64
 
 // HeaderVersion is the version of the frame layout this package writes and
-// accepts.
-const HeaderVersion = 1
+// accepts. Version 2 put the algorithm in what was a reserved byte.
+const HeaderVersion = 2
 
 // MaxPayload bounds Header.Length. It is far above any message gocoll
 // sends (collectives chunk large buffers) and keeps a corrupt length from
@@ -32,7 +32,8 @@ var ErrBadHeader = errors.New("invalid frame header")
 type Kind uint8
 
 // The kinds of frame. KindSend is user point-to-point traffic; KindControl
-// is the communicator's own (goodbye, abort, split).
+// is the communicator's own (goodbye, abort); KindSplit is Comm.Split,
+// which takes part in the collective order like any collective.
 const (
 	KindSend Kind = iota
 	KindControl
@@ -50,6 +51,7 @@ const (
 	KindExscan
 	KindAlltoall
 	KindBarrier
+	KindSplit
 	numKinds
 )
 
@@ -70,6 +72,7 @@ var kindNames = [numKinds]string{
 	KindExscan:        "Exscan",
 	KindAlltoall:      "Alltoall",
 	KindBarrier:       "Barrier",
+	KindSplit:         "Split",
 }
 
 func (k Kind) String() string {
@@ -91,8 +94,15 @@ const (
 	FlagAbort
 	// FlagLast marks the last chunk of a chunked message.
 	FlagLast
+	// FlagProbe marks a frame that asks the receiver to compare the call
+	// it carries with its own call of that operation, and nothing else:
+	// it has no payload and matches no receive. A rank whose receive of a
+	// collective waits long sends one to the rank it waits for, so that
+	// ranks that disagree are told even when neither sends the other
+	// anything.
+	FlagProbe
 
-	knownFlags = FlagGoodbye | FlagAbort | FlagLast
+	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe
 )
 
 // CodecID names the wire encoding of a payload. CodecNone means the payload
@@ -110,13 +120,17 @@ const maxCodec = CodecNone
 //
 //	 0 magic "GC"    2 version   3 flags   4 kind   5 dtype   6 codec   7 op
 //	 8 comm id      16 seq      24 tag    32 count 40 length
-//	48 root (int32) 52 reserved (zero) 56 offset
+//	48 root (int32) 52 algorithm 53 reserved (three zero bytes) 56 offset
 //
 // Validate holds the fields to these rules, so a receiver can trust them
 // once a header has passed:
 //
 //   - FlagGoodbye and FlagAbort only on KindControl frames, never both; a
 //     goodbye has no payload.
+//   - Seq is nonzero exactly on the frames of collectives and Split, and
+//     only those frames may be probes (FlagProbe), which have no payload.
+//   - Algorithm is a known one, and AlgoAuto on Send, control and Split
+//     frames.
 //   - Op is set (not OpNone) exactly on the reducing kinds: Allreduce,
 //     Reduce, ReduceScatter, Scan and Exscan.
 //   - Root is a rank (>= 0) on the rooted kinds (Reduce, Bcast, Gather,
@@ -137,7 +151,10 @@ type Header struct {
 	Count  uint64 // elements in the whole operation's buffer, as the sender sees it
 	Length uint64 // payload bytes that follow the header
 	Root   int32  // root rank of rooted collectives, -1 where there is none
-	Offset uint64 // element offset of this payload within the operation's buffer
+	// Algorithm is the algorithm of the collective call the frame belongs
+	// to; AlgoAuto outside collectives.
+	Algorithm Algorithm
+	Offset    uint64 // element offset of this payload within the operation's buffer
 }
 
 // MarshalTo encodes h into b.
@@ -155,7 +172,8 @@ func (h *Header) MarshalTo(b *[HeaderSize]byte) {
 	binary.LittleEndian.PutUint64(b[32:], h.Count)
 	binary.LittleEndian.PutUint64(b[40:], h.Length)
 	binary.LittleEndian.PutUint32(b[48:], uint32(h.Root))
-	binary.LittleEndian.PutUint32(b[52:], 0)
+	b[52] = byte(h.Algorithm)
+	b[53], b[54], b[55] = 0, 0, 0
 	binary.LittleEndian.PutUint64(b[56:], h.Offset)
 }
 
@@ -168,8 +186,8 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	if b[2] != HeaderVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadHeader, b[2], HeaderVersion)
 	}
-	if r := binary.LittleEndian.Uint32(b[52:]); r != 0 {
-		return fmt.Errorf("%w: reserved field is %#x, want 0", ErrBadHeader, r)
+	if b[53]|b[54]|b[55] != 0 {
+		return fmt.Errorf("%w: reserved bytes are %#x %#x %#x, want 0", ErrBadHeader, b[53], b[54], b[55])
 	}
 	h.Flags = Flags(b[3])
 	h.Kind = Kind(b[4])
@@ -182,6 +200,7 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	h.Count = binary.LittleEndian.Uint64(b[32:])
 	h.Length = binary.LittleEndian.Uint64(b[40:])
 	h.Root = int32(binary.LittleEndian.Uint32(b[48:]))
+	h.Algorithm = Algorithm(b[52])
 	h.Offset = binary.LittleEndian.Uint64(b[56:])
 	return h.Validate()
 }
@@ -200,6 +219,8 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: unknown codec %d", ErrBadHeader, uint8(h.Codec))
 	case h.Op >= numOps:
 		return fmt.Errorf("%w: unknown op %d", ErrBadHeader, uint8(h.Op))
+	case !h.Algorithm.Valid():
+		return fmt.Errorf("%w: unknown algorithm %d", ErrBadHeader, uint8(h.Algorithm))
 	case h.Length > MaxPayload:
 		return fmt.Errorf("%w: payload length %d exceeds %d", ErrBadHeader, h.Length, uint64(MaxPayload))
 	case h.Flags&FlagGoodbye != 0 && h.Length != 0:
@@ -245,8 +266,20 @@ func (h *Header) validateKind() error {
 	case !reduces && h.Op != OpNone:
 		return fmt.Errorf("%w: op %s on %s frame", ErrBadHeader, h.Op, h.Kind)
 	}
+	switch ordered := h.Kind != KindSend && h.Kind != KindControl; {
+	case ordered && h.Seq == 0:
+		return fmt.Errorf("%w: %s frame without a sequence number", ErrBadHeader, h.Kind)
+	case !ordered && h.Seq != 0:
+		return fmt.Errorf("%w: sequence number %d on %s frame", ErrBadHeader, h.Seq, h.Kind)
+	case !ordered && h.Flags&FlagProbe != 0:
+		return fmt.Errorf("%w: probe flag on %s frame", ErrBadHeader, h.Kind)
+	case h.Flags&FlagProbe != 0 && h.Length != 0:
+		return fmt.Errorf("%w: probe with %d payload bytes", ErrBadHeader, h.Length)
+	case (!ordered || h.Kind == KindSplit) && h.Algorithm != AlgoAuto:
+		return fmt.Errorf("%w: algorithm %s on %s frame", ErrBadHeader, h.Algorithm, h.Kind)
+	}
 	switch h.Kind {
-	case KindSend, KindControl:
+	case KindSend, KindControl, KindSplit:
 		// Point-to-point and the communicator's own frames use Root as
 		// they see fit (split sends its coordinator); Validate has
 		// already ruled out roots below -1.
@@ -273,6 +306,6 @@ func kindReduces(k Kind) bool {
 }
 
 func (h *Header) String() string {
-	return fmt.Sprintf("%s comm=%#x seq=%d tag=%d %d×%s root=%d len=%d off=%d op=%s flags=%#x",
-		h.Kind, h.Comm, h.Seq, h.Tag, h.Count, h.DType, h.Root, h.Length, h.Offset, h.Op, uint8(h.Flags))
+	return fmt.Sprintf("%s comm=%#x seq=%d tag=%d %d×%s root=%d len=%d off=%d op=%s algo=%s flags=%#x",
+		h.Kind, h.Comm, h.Seq, h.Tag, h.Count, h.DType, h.Root, h.Length, h.Offset, h.Op, h.Algorithm, uint8(h.Flags))
 }

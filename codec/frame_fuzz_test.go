@@ -92,27 +92,40 @@ func TestHeaderGofuzz(t *testing.T) {
 		}
 		h.Flags = Flags(c.Intn(int(knownFlags) + 2))
 		if often() {
-			h.Flags &= FlagLast
+			h.Flags &= FlagLast | FlagProbe
 			if h.Kind == KindControl {
 				h.Flags = []Flags{0, FlagGoodbye, FlagAbort, FlagLast}[c.Intn(4)]
 			}
 		}
 		h.Root = int32(c.Intn(5) - 2)
+		h.Algorithm = Algorithm(c.Intn(int(numAlgorithms) + 1))
+		h.Seq = uint64(c.Intn(3))
 		if often() {
 			switch h.Kind {
 			case KindReduce, KindBcast, KindGather, KindGatherv, KindScatter, KindScatterv:
 				h.Root = int32(c.Intn(4))
-			case KindSend, KindControl:
+			case KindSend, KindControl, KindSplit:
 				h.Root = int32(c.Intn(5) - 1)
 			default:
 				h.Root = -1
+			}
+			switch h.Kind {
+			case KindSend, KindControl:
+				h.Seq, h.Algorithm = 0, AlgoAuto
+			case KindSplit:
+				h.Seq, h.Algorithm = 1+c.Uint64()%1000, AlgoAuto
+			default:
+				h.Seq = 1 + c.Uint64()%1000
+				if h.Algorithm == numAlgorithms {
+					h.Algorithm = AlgoAuto
+				}
 			}
 		}
 		size := max(uint64(h.DType.Size()), 1)
 		h.Count = uint64(c.Intn(64))
 		h.Offset = uint64(c.Intn(int(h.Count) + 2))
 		h.Length = uint64(c.Intn(int(h.Count-min(h.Offset, h.Count))+2)) * size
-		if h.Flags&FlagGoodbye != 0 && often() {
+		if h.Flags&(FlagGoodbye|FlagProbe) != 0 && often() {
 			h.Length = 0
 		}
 		if c.Intn(8) == 0 {
@@ -145,7 +158,7 @@ func TestHeaderGofuzz(t *testing.T) {
 			var ok [HeaderSize]byte
 			(&Header{}).MarshalTo(&ok)
 			copy(b[:3], ok[:3])
-			clear(b[52:56])
+			clear(b[53:56])
 		}
 		checkHeaderBytes(t, &b)
 	}

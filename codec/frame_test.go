@@ -19,26 +19,27 @@ var validHeaders = []struct {
 	{"allreduce chunk", Header{Kind: KindAllreduce, DType: Float32, Op: OpSum, Comm: 0xabcdef, Seq: 42, Tag: -3,
 		Count: 1000, Length: 1000, Offset: 250, Root: -1}},
 	{"last chunk", Header{Flags: FlagLast, Kind: KindAllreduce, DType: Float64, Op: OpAvg, Seq: 1,
-		Count: 1000, Length: 8 * 250, Offset: 750, Root: -1}},
-	{"reduce to root", Header{Kind: KindReduce, DType: BFloat16, Op: OpMax, Count: 9, Length: 18, Root: 3}},
-	{"user op scan", Header{Kind: KindScan, DType: Int64, Op: OpUser, Count: 2, Length: 16, Root: -1}},
-	{"exscan", Header{Kind: KindExscan, DType: Uint32, Op: OpXor, Count: 3, Length: 12, Root: -1}},
-	{"reduce-scatter", Header{Kind: KindReduceScatter, DType: Half, Op: OpProd, Count: 8, Length: 4, Offset: 6, Root: -1}},
-	{"bcast", Header{Kind: KindBcast, DType: Int16, Count: 4, Length: 8, Root: 0}},
-	{"gather", Header{Kind: KindGather, DType: Int8, Count: 12, Length: 3, Offset: 9, Root: 2}},
-	{"gatherv", Header{Kind: KindGatherv, DType: Int32, Count: 12, Length: 4, Offset: 11, Root: 1}},
-	{"scatter", Header{Kind: KindScatter, DType: Uint16, Count: 4, Length: 2, Root: 0}},
-	{"scatterv", Header{Kind: KindScatterv, DType: Uint64, Count: 4, Root: math.MaxInt32}},
-	{"allgather", Header{Kind: KindAllgather, DType: Float64, Count: 4, Length: 32, Root: -1}},
-	{"allgatherv", Header{Kind: KindAllgatherv, DType: Float64, Count: 4, Offset: 4, Root: -1}},
-	{"alltoall", Header{Kind: KindAlltoall, DType: Int32, Count: 4, Length: 8, Offset: 2, Root: -1}},
-	{"barrier", Header{Kind: KindBarrier, DType: Uint8, Root: -1}},
+		Count: 1000, Length: 8 * 250, Offset: 750, Root: -1, Algorithm: AlgoRingChunked}},
+	{"reduce to root", Header{Kind: KindReduce, DType: BFloat16, Op: OpMax, Seq: 2, Count: 9, Length: 18, Root: 3, Algorithm: AlgoTree}},
+	{"user op scan", Header{Kind: KindScan, DType: Int64, Op: OpUser, Seq: 3, Count: 2, Length: 16, Root: -1}},
+	{"exscan", Header{Kind: KindExscan, DType: Uint32, Op: OpXor, Seq: 4, Count: 3, Length: 12, Root: -1}},
+	{"reduce-scatter", Header{Kind: KindReduceScatter, DType: Half, Op: OpProd, Seq: 5, Count: 8, Length: 4, Offset: 6, Root: -1}},
+	{"bcast", Header{Kind: KindBcast, DType: Int16, Seq: 6, Count: 4, Length: 8, Root: 0, Algorithm: AlgoChain}},
+	{"gather", Header{Kind: KindGather, DType: Int8, Seq: 7, Count: 12, Length: 3, Offset: 9, Root: 2}},
+	{"gatherv", Header{Kind: KindGatherv, DType: Int32, Seq: 8, Count: 12, Length: 4, Offset: 11, Root: 1}},
+	{"scatter", Header{Kind: KindScatter, DType: Uint16, Seq: 9, Count: 4, Length: 2, Root: 0}},
+	{"scatterv", Header{Kind: KindScatterv, DType: Uint64, Seq: 10, Count: 4, Root: math.MaxInt32}},
+	{"allgather", Header{Kind: KindAllgather, DType: Float64, Seq: 11, Count: 4, Length: 32, Root: -1}},
+	{"allgatherv", Header{Kind: KindAllgatherv, DType: Float64, Seq: 12, Count: 4, Offset: 4, Root: -1}},
+	{"alltoall", Header{Kind: KindAlltoall, DType: Int32, Seq: 13, Count: 4, Length: 8, Offset: 2, Root: -1}},
+	{"barrier", Header{Kind: KindBarrier, DType: Uint8, Seq: 14, Root: -1, Algorithm: AlgoDissemination}},
+	{"probe", Header{Flags: FlagProbe, Kind: KindBarrier, DType: Uint8, Seq: 14, Tag: -5, Root: -1, Algorithm: AlgoDissemination}},
 	{"goodbye", Header{Flags: FlagGoodbye, Kind: KindControl, DType: Uint8, Root: -1}},
 	{"abort", Header{Flags: FlagAbort, Kind: KindControl, DType: Uint8, Count: 4, Length: 4, Root: -1}},
-	{"split", Header{Kind: KindControl, DType: Int64, Seq: 3, Tag: math.MinInt64, Count: 8, Length: 64, Root: 0}},
+	{"split", Header{Kind: KindSplit, DType: Int64, Seq: 3, Tag: math.MinInt64, Count: 8, Length: 64, Root: 0}},
 	{"extremes", Header{Kind: KindAllgather, DType: Uint8, Comm: math.MaxUint64, Seq: math.MaxUint64, Tag: math.MaxInt64,
-		Count: math.MaxInt64, Length: MaxPayload, Offset: math.MaxInt64 - MaxPayload, Root: -1}},
-	{"largest count", Header{Kind: KindBcast, DType: Float64, Count: math.MaxInt64 / 8, Offset: math.MaxInt64 / 8, Root: 5}},
+		Count: math.MaxInt64, Length: MaxPayload, Offset: math.MaxInt64 - MaxPayload, Root: -1, Algorithm: numAlgorithms - 1}},
+	{"largest count", Header{Kind: KindBcast, DType: Float64, Seq: 1, Count: math.MaxInt64 / 8, Offset: math.MaxInt64 / 8, Root: 5}},
 }
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -63,7 +64,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 func TestHeaderLayout(t *testing.T) {
 	h := Header{Flags: FlagLast, Kind: KindReduce, DType: Float32, Codec: CodecNone, Op: OpMin,
 		Comm: 0x0807060504030201, Seq: 0x1817161514131211, Tag: -2, Count: 0x100, Length: 0x40,
-		Root: 0x01020304, Offset: 0xf0}
+		Root: 0x01020304, Algorithm: AlgoTree, Offset: 0xf0}
 	require.NoError(t, h.Validate())
 	var want [HeaderSize]byte
 	copy(want[0:], "GC")
@@ -75,6 +76,7 @@ func TestHeaderLayout(t *testing.T) {
 	want[32+1] = 0x01
 	want[40] = 0x40
 	copy(want[48:], []byte{4, 3, 2, 1})
+	want[52] = byte(AlgoTree)
 	want[56] = 0xf0
 
 	var got [HeaderSize]byte
@@ -89,7 +91,7 @@ func TestHeaderLayout(t *testing.T) {
 // one way.
 func validHeader() Header {
 	return Header{Kind: KindAllreduce, DType: Float32, Op: OpSum, Comm: 9, Seq: 4, Tag: -8,
-		Count: 100, Length: 40, Offset: 10, Root: -1}
+		Count: 100, Length: 40, Offset: 10, Root: -1, Algorithm: AlgoRing}
 }
 
 func TestHeaderValidate(t *testing.T) {
@@ -99,23 +101,35 @@ func TestHeaderValidate(t *testing.T) {
 		want   string // in the error message
 	}{
 		{"unknown flag", func(h *Header) { h.Flags = 1 << 7 }, "unknown flags 0x80"},
-		{"unknown kind", func(h *Header) { h.Kind = numKinds }, "unknown kind 16"},
+		{"unknown kind", func(h *Header) { h.Kind = numKinds }, "unknown kind 17"},
 		{"zero dtype", func(h *Header) { h.DType = 0 }, "unknown element type 0"},
 		{"unknown dtype", func(h *Header) { h.DType = numDTypes }, "unknown element type 13"},
 		{"unknown codec", func(h *Header) { h.Codec = maxCodec + 1 }, "unknown codec 1"},
 		{"unknown op", func(h *Header) { h.Op = numOps }, "unknown op 10"},
+		{"unknown algorithm", func(h *Header) { h.Algorithm = numAlgorithms }, "unknown algorithm 13"},
+		{"collective without seq", func(h *Header) { h.Seq = 0 }, "Allreduce frame without a sequence number"},
+		{"split without seq", func(h *Header) { h.Kind, h.Op, h.Root, h.Algorithm, h.Seq = KindSplit, OpNone, 0, AlgoAuto, 0 },
+			"Split frame without a sequence number"},
+		{"seq on send", func(h *Header) { h.Kind, h.Op, h.Algorithm = KindSend, OpNone, AlgoAuto }, "sequence number 4 on Send frame"},
+		{"probe on control", func(h *Header) {
+			*h = Header{Flags: FlagProbe, Kind: KindControl, DType: Uint8, Root: -1}
+		}, "probe flag on control frame"},
+		{"probe with payload", func(h *Header) { h.Flags = FlagProbe }, "probe with 40 payload bytes"},
+		{"algorithm on split", func(h *Header) { h.Kind, h.Op, h.Root = KindSplit, OpNone, 0 }, "algorithm ring on Split frame"},
+		{"algorithm on send", func(h *Header) { *h = Header{Kind: KindSend, DType: Uint8, Root: -1, Algorithm: AlgoTree} },
+			"algorithm tree on Send frame"},
 		{"payload too long", func(h *Header) { h.Length = MaxPayload + 4; h.Count = math.MaxInt32 << 10 }, "exceeds"},
 		{"goodbye with payload", func(h *Header) { *h = Header{Flags: FlagGoodbye, Kind: KindControl, DType: Uint8, Count: 1, Length: 1} },
 			"goodbye frame with 1 payload bytes"},
-		{"root below -1", func(h *Header) { h.Kind, h.Root = KindSend, -2 }, "root -2"},
+		{"root below -1", func(h *Header) { h.Root = -2 }, "root -2"},
 		{"goodbye on a collective", func(h *Header) { h.Flags, h.Length = FlagGoodbye, 0 }, "goodbye or abort flag on Allreduce frame"},
-		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags = KindSend, OpNone, FlagAbort }, "goodbye or abort flag on Send frame"},
+		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags, h.Seq = KindSend, OpNone, FlagAbort, 0 }, "goodbye or abort flag on Send frame"},
 		{"goodbye and abort", func(h *Header) { *h = Header{Flags: FlagGoodbye | FlagAbort, Kind: KindControl, DType: Uint8} },
 			"goodbye and abort flags together"},
 		{"reduction without op", func(h *Header) { h.Op = OpNone }, "Allreduce frame without an op"},
 		{"reduce without op", func(h *Header) { h.Kind, h.Op, h.Root = KindReduce, OpNone, 0 }, "Reduce frame without an op"},
 		{"op on bcast", func(h *Header) { h.Kind, h.Root = KindBcast, 0 }, "op sum on Bcast frame"},
-		{"op on send", func(h *Header) { h.Kind = KindSend }, "op sum on Send frame"},
+		{"op on send", func(h *Header) { h.Kind, h.Seq = KindSend, 0 }, "op sum on Send frame"},
 		{"bcast without root", func(h *Header) { h.Kind, h.Op = KindBcast, OpNone }, "Bcast frame without a root"},
 		{"reduce without root", func(h *Header) { h.Kind = KindReduce }, "Reduce frame without a root"},
 		{"root on allreduce", func(h *Header) { h.Root = 0 }, "root 0 on Allreduce frame, which has none"},
@@ -156,10 +170,10 @@ func TestHeaderUnmarshalErrors(t *testing.T) {
 		{"zeros", func(b *[HeaderSize]byte) { *b = [HeaderSize]byte{} }, "magic 0x0000, want 0x4347"},
 		{"bad magic", func(b *[HeaderSize]byte) { b[1] = 'X' }, "magic 0x5847"},
 		{"byte-swapped magic", func(b *[HeaderSize]byte) { b[0], b[1] = b[1], b[0] }, "magic 0x4743"},
-		{"old version", func(b *[HeaderSize]byte) { b[2] = 0 }, "version 0, want 1"},
-		{"new version", func(b *[HeaderSize]byte) { b[2] = HeaderVersion + 1 }, "version 2, want 1"},
-		{"reserved set", func(b *[HeaderSize]byte) { binary.LittleEndian.PutUint32(b[52:], 0x100) }, "reserved field is 0x100"},
-		{"reserved high byte", func(b *[HeaderSize]byte) { b[55] = 0x80 }, "reserved field is 0x80000000"},
+		{"old version", func(b *[HeaderSize]byte) { b[2] = 1 }, "version 1, want 2"},
+		{"new version", func(b *[HeaderSize]byte) { b[2] = HeaderVersion + 1 }, "version 3, want 2"},
+		{"reserved set", func(b *[HeaderSize]byte) { binary.LittleEndian.PutUint16(b[53:], 0x100) }, "reserved bytes are 0x0 0x1 0x0"},
+		{"reserved high byte", func(b *[HeaderSize]byte) { b[55] = 0x80 }, "reserved bytes are 0x0 0x0 0x80"},
 		{"kind out of range", func(b *[HeaderSize]byte) { b[4] = 0xff }, "unknown kind 255"},
 	}
 	for _, tc := range tests {
@@ -178,7 +192,7 @@ func TestHeaderUnmarshalErrors(t *testing.T) {
 
 func TestHeaderString(t *testing.T) {
 	h := validHeader()
-	require.Equal(t, "Allreduce comm=0x9 seq=4 tag=-8 100×float32 root=-1 len=40 off=10 op=sum flags=0x0", h.String())
+	require.Equal(t, "Allreduce comm=0x9 seq=4 tag=-8 100×float32 root=-1 len=40 off=10 op=sum algo=ring flags=0x0", h.String())
 	require.Equal(t, "Kind(200)", Kind(200).String())
 	require.Equal(t, "OpID(99)", OpID(99).String())
 }

@@ -22,7 +22,7 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 	if c != nil {
 		p = c.Size()
 	}
-	k, err := begin[T](ctx, c, codec.KindAllgather, codec.Op{}, p*len(send), -1, opts)
+	k, err := prepare[T](ctx, c, codec.KindAllgather, codec.Op{}, p*len(send), -1, opts)
 	if err != nil {
 		return err
 	}
@@ -30,11 +30,10 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 		return k.invalid(fmt.Errorf("%w: recv has %d elements, want Size()·len(send) = %d·%d = %d",
 			codec.ErrInvalid, len(recv), p, len(send), p*len(send)))
 	}
-	algo, err := choose(codec.KindAllgather, k.cfg, p, len(recv)*k.size, true)
-	if err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
-	switch algo {
+	switch k.me.Algorithm {
 	case Ring:
 		return allgatherRing(&k, send, recv)
 	case RecursiveDoubling:
@@ -174,7 +173,7 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 	for _, n := range counts {
 		total += n
 	}
-	k, err := begin[T](ctx, c, codec.KindAllgatherv, codec.Op{}, total, -1, opts)
+	k, err := prepare[T](ctx, c, codec.KindAllgatherv, codec.Op{}, total, -1, opts)
 	if err != nil {
 		return err
 	}
@@ -193,8 +192,8 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 	if len(recv) != total {
 		return k.invalid(fmt.Errorf("%w: recv has %d elements, want sum(counts) = %d", codec.ErrInvalid, len(recv), total))
 	}
-	if _, err := choose(codec.KindAllgatherv, k.cfg, p, total*k.size, true); err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
 	return allgathervRing(&k, send, recv, counts)
 }

@@ -2,7 +2,6 @@ package collective
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -146,52 +145,6 @@ func TestAllgatherOverTCP(t *testing.T) {
 	}
 }
 
-// unrootedCall is one rank's call of a collective in the argument error
-// tests.
-type unrootedCall func(ctx context.Context, c *comm.Comm) error
-
-// requireRefused runs call on every rank of a fresh job of n ranks: the
-// ranks in bad must fail with an error that wraps codec.ErrInvalid, names
-// the rank and contains each of want; every other rank must fail too, by
-// the abort that the bad rank's error causes, instead of hanging.
-func requireRefused(t *testing.T, n int, bad []int, call unrootedCall, want ...string) {
-	t.Helper()
-	cs := job(t, n, comm.WithTimeout(watchdog))
-	for r, err := range onEveryRank(t, cs, call) {
-		require.Error(t, err, "rank %d", r)
-		if slices.Contains(bad, r) {
-			require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
-			require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r), "rank %d", r)
-			for _, w := range want {
-				require.ErrorContains(t, err, w, "rank %d", r)
-			}
-			continue
-		}
-		require.True(t, errors.Is(err, comm.ErrAborted) || errors.Is(err, codec.ErrInvalid),
-			"rank %d: want the abort, got %v", r, err)
-	}
-}
-
-// requireMismatch runs call, in which the ranks disagree, on a fresh job
-// of n ranks: some rank must see the mismatch, and every rank that fails
-// must fail with it or with the abort it causes.
-func requireMismatch(t *testing.T, n int, call unrootedCall, want ...string) {
-	t.Helper()
-	cs := job(t, n, comm.WithTimeout(watchdog))
-	seen := false
-	for r, err := range onEveryRank(t, cs, call) {
-		if err == nil {
-			continue
-		}
-		seen = seen || errors.Is(err, ErrMismatch)
-		require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
-		for _, w := range want {
-			require.ErrorContains(t, err, w, "rank %d", r)
-		}
-	}
-	require.True(t, seen, "no rank saw the mismatch")
-}
-
 func TestAllgatherRefusesBadArguments(t *testing.T) {
 	t.Run("recv length", func(t *testing.T) {
 		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
@@ -209,7 +162,7 @@ func TestAllgatherRefusesBadArguments(t *testing.T) {
 			requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
 				m := 4 + c.Rank()
 				return Allgather(ctx, c, make([]int64, m), make([]int64, 3*m), WithAlgorithm(algo))
-			})
+			}, nil)
 		})
 	}
 }
@@ -218,7 +171,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 	tests := []struct {
 		name string
 		bad  []int
-		call unrootedCall
+		call rankCall
 		want []string
 	}{
 		{
@@ -272,7 +225,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 				cnts = []int{1, 3, 2}
 			}
 			return Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, 6), cnts)
-		})
+		}, nil)
 	})
 }
 

@@ -26,11 +26,8 @@ func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op code
 
 // allreduce runs the chosen algorithm and finishes the op (Avg divides).
 func (k *call[T]) allreduce(buf []T) error {
-	algo, err := choose(codec.KindAllreduce, k.cfg, k.c.Size(), len(buf)*k.size, k.op.Commutative())
-	if err != nil {
-		return k.invalid(err)
-	}
-	switch algo {
+	var err error
+	switch k.me.Algorithm {
 	case Ring:
 		err = allreduceRing(k, buf, len(buf))
 	case RingChunked:
@@ -172,7 +169,7 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 			dst = tmp[lo-recvLo : hi-recvLo]
 		}
 		bufs[i%ringWindow] = codec.Bytes(dst)
-		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), &k.expect, bufs[i%ringWindow])
+		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), bufs[i%ringWindow])
 		reqs[i%ringWindow] = req
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 // and recv have the same length, a multiple of Size(), and must not
 // overlap. Algorithm: Pairwise (p-1 steps, one block each way per step).
 func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) error {
-	k, err := begin[T](ctx, c, codec.KindAlltoall, codec.Op{}, len(send), -1, opts)
+	k, err := prepare[T](ctx, c, codec.KindAlltoall, codec.Op{}, len(send), -1, opts)
 	if err != nil {
 		return err
 	}
@@ -23,8 +23,8 @@ func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, o
 		return k.invalid(fmt.Errorf("%w: send has %d elements and recv %d; both need the same multiple of Size() = %d",
 			codec.ErrInvalid, len(send), len(recv), p))
 	}
-	if _, err := choose(codec.KindAlltoall, k.cfg, p, len(send)*k.size, true); err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
 	return alltoallPairwise(&k, send, recv)
 }

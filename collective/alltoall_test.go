@@ -93,6 +93,6 @@ func TestAlltoallRefusesBadArguments(t *testing.T) {
 		requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
 			b := 3 + c.Rank()%2
 			return Alltoall(ctx, c, make([]uint8, 4*b), make([]uint8, 4*b))
-		})
+		}, nil)
 	})
 }

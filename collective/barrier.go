@@ -14,9 +14,6 @@ func Barrier(ctx context.Context, c *comm.Comm) error {
 	if err != nil {
 		return err
 	}
-	if _, err := choose(codec.KindBarrier, k.cfg, c.Size(), 0, true); err != nil {
-		return k.invalid(err)
-	}
 	return barrierDissemination(&k)
 }
 

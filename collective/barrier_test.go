@@ -67,7 +67,7 @@ func TestBarrierMismatch(t *testing.T) {
 			return Barrier(ctx, c)
 		}
 		return Allgather(ctx, c, make([]uint8, 0), make([]uint8, 0), WithAlgorithm(Ring))
-	}, "Barrier(0 × uint8)", "Allgather(0 × uint8)")
+	}, []string{"Barrier(0 × uint8)", "Allgather(0 × uint8)"})
 }
 
 // TestBarrierContext: a barrier that a rank never joins ends with the

@@ -19,11 +19,7 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 	if err != nil {
 		return err
 	}
-	algo, err := choose(codec.KindBcast, k.cfg, c.Size(), len(buf)*k.size, true)
-	if err != nil {
-		return k.invalid(err)
-	}
-	switch algo {
+	switch k.me.Algorithm {
 	case Chain:
 		return bcastChain(&k, buf, root, 0)
 	case ScatterAllgather:
@@ -135,7 +131,7 @@ func chainPost[T codec.Elem](k *call[T], buf []T, prev, step0, chunk, i int,
 	lo, hi := chunkBounds(0, len(buf), chunk, i)
 	slot := i % chainWindow
 	bufs[slot] = codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), &k.expect, bufs[slot])
+	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), bufs[slot])
 	if err != nil {
 		withdraw(reqs[:])
 		return k.wrap(prev, err)

@@ -80,12 +80,12 @@ func TestBcastChainChunks(t *testing.T) {
 
 func TestBcastRefusesBadArguments(t *testing.T) {
 	t.Run("root out of range", func(t *testing.T) {
-		checkRefused(t, 4, []int{0, 1, 2, 3}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 4, []int{0, 1, 2, 3}, func(ctx context.Context, c *comm.Comm) error {
 			return Bcast(ctx, c, make([]uint8, 10), 7)
 		}, "Bcast", "root 7 is outside the communicator of 4 ranks")
 	})
 	t.Run("algorithm on one rank", func(t *testing.T) {
-		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
 			algo := Tree
 			if c.Rank() == 1 {
 				algo = Bruck
@@ -96,9 +96,9 @@ func TestBcastRefusesBadArguments(t *testing.T) {
 	t.Run("mismatched count", func(t *testing.T) {
 		for _, algo := range bcastAlgorithms[1:] {
 			t.Run(algo.String(), func(t *testing.T) {
-				checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+				requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
 					return Bcast(ctx, c, make([]float64, 9+c.Rank()), 0, WithAlgorithm(algo))
-				})
+				}, nil)
 			})
 		}
 	})

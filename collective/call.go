@@ -12,10 +12,10 @@ import (
 )
 
 // call is one collective call on one rank: what it is on the wire (kind,
-// element type, op, count, root) and its sequence number, from which the
-// tags of its messages derive. Algorithms send and receive only through
-// it, so every message carries the call and every receive checks the
-// sender's call against this rank's.
+// element type, op, count, root, algorithm) and its sequence number, from
+// which the tags of its messages derive. Algorithms send and receive only
+// through it, so every message carries the call, which comm checks
+// against the receiving rank's call of the same operation.
 type call[T codec.Elem] struct {
 	ctx  context.Context
 	c    *comm.Comm
@@ -24,9 +24,6 @@ type call[T codec.Elem] struct {
 	seq  uint64
 	cfg  config
 	size int // bytes per element
-	// expect is this call as a header, for comm's check that a peer's
-	// message of the same operation belongs to the same call.
-	expect codec.Header
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -46,12 +43,25 @@ func reducing(k codec.Kind) bool {
 	return false
 }
 
-// begin validates a call and takes its sequence number. count is the
-// number of elements of the whole operation, which every rank must agree
-// on. A call that fails validation aborts the job, as MPI's default error
-// handler does: the other ranks would otherwise wait for this one until
-// the timeout.
+// begin prepares a call and starts it: what a collective does whose
+// arguments prepare checks in full.
 func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
+	k, err := prepare[T](ctx, c, kind, op, count, root, opts)
+	if err != nil {
+		return k, err
+	}
+	return k, k.start()
+}
+
+// prepare validates a call's options, root and op and chooses its
+// algorithm. count is the number of elements of the whole operation,
+// which every rank must agree on, and what the selector decides by. A
+// call that fails validation aborts the job, as MPI's default error
+// handler does: the other ranks would otherwise wait for this one until
+// the timeout. A collective with more to check (buffer lengths, counts)
+// checks it between prepare and start, so that a bad argument is
+// reported as such and not as the mismatch it would cause.
+func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
 	dt := codec.DTypeOf[T]()
 	k := call[T]{ctx: ctx, c: c, op: op, size: dt.Size(),
 		me: Call{Kind: kind, DType: dt, Count: count, Root: -1}}
@@ -75,9 +85,24 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 		}
 		k.me.Op = op.ID()
 	}
-	k.seq = c.NextSeq()
-	k.expect = k.header(0, 0, 0)
+	commutative := !reducing(kind) || op.Commutative()
+	algo, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative)
+	if err != nil {
+		return k, k.invalid(err)
+	}
+	k.me.Algorithm = algo
 	return k, nil
+}
+
+// start registers the call with its communicator, which numbers it and
+// checks it against the calls of the other ranks.
+func (k *call[T]) start() error {
+	h := k.header(0, 0, 0)
+	if err := k.c.StartCall(&h); err != nil {
+		return k.wrap(-1, err)
+	}
+	k.seq = h.Seq
+	return nil
 }
 
 // invalid reports a bad argument of this rank's call and aborts the job
@@ -103,7 +128,7 @@ func (k *call[T]) tag(step int) int64 { return comm.InternalTag(k.seq, step) }
 
 func (k *call[T]) header(step, n, off int) codec.Header {
 	return codec.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
-		Count: uint64(k.me.Count), Root: int32(k.me.Root), Offset: uint64(off),
+		Count: uint64(k.me.Count), Root: int32(k.me.Root), Algorithm: k.me.Algorithm, Offset: uint64(off),
 		Length: uint64(n * k.size)}
 }
 
@@ -132,7 +157,7 @@ func (k *call[T]) sendFailed(peer int, err error) error {
 // recv receives step step from peer into dst, the elements at offset off.
 func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 	b := codec.Bytes(dst)
-	n, h, err := k.c.RecvHeader(k.ctx, peer, k.tag(step), &k.expect, b)
+	n, h, err := k.c.RecvHeader(k.ctx, peer, k.tag(step), b)
 	if err = k.check(peer, n, &h, len(dst), off, err); err != nil {
 		return err
 	}
@@ -144,7 +169,7 @@ func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 // receive posted first so that neither side waits for the other's send.
 func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int, r []T, roff int) error {
 	b := codec.Bytes(r)
-	req, err := k.c.IrecvHeader(from, k.tag(recvStep), &k.expect, b)
+	req, err := k.c.IrecvHeader(from, k.tag(recvStep), b)
 	if err != nil {
 		return k.wrap(from, err)
 	}
@@ -194,22 +219,23 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 }
 
 // check turns the outcome of a receive into this call's error: a sender
-// whose call differs from this rank's is a mismatch, which aborts the job.
+// whose message differs from what this rank's call expects is a mismatch,
+// which aborts the job. comm compares the calls of every frame as it
+// arrives; this check adds what a call does not describe (lengths and
+// offsets, which chunk sizes decide) and covers operations too old for
+// comm to remember.
 func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
 	if err != nil {
-		if errors.Is(err, comm.ErrOtherCall) {
-			return k.mismatch(peer, h, "")
-		}
 		if te := new(comm.TruncateError); errors.As(err, &te) {
 			return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
 		}
 		return k.wrap(peer, err)
 	}
-	if remote := callOf(h); remote != k.me {
+	if h.Call() != k.me {
 		return k.mismatch(peer, h, "")
 	}
 	if n != want*k.size || int(h.Offset) != off {
-		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different algorithms or chunk sizes?)",
+		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different chunk sizes?)",
 			n/k.size, h.Offset, want, off))
 	}
 	return nil
@@ -217,7 +243,7 @@ func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) 
 
 func (k *call[T]) mismatch(peer int, h *codec.Header, detail string) error {
 	me := k.c.Rank()
-	err := &MismatchError{Rank: me, Peer: peer, Local: k.me, Remote: callOf(h), Detail: detail}
+	err := &MismatchError{Rank: me, Peer: peer, Local: k.me, Remote: h.Call(), Detail: detail}
 	k.c.Abort(err)
 	return k.wrap(peer, err)
 }

@@ -21,7 +21,7 @@ import (
 // messages save).
 func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
 	p := commSize(c)
-	k, err := begin[T](ctx, c, codec.KindGather, codec.Op{}, p*len(send), root, opts)
+	k, err := prepare[T](ctx, c, codec.KindGather, codec.Op{}, p*len(send), root, opts)
 	if err != nil {
 		return err
 	}
@@ -30,11 +30,10 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; it needs %d (%d ranks × %d elements sent)",
 			codec.ErrInvalid, len(recv), root, p*len(send), p, len(send)))
 	}
-	algo, err := choose(codec.KindGather, k.cfg, p, p*len(send)*k.size, true)
-	if err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
-	if algo == Linear {
+	if k.me.Algorithm == Linear {
 		return gatherLinear(&k, send, recv, root)
 	}
 	return gatherTree(&k, send, recv, root)
@@ -46,7 +45,7 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 // at root recv must hold at least their sum (it is ignored elsewhere).
 // The algorithm is Linear.
 func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) error {
-	k, err := begin[T](ctx, c, codec.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
+	k, err := prepare[T](ctx, c, codec.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
 	}
@@ -59,8 +58,8 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; the counts add up to %d",
 			codec.ErrInvalid, len(recv), root, total))
 	}
-	if _, err := choose(codec.KindGatherv, k.cfg, c.Size(), total*k.size, true); err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
 	if me != root {
 		return k.send(root, 0, send, countsBefore(counts, me))
@@ -217,7 +216,7 @@ func (b *recvBatch) release() {
 // whose wire offset is off.
 func postRecv[T codec.Elem](k *call[T], b *recvBatch, peer, step int, buf []T, lo, hi, off int) error {
 	bytes := codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(peer, k.tag(step), &k.expect, bytes)
+	req, err := k.c.IrecvHeader(peer, k.tag(step), bytes)
 	if err != nil {
 		return k.wrap(peer, err)
 	}

@@ -133,30 +133,30 @@ func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes [
 
 func TestGatherRefusesBadArguments(t *testing.T) {
 	t.Run("recv too short at root", func(t *testing.T) {
-		checkRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
 			return Gather(ctx, c, make([]float32, 4), make([]float32, 11), 1)
 		}, "Gather(12 × float32, root 1)", "recv has 11 elements at root 1; it needs 12 (3 ranks × 4 elements sent)")
 	})
 	t.Run("recv too long at root", func(t *testing.T) {
-		checkRefused(t, 2, []int{0}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 2, []int{0}, func(ctx context.Context, c *comm.Comm) error {
 			return Gather(ctx, c, make([]int32, 4), make([]int32, 9), 0, WithAlgorithm(Linear))
 		}, "recv has 9 elements at root 0; it needs 8")
 	})
 	t.Run("root out of range", func(t *testing.T) {
-		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gather(ctx, c, make([]float32, 4), make([]float32, 12), -2)
 		}, "Gather", "root -2 is outside the communicator of 3 ranks")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
 		for _, algo := range gatherAlgorithms[1:] {
 			t.Run(algo.String(), func(t *testing.T) {
-				checkMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+				requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
 					m := 3
 					if c.Rank() == 2 {
 						m = 4
 					}
 					return Gather(ctx, c, make([]uint16, m), make([]uint16, 4*m), 0, WithAlgorithm(algo))
-				})
+				}, nil)
 			})
 		}
 	})
@@ -164,39 +164,39 @@ func TestGatherRefusesBadArguments(t *testing.T) {
 
 func TestGathervRefusesBadArguments(t *testing.T) {
 	t.Run("counts of wrong length", func(t *testing.T) {
-		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 0)
 		}, "Gatherv", "counts has 2 entries for 3 ranks")
 	})
 	t.Run("negative count", func(t *testing.T) {
-		checkRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			counts := []int{2, -1, 2}
 			return Gatherv(ctx, c, make([]float32, max(counts[c.Rank()], 0)), make([]float32, 4), counts, 0)
 		}, "counts[1] is -1")
 	})
 	t.Run("count is not len(send)", func(t *testing.T) {
-		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 7), []int{2, 2, 3}, 0)
 		}, "send has 2 elements on rank 2 but counts[2] is 3")
 	})
 	t.Run("recv too short at root", func(t *testing.T) {
-		checkRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 5), []int{2, 2, 2}, 2)
 		}, "Gatherv(6 × float32, root 2)", "recv has 5 elements at root 2; the counts add up to 6")
 	})
 	t.Run("root out of range", func(t *testing.T) {
-		checkRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
+		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 2)
 		}, "root 2 is outside the communicator of 2 ranks")
 	})
 	t.Run("counts differ between ranks", func(t *testing.T) {
-		checkMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+		requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
 			counts := []int{2, 2, 2}
 			if c.Rank() == 1 {
 				counts = []int{1, 3, 2}
 				return Gatherv(ctx, c, make([]float32, 3), nil, counts, 0)
 			}
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 6), counts, 0)
-		})
+		}, nil)
 	})
 }

@@ -2,7 +2,10 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,4 +169,69 @@ func equalBits[T codec.Elem](got, want []T) error {
 		}
 	}
 	return nil
+}
+
+// rankCall is one rank's part in a test job: a collective call, made with
+// arguments that may differ from rank to rank.
+type rankCall func(ctx context.Context, c *comm.Comm) error
+
+// requireRefused runs call on every rank of a fresh job of n ranks: the
+// ranks in bad must fail with an error wrapping codec.ErrInvalid that
+// names the rank and contains each of want. Their refusal aborts the
+// job, so every other rank must fail too instead of hanging: in call
+// itself, or, if it only had to send and finished before the abort
+// reached it, in a receive from a refusing rank, which only the abort can
+// end.
+func requireRefused(t *testing.T, n int, bad []int, call rankCall, want ...string) {
+	t.Helper()
+	cs := job(t, n, comm.WithTimeout(watchdog))
+	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		err := call(ctx, c)
+		if err != nil || slices.Contains(bad, c.Rank()) {
+			return err
+		}
+		if _, err := c.Recv(ctx, bad[0], 0, make([]byte, 1)); err != nil {
+			return err
+		}
+		return errors.New("a refusing rank sent a message after its refusal")
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		if slices.Contains(bad, r) {
+			require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+			require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r), "rank %d", r)
+			for _, w := range want {
+				require.ErrorContains(t, err, w, "rank %d", r)
+			}
+			continue
+		}
+		require.True(t, errors.Is(err, comm.ErrAborted) || errors.Is(err, codec.ErrInvalid),
+			"rank %d: want the abort, got %v", r, err)
+	}
+}
+
+// requireMismatch runs call, in which the ranks disagree, on every rank
+// of a fresh job of n ranks (with opts), followed by a Barrier. Every
+// rank must fail, in call or, if its part only sent and ended before the
+// news reached it, in the Barrier, with the mismatch itself or the abort
+// it causes, naming both calls: each of want must be in its error. None
+// may fail by the timeout, which is left long (the watchdog) so that a
+// mismatch the check misses shows as a timeout error, not as a pass.
+func requireMismatch(t *testing.T, n int, call rankCall, want []string, opts ...comm.Option) {
+	t.Helper()
+	cs := job(t, n, append([]comm.Option{comm.WithTimeout(watchdog)}, opts...)...)
+	for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		if err := call(ctx, c); err != nil {
+			return err
+		}
+		return Barrier(ctx, c)
+	}) {
+		require.Error(t, err, "rank %d", r)
+		require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+		require.NotErrorIs(t, err, comm.ErrTimeout, "rank %d", r)
+		require.GreaterOrEqual(t, strings.Count(err.Error(), " called "), 2, "rank %d: %v does not name both calls", r, err)
+		for _, w := range want {
+			require.ErrorContains(t, err, w, "rank %d", r)
+		}
+	}
 }

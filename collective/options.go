@@ -2,57 +2,35 @@ package collective
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gocoll/gocoll/codec"
 )
 
 // Algorithm names a collective algorithm. Auto (the zero value) lets the
-// selector choose by collective, rank count and message size.
-type Algorithm uint8
+// selector choose by collective, rank count and message size. It is
+// codec.Algorithm, the algorithm every frame carries.
+type Algorithm = codec.Algorithm
 
 // The algorithms. Each collective accepts the ones that apply to it (see
 // its documentation); asking for another is an error.
 const (
-	Auto              Algorithm = iota
-	Ring                        // allreduce, allgather, reduce-scatter
-	RingChunked                 // allreduce: ring with pipelined chunks
-	RecursiveDoubling           // allreduce, allgather
-	Rabenseifner                // allreduce: recursive halving + doubling
-	Tree                        // allreduce (binomial reduce + bcast), bcast, reduce, gather, scatter
-	Chain                       // bcast: pipelined chain
-	ScatterAllgather            // bcast
-	Linear                      // gather, scatter, and the v-variants
-	Bruck                       // allgather
-	RecursiveHalving            // reduce-scatter
-	Pairwise                    // alltoall
-	Dissemination               // barrier
-	numAlgorithms
+	Auto              = codec.AlgoAuto
+	Ring              = codec.AlgoRing              // allreduce, allgather, reduce-scatter
+	RingChunked       = codec.AlgoRingChunked       // allreduce: ring with pipelined chunks
+	RecursiveDoubling = codec.AlgoRecursiveDoubling // allreduce, allgather
+	Rabenseifner      = codec.AlgoRabenseifner      // allreduce: recursive halving + doubling
+	Tree              = codec.AlgoTree              // allreduce (binomial reduce + bcast), bcast, reduce, gather, scatter
+	Chain             = codec.AlgoChain             // bcast: pipelined chain
+	ScatterAllgather  = codec.AlgoScatterAllgather  // bcast
+	Linear            = codec.AlgoLinear            // gather, scatter, and the v-variants
+	Bruck             = codec.AlgoBruck             // allgather
+	RecursiveHalving  = codec.AlgoRecursiveHalving  // reduce-scatter
+	Pairwise          = codec.AlgoPairwise          // alltoall
+	Dissemination     = codec.AlgoDissemination     // barrier
 )
 
-var algorithmNames = [numAlgorithms]string{
-	Auto: "auto", Ring: "ring", RingChunked: "ring_chunked", RecursiveDoubling: "recursive_doubling",
-	Rabenseifner: "rabenseifner", Tree: "tree", Chain: "chain", ScatterAllgather: "scatter_allgather",
-	Linear: "linear", Bruck: "bruck", RecursiveHalving: "recursive_halving", Pairwise: "pairwise",
-	Dissemination: "dissemination",
-}
-
-func (a Algorithm) String() string {
-	if a >= numAlgorithms {
-		return fmt.Sprintf("Algorithm(%d)", uint8(a))
-	}
-	return algorithmNames[a]
-}
-
 // ParseAlgorithm returns the Algorithm named s, as String spells it.
-func ParseAlgorithm(s string) (Algorithm, error) {
-	for a, name := range algorithmNames {
-		if strings.EqualFold(s, name) {
-			return Algorithm(a), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of %s)", codec.ErrInvalid, s, strings.Join(algorithmNames[:], ", "))
-}
+func ParseAlgorithm(s string) (Algorithm, error) { return codec.ParseAlgorithm(s) }
 
 // Option configures one collective call. Options are plain values, not
 // closures, so that passing them costs a call nothing.
@@ -77,7 +55,7 @@ type config struct {
 func (o Option) apply(c *config) error {
 	switch o.set {
 	case setAlgorithm:
-		if o.algo >= numAlgorithms {
+		if !o.algo.Valid() {
 			return fmt.Errorf("%w: unknown algorithm %d", codec.ErrInvalid, uint8(o.algo))
 		}
 		c.algo = o.algo

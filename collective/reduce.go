@@ -16,9 +16,6 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 	if err != nil {
 		return err
 	}
-	if _, err := choose(codec.KindReduce, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
-		return k.invalid(err)
-	}
 	if err := reduceTree(&k, buf, root, 0); err != nil {
 		return err
 	}

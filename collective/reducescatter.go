@@ -18,7 +18,7 @@ import (
 // keeps rank order, r0∘r1∘…, so it also serves non-commutative ops, at
 // the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) error {
-	k, err := begin[T](ctx, c, codec.KindReduceScatter, op, len(send), -1, opts)
+	k, err := prepare[T](ctx, c, codec.KindReduceScatter, op, len(send), -1, opts)
 	if err != nil {
 		return err
 	}
@@ -27,11 +27,10 @@ func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 		return k.invalid(fmt.Errorf("%w: send has %d elements, want Size()·len(recv) = %d·%d = %d",
 			codec.ErrInvalid, len(send), p, len(recv), p*len(recv)))
 	}
-	algo, err := choose(codec.KindReduceScatter, k.cfg, p, len(send)*k.size, op.Commutative())
-	if err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
-	switch algo {
+	switch k.me.Algorithm {
 	case Ring:
 		err = reduceScatterRing(&k, send, recv)
 	default: // RecursiveHalving
@@ -107,7 +106,7 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 	if from != me {
 		rb = codec.Bytes(recv)
 		var err error
-		if req, err = k.c.IrecvHeader(from, k.tag(step), &k.expect, rb); err != nil {
+		if req, err = k.c.IrecvHeader(from, k.tag(step), rb); err != nil {
 			return k.wrap(from, err)
 		}
 	}

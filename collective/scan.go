@@ -16,9 +16,6 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 	if err != nil {
 		return err
 	}
-	if _, err := choose(codec.KindScan, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
-		return k.invalid(err)
-	}
 	if err := scanDoubling(&k, buf, true); err != nil {
 		return err
 	}
@@ -34,9 +31,6 @@ func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 	k, err := begin[T](ctx, c, codec.KindExscan, op, len(buf), -1, opts)
 	if err != nil {
 		return err
-	}
-	if _, err := choose(codec.KindExscan, k.cfg, c.Size(), len(buf)*k.size, op.Commutative()); err != nil {
-		return k.invalid(err)
 	}
 	if err := scanDoubling(&k, buf, false); err != nil {
 		return err

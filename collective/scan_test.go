@@ -145,7 +145,7 @@ func TestScanRefusesBadArguments(t *testing.T) {
 		t.Run(f.name+"/mismatched count", func(t *testing.T) {
 			requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
 				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), Sum)
-			})
+			}, nil)
 		})
 		t.Run(f.name+"/mismatched op", func(t *testing.T) {
 			requireMismatch(t, 2, func(ctx context.Context, c *comm.Comm) error {
@@ -154,7 +154,7 @@ func TestScanRefusesBadArguments(t *testing.T) {
 					op = Max
 				}
 				return f.call(ctx, c, make([]float64, 4), op)
-			}, "sum", "max")
+			}, []string{"sum", "max"})
 		})
 	}
 }

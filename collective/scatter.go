@@ -18,7 +18,7 @@ import (
 // turn; the default for large ones).
 func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
 	p := commSize(c)
-	k, err := begin[T](ctx, c, codec.KindScatter, codec.Op{}, p*len(recv), root, opts)
+	k, err := prepare[T](ctx, c, codec.KindScatter, codec.Op{}, p*len(recv), root, opts)
 	if err != nil {
 		return err
 	}
@@ -27,11 +27,10 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; it needs %d (%d ranks × %d elements received)",
 			codec.ErrInvalid, len(send), root, p*len(recv), p, len(recv)))
 	}
-	algo, err := choose(codec.KindScatter, k.cfg, p, p*len(recv)*k.size, true)
-	if err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
-	if algo == Linear {
+	if k.me.Algorithm == Linear {
 		return scatterLinear(&k, send, recv, root)
 	}
 	return scatterTree(&k, send, recv, root)
@@ -42,7 +41,7 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 // counts, with counts[Rank()] == len(recv); at root send must hold at
 // least their sum (it is ignored elsewhere). The algorithm is Linear.
 func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) error {
-	k, err := begin[T](ctx, c, codec.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
+	k, err := prepare[T](ctx, c, codec.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
 	}
@@ -55,8 +54,8 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; the counts add up to %d",
 			codec.ErrInvalid, len(send), root, total))
 	}
-	if _, err := choose(codec.KindScatterv, k.cfg, p, total*k.size, true); err != nil {
-		return k.invalid(err)
+	if err := k.start(); err != nil {
+		return err
 	}
 	if me != root {
 		return k.recv(root, 0, recv, countsBefore(counts, me))

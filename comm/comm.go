@@ -19,7 +19,8 @@ type Comm struct {
 	ep     *endpoint
 	id     uint64
 	rank   int
-	group  []int // world rank of each rank of this communicator
+	group  []int      // world rank of each rank of this communicator
+	calls  *callTable // the operations of this communicator on this rank
 	seq    atomic.Uint64
 	closed atomic.Bool
 }
@@ -36,7 +37,14 @@ func newWorld(ep *endpoint) *Comm {
 	for i := range group {
 		group[i] = i
 	}
-	return &Comm{ep: ep, id: worldID, rank: ep.rank, group: group}
+	return ep.bind(&Comm{ep: ep, id: worldID, rank: ep.rank, group: group})
+}
+
+// bind attaches c to its call table on ep.
+func (ep *endpoint) bind(c *Comm) *Comm {
+	c.calls = ep.calls(c.id)
+	c.calls.bind(c)
+	return c
 }
 
 // Rank is this process's rank in the communicator, in [0, Size()).
@@ -103,12 +111,8 @@ func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
 	if err := c.check("recv", src, tag); err != nil {
 		return nil, err
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, &noCall, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b), nil
 }
-
-// noCall is the expectation of user receives, whose tags never take part
-// in the other-call check.
-var noCall codec.Header
 
 // Wait blocks until the receive completes and returns the message length.
 // It honours ctx and the communicator's timeout: a receive that no message
@@ -147,31 +151,26 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload
 
 // RecvHeader receives the message with tag from rank src of c into b and
 // returns its length and header, so that a collective can compare what the
-// sender called with what it expected. Unlike Recv it accepts the
-// library's negative tags (InternalTag). expect is the call the receive
-// belongs to (its Kind, DType, Op, Count and Root): a message from src of
-// the same operation (sequence number) that belongs to a different call
-// fails the receive at once with ErrOtherCall and that message's header,
-// even though its tag differs.
-func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, expect *codec.Header, b []byte) (int, codec.Header, error) {
-	r, err := c.IrecvHeader(src, tag, expect, b)
+// sender sent with what it expected. Unlike Recv it accepts the library's
+// negative tags (InternalTag).
+func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, codec.Header, error) {
+	r, err := c.IrecvHeader(src, tag, b)
 	if err != nil {
 		return 0, codec.Header{}, err
 	}
 	return r.WaitHeader(ctx)
 }
 
-// IrecvHeader is Irecv for any tag, including InternalTag's, with the
-// other-call check of RecvHeader; wait for it with WaitHeader to see the
-// header of the message received.
-func (c *Comm) IrecvHeader(src int, tag int64, expect *codec.Header, b []byte) (*Request, error) {
+// IrecvHeader is Irecv for any tag, including InternalTag's; wait for it
+// with WaitHeader to see the header of the message received.
+func (c *Comm) IrecvHeader(src int, tag int64, b []byte) (*Request, error) {
 	switch {
 	case c.closed.Load():
 		return nil, c.opError("recv", src, tag, ErrClosed)
 	case src < 0 || src >= len(c.group):
 		return nil, c.opError("recv", -1, tag, invalidf("rank %d is outside the communicator of %d ranks", src, len(c.group)))
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, expect, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b), nil
 }
 
 // WaitHeader is Wait that also returns the header of the message
@@ -181,11 +180,31 @@ func (r *Request) WaitHeader(ctx context.Context) (int, codec.Header, error) {
 	return r.wait(ctx)
 }
 
-// NextSeq returns the next collective sequence number of c. Every member
-// calls collectives in the same order, so the same call gets the same
-// number on every rank; tags derived from it keep concurrent collectives
-// apart.
-func (c *Comm) NextSeq() uint64 { return c.seq.Add(1) }
+// StartCall begins this rank's next operation on c, the collective call
+// that h describes (its Kind, DType, Op, Count, Root and Algorithm): it
+// takes the operation's sequence number, which every member gets for the
+// same call because members call collectives in the same order, and
+// stores it in h.Seq (and c's id in h.Comm). Tags derived from the number
+// (InternalTag) keep operations in flight at once apart.
+//
+// From then on every frame of the operation that arrives from a peer, on
+// any link and at any time, is checked against h's call. A peer's frame
+// that shows a different call, whether it arrived before StartCall or
+// comes later, aborts the job with a *MismatchError naming both ranks and
+// both calls; StartCall returns it when the frame came first. Like
+// SendHeader, StartCall leaves naming the call in its errors to the
+// caller.
+func (c *Comm) StartCall(h *codec.Header) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	h.Comm, h.Seq = c.id, c.seq.Add(1)
+	if m := c.calls.start(h.Seq, h.Call()); m != nil {
+		c.ep.abort(m)
+		return m
+	}
+	return nil
+}
 
 // Internal tags are negative, so they never match a user's message. Each
 // collective (and Split) owns the tags of its sequence number: one per
@@ -197,7 +216,7 @@ const (
 )
 
 // InternalTag is the tag of step step of the operation with sequence
-// number seq (from NextSeq). Operations in flight at once never share a
+// number seq (from StartCall). Operations in flight at once never share a
 // tag, because they never share a sequence number.
 func InternalTag(seq uint64, step int) int64 {
 	return -1 - int64(seq<<tagStepBits|uint64(step&MaxTagStep))
@@ -214,12 +233,16 @@ func seqOf(tag int64) uint64 { return uint64(-1-tag) >> tagStepBits }
 // Traffic of the new communicator never matches traffic of c or of any
 // other communicator, even with equal tags.
 func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
-	if c.closed.Load() {
-		return nil, c.opError("split", -1, 0, ErrClosed)
-	}
-	seq := c.NextSeq()
-	tag := InternalTag(seq, 0)
 	size := len(c.group)
+	// Every message of a split is one rank's entry in the table of all
+	// ranks' entries (the table itself, from rank 0, is all of them).
+	h := codec.Header{Kind: codec.KindSplit, DType: codec.Int64, Count: 2 * uint64(size), Root: 0}
+	if err := c.StartCall(&h); err != nil {
+		return nil, c.opError("split", -1, 0, err)
+	}
+	seq := h.Seq
+	tag := InternalTag(seq, 0)
+	h.Tag = tag
 
 	// Rank 0 of c gathers every (color, key) and sends the table back.
 	table := make([]byte, splitEntry*size)
@@ -228,11 +251,10 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	entry := func(r int) []byte { return table[splitEntry*r : splitEntry*(r+1)] }
 	colorOf := func(r int) int64 { return int64(binary.LittleEndian.Uint64(entry(r))) }
 	keyOf := func(r int) int64 { return int64(binary.LittleEndian.Uint64(entry(r)[8:])) }
-	h := codec.Header{Kind: codec.KindControl, DType: codec.Int64, Seq: seq, Tag: tag, Root: 0}
 	if c.rank == 0 {
 		reqs := make([]*Request, size)
 		for r := 1; r < size; r++ {
-			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, &h, entry(r))
+			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r))
 		}
 		for r := 1; r < size; r++ {
 			if _, _, err := reqs[r].wait(ctx); err != nil {
@@ -242,7 +264,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 				return nil, err
 			}
 		}
-		h.Count, h.Length = uint64(2*size), uint64(len(table))
+		h.Length = uint64(len(table))
 		for r := 1; r < size; r++ {
 			if err := c.SendHeader(ctx, r, &h, table); err != nil {
 				return nil, c.opError("split", r, tag, err)
@@ -250,11 +272,11 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 		}
 	} else {
 		mine := append([]byte(nil), entry(c.rank)...)
-		h.Count, h.Length = 2, splitEntry
+		h.Offset, h.Length = 2*uint64(c.rank), splitEntry
 		if err := c.SendHeader(ctx, 0, &h, mine); err != nil {
 			return nil, c.opError("split", 0, tag, err)
 		}
-		n, _, err := c.RecvHeader(ctx, 0, tag, &h, table)
+		n, _, err := c.RecvHeader(ctx, 0, tag, table)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +307,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 			sub.rank = i
 		}
 	}
-	return sub, nil
+	return c.ep.bind(sub), nil
 }
 
 // canceled is a context that is already done, for withdrawing receives
@@ -315,11 +337,10 @@ func childID(parent, seq uint64, color int) uint64 {
 // error wrapping ErrAborted that names this rank and err. It returns at
 // once; call Close afterwards to release resources.
 func (c *Comm) Abort(err error) {
-	reason := "aborted"
-	if err != nil {
-		reason = err.Error()
+	if err == nil {
+		err = errors.New("aborted")
 	}
-	c.ep.abort(reason)
+	c.ep.abort(err)
 }
 
 // Close releases the communicator. Closing the world communicator says
@@ -332,6 +353,7 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	if c.id != worldID {
+		c.ep.dropCalls(c.id)
 		return nil
 	}
 	err := c.ep.close()

@@ -44,6 +44,18 @@
 // context.DeadlineExceeded), ErrPeerLost, ErrPeerClosed, ErrAborted,
 // ErrTruncated, ErrRefused, ErrInvalid and ErrClosed.
 //
+// # Operations and mismatches
+//
+// The collectives of package collective, and Split, are operations of a
+// communicator: StartCall gives each the communicator's next sequence
+// number and records what this rank called (a codec.Call, which every
+// frame of the operation carries). The reader of every link checks each
+// arriving frame of an operation against this rank's call of it, running,
+// finished or not yet made, and a receive of an operation that has waited
+// 200 ms sends its call to the rank it waits for, so that ranks that send
+// each other nothing are compared too. Any difference aborts the job with
+// a *MismatchError naming both ranks and both calls.
+//
 // # Sub-communicators
 //
 // Split partitions a communicator like MPI_Comm_split. Communicators share

@@ -39,13 +39,17 @@ type endpoint struct {
 	peers   []peer  // outbound, by world rank
 	inboxes []inbox // inbound, by world rank
 
+	callsMu    sync.Mutex
+	callTables map[uint64]*callTable // by communicator id
+
 	budgetMu   sync.Mutex
 	budgetUsed int
 	budgetWake chan struct{} // closed when space frees; nil while nobody waits
 
-	failOnce sync.Once
-	failErr  error
-	failed   chan struct{} // closed by fail
+	failOnce     sync.Once
+	failErr      error
+	failed       chan struct{} // closed by fail
+	announceOnce sync.Once     // of this rank's own abort
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -69,9 +73,10 @@ func newEndpoint(rank, size int, o options, tr transport.Transport, ln transport
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
 		tr: tr, ln: ln, linkCfg: cfg, store: store, addrs: addrs,
-		peers:   make([]peer, size),
-		inboxes: make([]inbox, size),
-		failed:  make(chan struct{}),
+		peers:      make([]peer, size),
+		inboxes:    make([]inbox, size),
+		callTables: make(map[uint64]*callTable),
+		failed:     make(chan struct{}),
 	}
 	ep.wg.Add(2)
 	go ep.acceptLoop()
@@ -134,11 +139,15 @@ func (ep *endpoint) acceptLoop() {
 	}
 }
 
-// readLoop reads the messages of one inbound link until it ends.
+// readLoop reads the messages of one inbound link until it ends. Every
+// frame of an operation is checked against the operation's call on this
+// rank before it is delivered (see callTable).
 func (ep *endpoint) readLoop(src int, l transport.Link) {
 	defer ep.wg.Done()
 	ib := &ep.inboxes[src]
 	var h codec.Header
+	var calls *callTable // of communicator callsOf: most frames are for the one before
+	var callsOf uint64
 	for {
 		err := l.ReadHeader(&h)
 		if err == nil {
@@ -149,7 +158,24 @@ func (ep *endpoint) readLoop(src int, l transport.Link) {
 			case h.Flags&codec.FlagAbort != 0:
 				err = ep.readFailure(src, l, &h)
 			default:
-				err = ep.receive(ib, l, &h)
+				if h.Seq != 0 {
+					if calls == nil || callsOf != h.Comm {
+						calls, callsOf = ep.calls(h.Comm), h.Comm
+					}
+					if m := calls.observe(src, &h); m != nil {
+						// Fail here at once, so that no call of this
+						// rank gets past the mismatch, but tell the
+						// peers on another goroutine: that writes to
+						// links whose readers may be doing the same, and
+						// this reader must keep reading for them.
+						if failure := ep.abortHere(m); failure != nil {
+							go ep.announce(failure)
+						}
+					}
+				}
+				if h.Flags&codec.FlagProbe == 0 {
+					err = ep.receive(ib, l, &h)
+				}
 			}
 		}
 		if err != nil {
@@ -199,11 +225,6 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 			}
 			ib.mu.Unlock()
 			return err
-		}
-		if r := ib.takeOtherCall(h); r != nil {
-			// The peer is in another call: fail that receive now, with the
-			// peer's header, and keep the message like any early one.
-			r.complete(0, h, ErrOtherCall)
 		}
 		if ep.reserve(n) {
 			m := getMessage(h)
@@ -305,10 +326,9 @@ func (ep *endpoint) budgetWait(n int) <-chan struct{} {
 }
 
 // post starts a receive from world rank src.
-func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, expect *codec.Header, buf []byte) *Request {
+func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Request {
 	r := requestPool.Get().(*Request)
 	r.ep, r.comm, r.src, r.peer, r.key, r.buf = ep, c, src, peer, key, buf
-	r.expect = *expect
 	r.n, r.err = 0, nil
 	if err := ep.err(); err != nil {
 		r.state = reqDone
@@ -321,31 +341,56 @@ func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, expect *codec.Hea
 }
 
 // wait blocks until r completes, ctx ends, the communicator's timeout
-// passes or the endpoint fails. A receive whose payload is already being
-// written into its buffer is seen through to the end first: the buffer
-// belongs to the caller again only once nothing writes to it.
+// passes or the endpoint fails. A receive of an operation that is still
+// waiting after probeDelay probes its source once. A receive whose payload
+// is already being written into its buffer is seen through to the end
+// first: the buffer belongs to the caller again only once nothing writes
+// to it.
 func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	select {
 	case <-r.done:
 		return r.n, r.err
 	default:
 	}
-	var timeout <-chan time.Time
-	if ep.opts.timeout > 0 {
-		t := getTimer(ep.opts.timeout)
-		defer putTimer(t)
-		timeout = t.C
+	// One timer serves both deadlines: first the probe's, then the rest of
+	// the timeout.
+	first, rest := ep.opts.timeout, time.Duration(0)
+	probe := r.key.tag < 0 && (first <= 0 || first > probeDelay)
+	if probe {
+		if first > 0 {
+			rest = first - probeDelay
+		}
+		first = probeDelay
+	}
+	var timer *time.Timer
+	var fired <-chan time.Time
+	if first > 0 {
+		timer = getTimer(first)
+		defer putTimer(timer)
+		fired = timer.C
 	}
 	var cause error
-	select {
-	case <-r.done:
-		return r.n, r.err
-	case <-ctx.Done():
-		cause = context.Cause(ctx)
-	case <-ep.failed:
-		cause = ep.failErr
-	case <-timeout:
-		cause = ErrTimeout
+	for cause == nil {
+		select {
+		case <-r.done:
+			return r.n, r.err
+		case <-ctx.Done():
+			cause = context.Cause(ctx)
+		case <-ep.failed:
+			cause = ep.failErr
+		case <-fired:
+			if !probe {
+				cause = ErrTimeout
+				break
+			}
+			probe = false
+			ep.probe(r)
+			if rest > 0 {
+				timer.Reset(rest)
+			} else {
+				fired = nil // no timeout
+			}
+		}
 	}
 	if ep.inboxes[r.src].withdraw(r) {
 		return 0, cause
@@ -433,7 +478,7 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 		if errors.Is(err, net.ErrClosed) {
 			// Cancelled halfway through a message: the link to dst cannot
 			// carry anything else, so the job cannot go on either.
-			ep.abort(fmt.Sprintf("rank %d: send to rank %d cancelled mid-message: %v", ep.rank, dst, ctxErr))
+			ep.abort(fmt.Errorf("rank %d: send to rank %d cancelled mid-message: %w", ep.rank, dst, ctxErr))
 		}
 		return context.Cause(ctx)
 	}
@@ -503,7 +548,7 @@ func (g *sendGuard) fire() {
 	// Cut the link first: the blocked writer holds it, and the abort
 	// frames go out on the others.
 	g.link.Close()
-	g.ep.abort(fmt.Sprintf("rank %d: send to rank %d blocked for %v (communicator timeout)", g.ep.rank, g.dst, g.ep.opts.timeout))
+	g.ep.abort(fmt.Errorf("rank %d: send to rank %d blocked for %v (%w)", g.ep.rank, g.dst, g.ep.opts.timeout, ErrTimeout))
 	close(g.fired)
 }
 
@@ -551,6 +596,11 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 // waits for the endpoint's goroutines.
 func (ep *endpoint) close() error {
 	ep.closeOnce.Do(func() {
+		// An abort of this rank's own goes out before anything closes.
+		var own *AbortError
+		if errors.As(ep.err(), &own) && own.Err != nil {
+			ep.announce(own)
+		}
 		// A rank that closes after a failure passes the failure on instead
 		// of a goodbye, so that its peers blame the rank that caused it
 		// rather than the one that left.

@@ -21,10 +21,9 @@ var (
 	ErrPeerClosed = errors.New("peer closed its communicator")
 	// ErrAborted is wrapped by an *AbortError: some rank called Abort.
 	ErrAborted = errors.New("job aborted")
-	// ErrOtherCall fails a receive of a collective when a message of the
-	// same operation shows that the peer made a different call (see
-	// RecvHeader). The header returned with it is the peer's.
-	ErrOtherCall = errors.New("the peer is in a different call")
+	// ErrMismatch is wrapped by a *MismatchError: two ranks made different
+	// calls for the same operation of a communicator.
+	ErrMismatch = errors.New("collective mismatch")
 	// ErrTruncated is wrapped by a *TruncateError: a message is longer than
 	// the buffer of the receive it matched.
 	ErrTruncated = errors.New("message truncated")
@@ -106,18 +105,48 @@ func (e *PeerError) Error() string {
 
 func (e *PeerError) Unwrap() []error { return []error{ErrPeerLost, e.Err} }
 
-// AbortError reports that a rank called Abort. Rank is the rank in the
-// job (the world communicator).
+// AbortError reports that a rank aborted the job (Abort, or a mismatch
+// or stuck write it found). Rank is the rank in the job (the world
+// communicator).
 type AbortError struct {
 	Rank   int
 	Reason string
+	// Err is the cause, on the rank that aborted; on the others, which
+	// learn only the Reason text, it is nil.
+	Err error
 }
 
 func (e *AbortError) Error() string {
 	return fmt.Sprintf("rank %d aborted the job: %s", e.Rank, e.Reason)
 }
 
-func (e *AbortError) Unwrap() error { return ErrAborted }
+func (e *AbortError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrAborted}
+	}
+	return []error{ErrAborted, e.Err}
+}
+
+// MismatchError reports that two ranks of a communicator made different
+// calls for the same operation (their n-th collective on it): different
+// collectives, or the same one with different counts, element types, ops,
+// roots or algorithms. The rank that finds it aborts the job with it, so
+// that every rank fails with this description instead of waiting.
+type MismatchError struct {
+	Rank, Peer    int        // ranks in the communicator; Rank is usually the one that found it
+	Local, Remote codec.Call // what each called
+	Detail        string
+}
+
+func (e *MismatchError) Error() string {
+	s := fmt.Sprintf("rank %d called %s but rank %d called %s", e.Rank, e.Local, e.Peer, e.Remote)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func (e *MismatchError) Unwrap() error { return ErrMismatch }
 
 // TruncateError reports a message longer than the receive buffer it
 // matched. The message is not consumed: a later receive with a buffer

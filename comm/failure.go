@@ -102,9 +102,12 @@ func (ep *endpoint) readFailure(src int, l transport.Link, h *codec.Header) erro
 // fail puts the endpoint into its failed state: every pending and later
 // call returns err. Links stay open, so peers learn of the failure from
 // the rendezvous or a failure frame, not from a link that looks like a
-// crash.
-func (ep *endpoint) fail(err error) {
+// crash. It reports whether err is the failure, false when an earlier one
+// stands.
+func (ep *endpoint) fail(err error) bool {
+	first := false
 	ep.failOnce.Do(func() {
+		first = true
 		ep.failErr = err
 		close(ep.failed)
 		for i := range ep.inboxes {
@@ -114,27 +117,47 @@ func (ep *endpoint) fail(err error) {
 			ep.log.Debug("communicator failed", "err", err)
 		}
 	})
+	return first
 }
 
-// abort tells every rank that this one gives up, through the links that
+// abort fails this rank because of cause and tells every other rank.
+// Peers learn cause's text; this rank's own calls fail with an error
+// that wraps cause itself.
+func (ep *endpoint) abort(cause error) {
+	if failure := ep.abortHere(cause); failure != nil {
+		ep.announce(failure)
+	}
+}
+
+// abortHere fails this rank with an abort because of cause, so that no
+// call of this rank succeeds from now on, and returns the abort for the
+// caller to announce; nil when an earlier failure stands.
+func (ep *endpoint) abortHere(cause error) *AbortError {
+	failure := &AbortError{Rank: ep.rank, Reason: cause.Error(), Err: cause}
+	if !ep.fail(failure) {
+		return nil
+	}
+	return failure
+}
+
+// announce tells every rank of this rank's abort, through the links that
 // exist and through the rendezvous (which reaches the ranks this one never
-// talked to), then fails locally.
-func (ep *endpoint) abort(reason string) {
-	if ep.err() != nil {
-		return
-	}
-	failure := &AbortError{Rank: ep.rank, Reason: reason}
-	payload := failurePayload(failure)
-	h := failureHeader(payload)
-	ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
-	defer cancel()
-	for i := range ep.peers {
-		if o := ep.peers[i].link.Load(); o != nil {
-			_ = o.WriteMessage(ctx, h, payload)
+// talked to). It runs once; a later call waits for the first to finish,
+// which is how Close makes sure an abort is out before it hands the
+// rendezvous back.
+func (ep *endpoint) announce(failure *AbortError) {
+	ep.announceOnce.Do(func() {
+		payload := failurePayload(failure)
+		h := failureHeader(payload)
+		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+		defer cancel()
+		for i := range ep.peers {
+			if o := ep.peers[i].link.Load(); o != nil {
+				_ = o.WriteMessage(ctx, h, payload)
+			}
 		}
-	}
-	if err := ep.store.Abort(reason); err != nil {
-		ep.log.Debug("abort not sent through the rendezvous", "err", err)
-	}
-	ep.fail(failure)
+		if err := ep.store.Abort(failure.Reason); err != nil {
+			ep.log.Debug("abort not sent through the rendezvous", "err", err)
+		}
+	})
 }

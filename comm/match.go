@@ -24,10 +24,6 @@ type Request struct {
 	peer int // rank in comm, for errors
 	key  matchKey
 	buf  []byte
-	// expect is the call this receive belongs to, for receives with the
-	// library's tags: a message of the same operation (sequence number)
-	// from the same source that belongs to another call fails it at once.
-	expect codec.Header
 
 	state reqState // guarded by the inbox's mutex
 	n     int
@@ -102,12 +98,6 @@ func (ib *inbox) post(r *Request) {
 		r.complete(0, nil, ib.closed)
 		return
 	}
-	for _, m := range ib.unexpected {
-		if r.otherCall(&m.hdr) {
-			r.complete(0, &m.hdr, ErrOtherCall)
-			return
-		}
-	}
 	r.state = reqPosted
 	ib.posted = append(ib.posted, r)
 	if ib.stalled != nil {
@@ -128,32 +118,6 @@ func (ib *inbox) takePosted(h *codec.Header) *Request {
 		}
 	}
 	return nil
-}
-
-// takeOtherCall removes and returns a posted receive that h shows to be
-// part of a different call than the peer's, or nil. The caller holds
-// ib.mu.
-func (ib *inbox) takeOtherCall(h *codec.Header) *Request {
-	for i, r := range ib.posted {
-		if r.otherCall(h) {
-			ib.posted = append(ib.posted[:i], ib.posted[i+1:]...)
-			return r
-		}
-	}
-	return nil
-}
-
-// otherCall reports whether h belongs to the same operation of the same
-// communicator as r (the same sequence number, in the library's tag
-// space) but to a different call: another collective, count, element
-// type, op or root. Such messages never match r's tag, so without this
-// check the two ranks would wait for each other until the timeout.
-func (r *Request) otherCall(h *codec.Header) bool {
-	if r.key.tag >= 0 || h.Tag >= 0 || h.Comm != r.key.comm || seqOf(h.Tag) != seqOf(r.key.tag) {
-		return false
-	}
-	e := &r.expect
-	return h.Kind != e.Kind || h.DType != e.DType || h.Op != e.Op || h.Count != e.Count || h.Root != e.Root
 }
 
 // withdraw removes r if it is still waiting for a message, and reports

@@ -63,6 +63,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	master := fs.String("master", "", "")
 	secret := fs.String("secret", "", "")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, runUsage)
+			return 0
+		}
 		fmt.Fprintf(stderr, "gocoll run: %v\n%s", err, runUsage)
 		return 2
 	}

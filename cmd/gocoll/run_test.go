@@ -91,6 +91,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "/nonexistent/program"}, 2, "gocoll run:"},
 		{[]string{"help", "run"}, 0, "usage: gocoll run"},
 		{[]string{"help"}, 0, "The commands are:"},
+		{[]string{"run", "--help"}, 0, "usage: gocoll run"},
+		{[]string{"run", "-n", "x", "prog"}, 2, `invalid value "x" for flag -n`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

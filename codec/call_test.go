@@ -1,0 +1,65 @@
+package codec
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCallString(t *testing.T) {
+	tests := []struct {
+		call Call
+		want string
+	}{
+		{Call{Kind: KindAllreduce, DType: Float32, Op: OpSum, Count: 10, Root: -1}, "Allreduce(10 × float32, sum)"},
+		{Call{Kind: KindAllreduce, DType: Float32, Op: OpSum, Count: 10, Root: -1, Algorithm: AlgoRing},
+			"Allreduce(10 × float32, sum) with ring"},
+		{Call{Kind: KindBcast, DType: BFloat16, Count: 0, Root: 3, Algorithm: AlgoTree}, "Bcast(0 × bf16, root 3) with tree"},
+		{Call{Kind: KindBarrier, DType: Uint8, Root: -1, Algorithm: AlgoDissemination}, "Barrier(0 × uint8) with dissemination"},
+		{Call{Kind: KindSplit, DType: Int64, Count: 8}, "Split"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.call.String())
+		})
+	}
+}
+
+// TestHeaderCall: the call a header belongs to is read from exactly the
+// fields every rank must agree on; the ones that differ between the
+// messages of one call (tag, offset, length, flags) do not take part.
+func TestHeaderCall(t *testing.T) {
+	a := validHeader()
+	b := a
+	b.Tag, b.Offset, b.Length, b.Flags = a.Tag-1, 0, 0, FlagProbe
+	require.Equal(t, a.Call(), b.Call())
+	require.Equal(t, Call{Kind: KindAllreduce, DType: Float32, Op: OpSum, Count: 100, Root: -1, Algorithm: AlgoRing}, a.Call())
+	for _, change := range []func(h *Header){
+		func(h *Header) { h.Kind = KindReduce },
+		func(h *Header) { h.DType = Int32 },
+		func(h *Header) { h.Op = OpMax },
+		func(h *Header) { h.Count++ },
+		func(h *Header) { h.Root = 0 },
+		func(h *Header) { h.Algorithm = AlgoTree },
+	} {
+		c := a
+		change(&c)
+		require.NotEqual(t, a.Call(), c.Call(), "%v", &c)
+	}
+}
+
+func TestParseAlgorithm(t *testing.T) {
+	for a := range numAlgorithms {
+		got, err := ParseAlgorithm(a.String())
+		require.NoError(t, err)
+		require.Equal(t, a, got)
+	}
+	got, err := ParseAlgorithm("RING_Chunked")
+	require.NoError(t, err)
+	require.Equal(t, AlgoRingChunked, got)
+	_, err = ParseAlgorithm("quantum")
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, `unknown algorithm "quantum"`)
+	require.Equal(t, "Algorithm(200)", Algorithm(200).String())
+	require.False(t, numAlgorithms.Valid())
+}

@@ -1,0 +1,4 @@
+package comm
+
+// ProbeDelay exports probeDelay to the external tests.
+const ProbeDelay = probeDelay
