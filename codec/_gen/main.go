@@ -1,0 +1,140 @@
+// Command _gen writes codec's AVX2 reduction kernels with avo. It is a
+// module of its own, so that avo is never a dependency of gocoll, and its
+// directory starts with an underscore, so that ./... in the main module
+// skips it. Run it through go generate in codec:
+//
+//	go run -C _gen . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg codec
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// instr emits one instruction. avo's instructions with AVX-512 forms are
+// variadic and the others are not; two adapts the latter.
+type instr func(ops ...Op)
+
+func two(f func(a, b Op)) instr { return func(ops ...Op) { f(ops[0], ops[1]) } }
+
+// elem is an element type as the kernels see it: how a vector of 32 bytes
+// and how a single element move between memory and a register.
+type elem struct {
+	name   string // in the function name: addFloat32AVX2
+	goType string
+	size   int
+	vmove  instr
+	smove  instr
+}
+
+var (
+	float32s = elem{"Float32", "float32", 4, VMOVUPS, VMOVSS}
+	float64s = elem{"Float64", "float64", 8, VMOVUPD, VMOVSD}
+	// Integers move in the integer domain: VMOVUPS would cost a bypass
+	// delay on the way to VPADDD on some cores.
+	int32s = elem{"Int32", "int32", 4, two(VMOVDQU), two(VMOVD)}
+	int64s = elem{"Int64", "int64", 8, two(VMOVDQU), two(VMOVQ)}
+)
+
+// kernel is dst[i] = dst[i] ∘ src[i] on one element type. vop combines
+// vectors; sop combines the single elements of the tail, loaded into
+// registers first because VPADDD's memory operand is a whole vector and
+// would read past the end of src.
+type kernel struct {
+	op       string // "add" or "mul", in the function name
+	symbol   string // "+" or "*", in its doc comment
+	elem     elem
+	vop, sop instr
+}
+
+var kernels = []kernel{
+	{"add", "+", float32s, VADDPS, VADDSS},
+	{"add", "+", float64s, VADDPD, VADDSD},
+	{"mul", "*", float32s, VMULPS, VMULSS},
+	{"mul", "*", float64s, VMULPD, VMULSD},
+	{"add", "+", int32s, VPADDD, VPADDD},
+	{"add", "+", int64s, VPADDQ, VPADDQ},
+}
+
+// unroll is how many vectors the main loop combines per iteration: four
+// independent load, op and store chains keep both load ports busy.
+const unroll = 4
+
+func main() {
+	// avo wants the old comma syntax here and writes a //go:build line.
+	// The race detector cannot see the memory accesses of assembly, so
+	// race builds leave it out and check the Go loops instead.
+	ConstraintExpr("amd64,gc,!purego,!noasm,!race")
+	for _, k := range kernels {
+		k.generate()
+	}
+	Generate()
+}
+
+// generate emits one kernel: unroll vectors at a time, then one vector at a
+// time, then one element at a time. Every load and store is unaligned and
+// none touches memory past len(dst) elements.
+func (k kernel) generate() {
+	const vecBytes = 32
+	e := k.elem
+	lanes := vecBytes / e.size
+	name := k.op + e.name + "AVX2"
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(dst, src []%s)", e.goType))
+	Pragma("noescape")
+	Doc(
+		fmt.Sprintf("%s sets dst[i] = dst[i] %s src[i] for every i < len(dst).", name, k.symbol),
+		"src must be at least as long as dst.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("dst").Len(), GP64())
+
+	// vectors combines count vectors per iteration while n allows,
+	// loading dst first so that it is the first operand, as in the Go
+	// loop's dst[i] += src[i].
+	vectors := func(label, next string, count int) {
+		y := make([]reg.VecVirtual, count)
+		for i := range y {
+			y[i] = YMM()
+		}
+		Label(label)
+		CMPQ(n, U32(count*lanes))
+		JB(LabelRef(next))
+		for i := range y {
+			e.vmove(Mem{Base: dst, Disp: i * vecBytes}, y[i])
+		}
+		for i := range y {
+			k.vop(Mem{Base: src, Disp: i * vecBytes}, y[i], y[i])
+		}
+		for i := range y {
+			e.vmove(y[i], Mem{Base: dst, Disp: i * vecBytes})
+		}
+		ADDQ(U32(count*vecBytes), dst)
+		ADDQ(U32(count*vecBytes), src)
+		SUBQ(U32(count*lanes), n)
+		JMP(LabelRef(label))
+	}
+	vectors("unrolled", "single", unroll)
+	vectors("single", "tail", 1)
+
+	Label("tail")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	a, b := XMM(), XMM()
+	e.smove(Mem{Base: dst}, a)
+	e.smove(Mem{Base: src}, b)
+	k.sop(b, a, a)
+	e.smove(a, Mem{Base: dst})
+	ADDQ(U8(e.size), dst)
+	ADDQ(U8(e.size), src)
+	DECQ(n)
+	JMP(LabelRef("tail"))
+
+	Label("done")
+	// Dirty upper YMM halves would slow down the SSE code Go runs next.
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,80 @@
+//go:build amd64 && gc && !purego && !noasm && !race
+
+package codec
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useAVX2 selects the assembly kernels of kernels_amd64.s. x/sys/cpu
+// reports AVX2 only if the OS also saves the YMM registers.
+var useAVX2 = cpu.X86.HasAVX2
+
+// chunkBytes is the most of dst that one call of an assembly kernel
+// reduces. The scheduler cannot preempt a goroutine inside an assembly
+// function, so a long slice is cut into calls of a few microseconds each
+// (64 KiB in cache, longer from memory); a call costs a few nanoseconds.
+const chunkBytes = 64 << 10
+
+// sumAsm sets dst[i] += src[i] with an assembly kernel if there is one for
+// T and the CPU can run it, and reports whether it did. Empty slices report
+// the same, which tells tests and benchmarks which path Reduce takes.
+func sumAsm[T Elem](dst, src []T) bool { return reduceAsm(OpSum, dst, src) }
+
+// prodAsm is sumAsm for dst[i] *= src[i].
+func prodAsm[F float](dst, src []F) bool { return reduceAsm(OpProd, dst, src) }
+
+// reduceAsm is sumAsm for op OpSum or OpProd. It calls the kernel chunk by
+// chunk.
+func reduceAsm[T Elem](op OpID, dst, src []T) bool {
+	if !useAVX2 {
+		return false
+	}
+	src = src[:len(dst)]
+	n := chunkBytes / int(unsafe.Sizeof(dst[0]))
+	for {
+		k := min(n, len(dst))
+		if !kernelAVX2(op, dst[:k], src[:k]) {
+			return false // on the first chunk: it is the same kernel for all
+		}
+		if k == len(dst) {
+			return true
+		}
+		dst, src = dst[k:], src[k:]
+	}
+}
+
+// kernelAVX2 runs the assembly kernel for op and T on dst and src, of
+// equal length, and reports whether there is one. Calls are direct, so
+// with the kernels' go:noescape nothing escapes.
+func kernelAVX2[T Elem](op OpID, dst, src []T) bool {
+	switch d := any(dst).(type) {
+	case []float32:
+		if op == OpProd {
+			mulFloat32AVX2(d, any(src).([]float32))
+		} else {
+			addFloat32AVX2(d, any(src).([]float32))
+		}
+	case []float64:
+		if op == OpProd {
+			mulFloat64AVX2(d, any(src).([]float64))
+		} else {
+			addFloat64AVX2(d, any(src).([]float64))
+		}
+	case []int32:
+		if op == OpProd {
+			return false
+		}
+		addInt32AVX2(d, any(src).([]int32))
+	case []int64:
+		if op == OpProd {
+			return false
+		}
+		addInt64AVX2(d, any(src).([]int64))
+	default:
+		return false
+	}
+	return true
+}
