@@ -1,0 +1,21 @@
+// Package shmem maps memory that several processes of one host share and
+// lets them wait for one another on words inside it.
+//
+// A Region is created unnamed: open(O_TMPFILE) in /dev/shm, or
+// memfd_create where /dev/shm cannot hold unnamed files, so nothing is
+// ever left in /dev/shm, whatever kills the processes. Other processes
+// reach it through the creator's descriptor, /proc/<pid>/fd/<fd>, while
+// the creator holds it open, and check with Identity that they opened the
+// file they were told about. The size is reserved with fallocate before
+// the mapping is touched: on a full tmpfs mmap succeeds and the first
+// write to a missing page kills the process with SIGBUS, so Create checks
+// the free space first and reports ErrNoSpace instead.
+//
+// Wait and Wake are the futex calls on a 32-bit word of a mapping, shared
+// between processes (not FUTEX_PRIVATE). Go pointers must never be stored
+// in a region, and every process maps it at its own address: store
+// offsets.
+//
+// Shared memory is a Linux feature here; elsewhere every function returns
+// ErrUnsupported.
+package shmem
