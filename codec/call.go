@@ -30,6 +30,8 @@ const (
 	AlgoRecursiveHalving
 	AlgoPairwise
 	AlgoDissemination
+	AlgoShm
+	AlgoHierarchical
 	numAlgorithms
 )
 
@@ -39,6 +41,7 @@ var algorithmNames = [numAlgorithms]string{
 	AlgoTree: "tree", AlgoChain: "chain", AlgoScatterAllgather: "scatter_allgather",
 	AlgoLinear: "linear", AlgoBruck: "bruck", AlgoRecursiveHalving: "recursive_halving",
 	AlgoPairwise: "pairwise", AlgoDissemination: "dissemination",
+	AlgoShm: "shm", AlgoHierarchical: "hierarchical",
 }
 
 // Valid reports whether a is one of the algorithms above.

@@ -38,6 +38,8 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 		return allgatherRing(&k, send, recv)
 	case RecursiveDoubling:
 		return allgatherRecursive(&k, send, recv)
+	case Shm:
+		return gatherShm(&k, send, recv, -1)
 	}
 	return allgatherBruck(&k, send, recv)
 }

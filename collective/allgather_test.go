@@ -248,7 +248,7 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
 	}
 	var ops []op
-	for _, algo := range allgatherAlgorithms[1:] {
+	for _, algo := range slices.Concat(allgatherAlgorithms[1:], []Algorithm{Shm}) {
 		ops = append(ops, op{"Allgather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 			return Allgather(ctx, c, a[:count], b[:n*count], WithAlgorithm(algo))
 		}})
@@ -276,8 +276,11 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 			return Exscan(ctx, c, a[:count], sop)
 		}})
 	}
-	for _, tr := range []string{"mem", "tcp"} {
+	for _, tr := range []string{"mem", "tcp", "auto"} {
 		for _, o := range ops {
+			if shmOnly(o.name) && tr != "auto" {
+				continue
+			}
 			t.Run(tr+"/"+o.name, func(t *testing.T) {
 				const rounds = 50
 				cs := job(t, n, comm.WithTransport(tr))

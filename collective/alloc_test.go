@@ -12,17 +12,27 @@ import (
 )
 
 // TestAllreduceAllocatesNothing: once links and pools are warm, an
-// Allreduce allocates nothing, on any rank.
+// Allreduce allocates nothing, on any rank, over links, through shared
+// memory, and across "hosts" (two, by their claimed identity).
 func TestAllreduceAllocatesNothing(t *testing.T) {
 	if raceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
 	}
-	for _, tr := range []string{"mem", "tcp"} {
-		for _, algo := range []Algorithm{RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree} {
+	linkAlgos := []Algorithm{RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree}
+	for _, tr := range []string{"mem", "tcp", "auto", "hosts"} {
+		algos, opts := linkAlgos, []comm.Option{comm.WithTransport(tr)}
+		switch tr {
+		case "auto":
+			algos = []Algorithm{Shm}
+		case "hosts":
+			algos = []Algorithm{Hierarchical}
+			opts = []comm.Option{comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return fmt.Sprint(r % 2) })}
+		}
+		for _, algo := range algos {
 			for _, count := range []int{256, 256 << 10} {
 				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
 					const rounds = 50
-					cs := job(t, 3, comm.WithTransport(tr))
+					cs := job(t, 3, opts...)
 					ctx := context.Background()
 					others := make(chan error, len(cs)-1)
 					for _, c := range cs[1:] {

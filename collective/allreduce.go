@@ -41,6 +41,10 @@ func (k *call[T]) allreduce(buf []T) error {
 		if err = reduceTree(k, buf, 0, 0); err == nil {
 			err = bcastTree(k, buf, 0, phaseSteps)
 		}
+	case Shm:
+		err = reduceShm(k, k.c.Segment(), buf, -1)
+	case Hierarchical:
+		err = allreduceHierarchical(k, buf)
 	default:
 		err = allreduceDoubling(k, buf)
 	}

@@ -8,11 +8,16 @@ import (
 )
 
 // Barrier returns on a rank once every rank of c has entered it.
-// Algorithm: Dissemination (ceil(lg p) rounds of empty messages).
+// Algorithms: Dissemination (ceil(lg p) rounds of empty messages) and,
+// where the ranks share a host, Shm (every rank waits on the others'
+// counters in shared memory).
 func Barrier(ctx context.Context, c *comm.Comm) error {
 	k, err := begin[uint8](ctx, c, codec.KindBarrier, codec.Op{}, 0, -1, nil)
 	if err != nil {
 		return err
+	}
+	if k.me.Algorithm == Shm {
+		return barrierShm(&k)
 	}
 	return barrierDissemination(&k)
 }

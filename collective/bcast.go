@@ -24,6 +24,8 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 		return bcastChain(&k, buf, root, 0)
 	case ScatterAllgather:
 		return bcastScatterAllgather(&k, buf, root, 0)
+	case Shm:
+		return bcastShm(&k, buf, root)
 	}
 	return bcastTree(&k, buf, root, 0)
 }

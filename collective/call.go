@@ -17,13 +17,16 @@ import (
 // through it, so every message carries the call, which comm checks
 // against the receiving rank's call of the same operation.
 type call[T codec.Elem] struct {
-	ctx  context.Context
-	c    *comm.Comm
-	me   Call
-	op   codec.Op
-	seq  uint64
-	cfg  config
-	size int // bytes per element
+	ctx context.Context
+	c   *comm.Comm
+	me  Call
+	op  codec.Op
+	seq uint64
+	cfg config
+	// ticket is the call's place in the order of operations on a
+	// shared segment (Shm and Hierarchical).
+	ticket uint64
+	size   int // bytes per element
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -86,7 +89,7 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, o
 		k.me.Op = op.ID()
 	}
 	commutative := !reducing(kind) || op.Commutative()
-	algo, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative)
+	algo, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
 	if err != nil {
 		return k, k.invalid(err)
 	}
@@ -102,6 +105,21 @@ func (k *call[T]) start() error {
 		return k.wrap(-1, err)
 	}
 	k.seq = h.Seq
+	if s := k.segment(); s != nil {
+		k.ticket = s.Enqueue()
+	}
+	return nil
+}
+
+// segment is the shared segment the call's algorithm runs on, if any. A
+// communicator of one rank has none, and its Shm calls run locally.
+func (k *call[T]) segment() *comm.Segment {
+	switch k.me.Algorithm {
+	case Shm:
+		return k.c.Segment()
+	case Hierarchical:
+		return k.c.Hierarchy().Node.Segment()
+	}
 	return nil
 }
 

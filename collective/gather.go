@@ -33,8 +33,11 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 	if err := k.start(); err != nil {
 		return err
 	}
-	if k.me.Algorithm == Linear {
+	switch k.me.Algorithm {
+	case Linear:
 		return gatherLinear(&k, send, recv, root)
+	case Shm:
+		return gatherShm(&k, send, recv, root)
 	}
 	return gatherTree(&k, send, recv, root)
 }

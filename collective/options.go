@@ -27,6 +27,8 @@ const (
 	RecursiveHalving  = codec.AlgoRecursiveHalving  // reduce-scatter
 	Pairwise          = codec.AlgoPairwise          // alltoall
 	Dissemination     = codec.AlgoDissemination     // barrier
+	Shm               = codec.AlgoShm               // allreduce, reduce, bcast, gather, allgather, barrier: through the communicator's shared segment
+	Hierarchical      = codec.AlgoHierarchical      // allreduce: shared memory inside hosts, links between them
 )
 
 // ParseAlgorithm returns the Algorithm named s, as String spells it.

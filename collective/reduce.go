@@ -16,7 +16,12 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 	if err != nil {
 		return err
 	}
-	if err := reduceTree(&k, buf, root, 0); err != nil {
+	if k.me.Algorithm == Shm {
+		err = reduceShm(&k, c.Segment(), buf, root)
+	} else {
+		err = reduceTree(&k, buf, root, 0)
+	}
+	if err != nil {
 		return err
 	}
 	if c.Rank() == root {

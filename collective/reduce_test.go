@@ -225,7 +225,7 @@ func TestRootedAllocatesNothing(t *testing.T) {
 		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
 	}
 	var ops []op
-	for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
+	for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather, Shm} {
 		ops = append(ops, op{"Bcast/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 			return Bcast(ctx, c, a[:count], 1, WithAlgorithm(algo), WithChunkSize(1024))
 		}})
@@ -242,13 +242,19 @@ func TestRootedAllocatesNothing(t *testing.T) {
 			return Scatter(ctx, c, b[:n*count], a[:count], 3, WithAlgorithm(algo))
 		}})
 	}
+	ops = append(ops, op{"Gather/shm", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Gather(ctx, c, a[:count], b[:n*count], 1, WithAlgorithm(Shm))
+	}})
 	ops = append(ops, op{"Gatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Gatherv(ctx, c, a[:counts[c.Rank()]], b[:total], counts, 2)
 	}}, op{"Scatterv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Scatterv(ctx, c, b[:total], counts, a[:counts[c.Rank()]], 1)
 	}})
-	for _, tr := range []string{"mem", "tcp"} {
+	for _, tr := range []string{"mem", "tcp", "auto"} {
 		for _, o := range ops {
+			if shmOnly(o.name) && tr != "auto" {
+				continue
+			}
 			t.Run(tr+"/"+o.name, func(t *testing.T) {
 				const rounds = 50
 				cs := job(t, n, comm.WithTransport(tr))

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
 )
 
 // The selector's thresholds, in one place. They follow the alpha-beta
@@ -33,32 +34,46 @@ const (
 // algorithms lists what each collective accepts; the first is the one the
 // selector falls back to when no other applies.
 var algorithms = map[codec.Kind][]Algorithm{
-	codec.KindAllreduce:     {RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree},
-	codec.KindReduce:        {Tree},
-	codec.KindBcast:         {Tree, Chain, ScatterAllgather},
-	codec.KindGather:        {Tree, Linear},
+	codec.KindAllreduce:     {RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree, Shm, Hierarchical},
+	codec.KindReduce:        {Tree, Shm},
+	codec.KindBcast:         {Tree, Chain, ScatterAllgather, Shm},
+	codec.KindGather:        {Tree, Linear, Shm},
 	codec.KindGatherv:       {Linear},
 	codec.KindScatter:       {Tree, Linear},
 	codec.KindScatterv:      {Linear},
-	codec.KindAllgather:     {Bruck, Ring, RecursiveDoubling},
+	codec.KindAllgather:     {Bruck, Ring, RecursiveDoubling, Shm},
 	codec.KindAllgatherv:    {Ring},
 	codec.KindReduceScatter: {Ring, RecursiveHalving},
 	codec.KindScan:          {RecursiveDoubling},
 	codec.KindExscan:        {RecursiveDoubling},
 	codec.KindAlltoall:      {Pairwise},
-	codec.KindBarrier:       {Dissemination},
+	codec.KindBarrier:       {Dissemination, Shm},
 }
 
 // reorders lists the (collective, algorithm) pairs that combine operands
 // out of rank order, which only a commutative op tolerates.
 var reorders = map[codec.Kind][]Algorithm{
-	codec.KindAllreduce:     {Ring, RingChunked},
+	codec.KindAllreduce:     {Ring, RingChunked, Hierarchical},
 	codec.KindReduceScatter: {Ring},
+}
+
+// topology is what a communicator offers besides links: a shared segment
+// (all ranks on one host) or a hierarchy (ranks on several hosts, some
+// sharing one).
+type topology struct {
+	shared, hierarchical bool
+}
+
+func topologyOf(c *comm.Comm) topology {
+	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil}
 }
 
 // choose picks the algorithm of one call: the one the call asked for, else
 // the one GOCOLL_ALGO names for this collective, else the selector's.
-func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool) (Algorithm, error) {
+// Where the ranks share memory the selector takes the shared-memory
+// algorithms, which move every byte through memory at most a few times
+// and wait on memory instead of on messages.
+func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, error) {
 	a := cfg.algo
 	if a == Auto {
 		a = envAlgorithm(kind)
@@ -70,7 +85,19 @@ func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool) (Al
 		if !commutative && slices.Contains(reorders[kind], a) {
 			return 0, fmt.Errorf("%w: %s with %s combines operands out of rank order; a non-commutative op needs another algorithm", codec.ErrInvalid, kind, a)
 		}
+		if a == Shm && !topo.shared && ranks > 1 {
+			return 0, fmt.Errorf("%w: %s with shm needs a communicator whose ranks share a host and memory (transport auto or shm)", codec.ErrInvalid, kind)
+		}
+		if a == Hierarchical && !topo.hierarchical {
+			return 0, fmt.Errorf("%w: %s with hierarchical needs a communicator across hosts with shared memory inside them (transport auto)", codec.ErrInvalid, kind)
+		}
 		return a, nil
+	}
+	if topo.shared && slices.Contains(algorithms[kind], Shm) {
+		return Shm, nil
+	}
+	if topo.hierarchical && kind == codec.KindAllreduce && commutative {
+		return Hierarchical, nil
 	}
 	switch kind {
 	case codec.KindAllreduce:

@@ -23,6 +23,8 @@ type Comm struct {
 	calls  *callTable // the operations of this communicator on this rank
 	seq    atomic.Uint64
 	closed atomic.Bool
+	seg    *Segment   // shared memory of a communicator on one host
+	hier   *Hierarchy // levels of a communicator across hosts
 }
 
 // worldID is the id of the world communicator. Split derives the ids of
@@ -307,7 +309,12 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 			sub.rank = i
 		}
 	}
-	return c.ep.bind(sub), nil
+	c.ep.bind(sub)
+	if err := sub.share(ctx); err != nil {
+		sub.Close()
+		return nil, c.opError("split", -1, tag, fmt.Errorf("setting up shared memory: %w", err))
+	}
+	return sub, nil
 }
 
 // canceled is a context that is already done, for withdrawing receives
@@ -352,6 +359,7 @@ func (c *Comm) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.closeShared()
 	if c.id != worldID {
 		c.ep.dropCalls(c.id)
 		return nil

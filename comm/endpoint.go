@@ -34,7 +34,7 @@ type endpoint struct {
 	ln         transport.Listener
 	linkCfg    transport.Config
 	store      *rendezvous.Client
-	addrs      []string // published link address of every rank
+	peerTable  // what every rank published
 
 	peers   []peer  // outbound, by world rank
 	inboxes []inbox // inbound, by world rank
@@ -69,10 +69,10 @@ type outLink struct{ transport.Link }
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func newEndpoint(rank, size int, o options, tr transport.Transport, ln transport.Listener,
-	cfg transport.Config, store *rendezvous.Client, addrs []string) *endpoint {
+	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
-		tr: tr, ln: ln, linkCfg: cfg, store: store, addrs: addrs,
+		tr: tr, ln: ln, linkCfg: cfg, store: store, peerTable: peers,
 		peers:      make([]peer, size),
 		inboxes:    make([]inbox, size),
 		callTables: make(map[uint64]*callTable),

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,9 +25,9 @@ import (
 // _SIZE), SLURM's srun (SLURM_PROCID, SLURM_NTASKS) and Kubernetes indexed
 // jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
-// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_TRANSPORT the links and
-// GOCOLL_DEBUG turns on debug
-// logging. Options override the environment.
+// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_TRANSPORT the links
+// (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity) and
+// GOCOLL_DEBUG turns on debug logging. Options override the environment.
 //
 // Rank 0 serves the rendezvous at the address; the others retry until it
 // is up or the timeout passes. Init returns once every rank has joined.
@@ -132,7 +133,17 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 		return nil, err
 	}
 	ep.release = release
-	return newWorld(ep), nil
+	return world(ctx, ep)
+}
+
+// world makes the world communicator of ep, with its shared memory.
+func world(ctx context.Context, ep *endpoint) (*Comm, error) {
+	c := newWorld(ep)
+	if err := c.share(ctx); err != nil {
+		ep.close()
+		return nil, fmt.Errorf("setting up shared memory: %w", err)
+	}
+	return c, nil
 }
 
 // listenAddr is where rank 0 serves the rendezvous: on the address's host
@@ -159,27 +170,47 @@ func start(ctx context.Context, rank, size int, o options, tr transport.Transpor
 	if err := store.Set(ctx, addrKey(rank), []byte(addr)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's address: %w", err)
 	}
-	if err := store.Set(ctx, hostKey(rank), []byte(hostIdentity())); err != nil {
+	host := hostIdentity()
+	if o.hostOf != nil {
+		host = o.hostOf(rank)
+	}
+	if err := store.Set(ctx, hostKey(rank), []byte(host+"\n"+strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, fmt.Errorf("publishing this rank's host: %w", err)
 	}
-	addrs := make([]string, size)
+	peers := peerTable{addrs: make([]string, size), hosts: make([]string, size), pids: make([]int, size)}
 	for r := range size {
 		v, err := store.Get(ctx, addrKey(r))
+		if err == nil {
+			peers.addrs[r] = string(v)
+			v, err = store.Get(ctx, hostKey(r))
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("rank %d has not joined: %w", r, context.Cause(ctx))
 			}
 			return nil, fmt.Errorf("looking up rank %d: %w", r, err)
 		}
-		addrs[r] = string(v)
+		host, pid, _ := strings.Cut(string(v), "\n")
+		peers.hosts[r] = host
+		peers.pids[r], _ = strconv.Atoi(pid)
 	}
-	return newEndpoint(rank, size, o, tr, ln, cfg, store, addrs), nil
+	return newEndpoint(rank, size, o, tr, ln, cfg, store, peers), nil
+}
+
+// peerTable is what every rank published at the rendezvous.
+type peerTable struct {
+	addrs []string // link address
+	hosts []string // host identity (hostIdentity)
+	pids  []int    // process id
 }
 
 // hostIdentity names the machine this process runs on, so that ranks can
 // tell which peers share a host: the hostname plus the machine id (or the
 // boot id where there is none), because container hostnames repeat.
 func hostIdentity() string {
+	if v := os.Getenv("GOCOLL_HOST"); v != "" {
+		return v
+	}
 	name, _ := os.Hostname()
 	for _, f := range []string{"/etc/machine-id", "/proc/sys/kernel/random/boot_id"} {
 		if b, err := os.ReadFile(f); err == nil {
@@ -210,9 +241,9 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	}
 	var tr transport.Transport
 	switch o.transport {
-	case "mem", "auto":
+	case "mem":
 		tr = mem.NewNetwork().Transport()
-	case "tcp":
+	case "tcp", "auto", "shm":
 		t, err := tcp.New()
 		if err != nil {
 			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
@@ -293,5 +324,9 @@ func startLocal(ctx context.Context, rank, n int, o options, tr transport.Transp
 		store.Close()
 		return nil, fmt.Errorf("rank %d: %w", rank, err)
 	}
-	return newWorld(ep), nil
+	c, err := world(ctx, ep)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d: %w", rank, err)
+	}
+	return c, nil
 }

@@ -15,6 +15,7 @@ type options struct {
 	secret          []byte
 	logger          *slog.Logger
 	unexpectedLimit int
+	hostOf          func(rank int) string
 }
 
 // DefaultTimeout bounds every blocking call when WithTimeout is not given
@@ -37,17 +38,36 @@ func (o *options) setDefault() {
 	}
 }
 
-// WithTransport chooses the links between ranks: "tcp", "mem" (ranks of
-// one process only, the default of NewLocal) or "auto" (the default of
-// Init: tcp between processes).
+// WithTransport chooses the links between ranks: "auto" (the default of
+// Init: shared memory between ranks on one host, tcp between hosts),
+// "shm" (shared memory only, all ranks on one host), "tcp" (tcp only, no
+// shared memory at all) or "mem" (in-memory links between the ranks of
+// one process, the default of NewLocal). With auto and shm, communicators
+// whose ranks share a host also get a shared-memory Segment, and those
+// that span hosts a Hierarchy.
 func WithTransport(name string) Option {
 	return func(o *options) error {
 		switch name {
-		case "auto", "tcp", "mem":
+		case "auto", "tcp", "shm", "mem":
 			o.transport = name
 			return nil
 		}
-		return fmt.Errorf("%w: unknown transport %q (want auto, tcp or mem)", ErrInvalid, name)
+		return fmt.Errorf("%w: unknown transport %q (want auto, tcp, shm or mem)", ErrInvalid, name)
+	}
+}
+
+// WithHostIdentity sets the host each rank claims to run on, in place of
+// the machine's identity (hostname plus machine id): ranks with equal
+// identities share memory, others talk over tcp. It lets one machine
+// stand in for several hosts, in tests and for trying hierarchical
+// algorithms; Init's ranks can do the same with GOCOLL_HOST.
+func WithHostIdentity(hostOf func(rank int) string) Option {
+	return func(o *options) error {
+		if hostOf == nil {
+			return fmt.Errorf("%w: nil host identity function", ErrInvalid)
+		}
+		o.hostOf = hostOf
+		return nil
 	}
 }
 

@@ -1,0 +1,285 @@
+package collective
+
+import (
+	"unsafe"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// The shared-memory algorithms (Shm) run where every rank of the
+// communicator maps its comm.Segment. They work in rounds, one slot of the
+// segment per rank and round, half after half (see comm.Segment): a rank
+// copies its part of the round into its slot and publishes In, the ranks
+// that need it wait for those Ins and read the slots, and everyone
+// publishes Done. Data crosses memory once into the segment and once out,
+// and the reduction reads each slot where it lies, which is half the
+// traffic of a two-copy ring through links; the waits are on memory, not
+// on messages.
+//
+// Allreduce reduces each round either on every rank (one-shot: each rank
+// combines all slots itself, for small rounds where a second wait would
+// cost more than the redundant arithmetic) or split (each rank combines
+// its share of the round from every slot into rank 0's slot, and all copy
+// the result out). Either way the operands are combined in rank order,
+// r0∘r1∘…, by exactly one rule per element, so the results are bitwise
+// identical everywhere and non-commutative ops are welcome.
+
+// shmOneShot is the largest round, in bytes per rank, that Allreduce
+// reduces on every rank instead of splitting.
+const shmOneShot = 16 << 10
+
+// segView is b, memory of a segment, as a []T. Segment memory is shared
+// with other processes, so it must be used in place, never through
+// codec's views, which copy in purego builds. Slots start on page
+// boundaries, so the elements are aligned.
+func segView[T codec.Elem](b []byte) []T {
+	n := len(b) / int(unsafe.Sizeof(*new(T)))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// segBegin starts the call's operation on s, in its turn.
+func (k *call[T]) segBegin(s *comm.Segment) (comm.SegmentOp, error) {
+	h := k.header(0, 0, 0)
+	op, err := s.Begin(k.ctx, k.ticket, &h)
+	if err != nil {
+		return op, k.wrap(-1, err)
+	}
+	return op, nil
+}
+
+// segShare is rank r's part of a round of m elements among p ranks: whole
+// 64-byte lines, so that no two ranks write one line, the last rank taking
+// the rest.
+func segShare(m, p, r, size int) (lo, hi int) {
+	unit := max(1, 64/size)
+	lines := (m + unit - 1) / unit
+	lo = min(m, r*lines/p*unit)
+	hi = min(m, (r+1)*lines/p*unit)
+	if r == p-1 {
+		hi = m
+	}
+	return lo, hi
+}
+
+// reduceShm reduces buf of every rank with k.op into buf of root, or of
+// every rank when root is -1, through the segment s.
+func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) error {
+	if s == nil {
+		return nil // one rank: its buf is the result
+	}
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	p, me := s.Size(), k.c.Rank()
+	per := s.SlotBytes() / k.size
+	off := 0
+	for {
+		m := min(per, len(buf)-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		part := buf[off : off+m]
+		copy(segView[T](s.Slot(me, half)), part)
+		op.In()
+		if m*k.size <= shmOneShot {
+			if root < 0 || me == root {
+				if err := op.WaitIn(); err != nil {
+					return k.wrap(-1, err)
+				}
+				k.combine(part, s, half, 0, m)
+			}
+			op.Done()
+		} else {
+			if err := op.WaitIn(); err != nil {
+				return k.wrap(-1, err)
+			}
+			lo, hi := segShare(m, p, me, k.size)
+			acc := segView[T](s.Slot(0, half))[lo:hi]
+			for j := 1; j < p; j++ {
+				codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
+			}
+			op.Done()
+			if root < 0 || me == root {
+				if err := op.WaitDone(); err != nil {
+					return k.wrap(-1, err)
+				}
+				copy(part, segView[T](s.Slot(0, half)))
+			}
+		}
+		if off += m; off >= len(buf) {
+			return nil
+		}
+	}
+}
+
+// combine sets dst to slot 0 ∘ slot 1 ∘ … of elements lo to hi of half.
+func (k *call[T]) combine(dst []T, s *comm.Segment, half, lo, hi int) {
+	copy(dst, segView[T](s.Slot(0, half))[lo:hi])
+	for j := 1; j < s.Size(); j++ {
+		codec.Reduce(k.op, dst, segView[T](s.Slot(j, half))[lo:hi])
+	}
+}
+
+// bcastShm copies root's buf to every rank through the segment, a whole
+// half (one slot per rank) per round.
+func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
+	s := k.c.Segment()
+	if s == nil {
+		return nil
+	}
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	per := s.Size() * s.SlotBytes() / k.size
+	me := k.c.Rank()
+	off := 0
+	for {
+		m := min(per, len(buf)-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		area := segView[T](s.Half(half))
+		if me == root {
+			copy(area, buf[off:off+m])
+			op.In()
+		} else {
+			op.In()
+			if err := op.WaitInOf(root); err != nil {
+				return k.wrap(root, err)
+			}
+			copy(buf[off:off+m], area)
+		}
+		op.Done()
+		if off += m; off >= len(buf) {
+			return nil
+		}
+	}
+}
+
+// gatherShm collects send of every rank into recv of root, in rank order,
+// or of every rank when root is -1 (Allgather): each rank's slot takes
+// the next part of its send per round.
+func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	s := k.c.Segment()
+	if s == nil {
+		copy(recv, send)
+		return nil
+	}
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	p, me, n := s.Size(), k.c.Rank(), len(send)
+	per := s.SlotBytes() / k.size
+	off := 0
+	for {
+		m := min(per, n-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		copy(segView[T](s.Slot(me, half)), send[off:off+m])
+		op.In()
+		if root < 0 || me == root {
+			if err := op.WaitIn(); err != nil {
+				return k.wrap(-1, err)
+			}
+			for r := range p {
+				copy(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
+			}
+		}
+		op.Done()
+		if off += m; off >= n {
+			return nil
+		}
+	}
+}
+
+// barrierShm is one round in which every rank waits for every other's In.
+func barrierShm(k *call[uint8]) error {
+	s := k.c.Segment()
+	if s == nil {
+		return nil
+	}
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	if _, err := op.Next(); err != nil {
+		return k.wrap(-1, err)
+	}
+	op.In()
+	if err := op.WaitIn(); err != nil {
+		return k.wrap(-1, err)
+	}
+	op.Done()
+	return nil
+}
+
+// allreduceHierarchical is Allreduce across hosts: per round, the ranks
+// of each host put their part in the host's segment; node rank j below
+// Shards combines share j of the round from every slot, then allreduces
+// that share with node rank j of every other host over links (Cross);
+// then all ranks of the host copy the round out. Every host thus sends
+// each byte across once per share owner instead of once per rank, and
+// the shares' results, the same on every host, reach every rank.
+func allreduceHierarchical[T codec.Elem](k *call[T], buf []T) error {
+	h := k.c.Hierarchy()
+	s := h.Node.Segment()
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	// The division of Avg happens once, at the end of the whole call.
+	across := k.op
+	if across.ID() == codec.OpAvg {
+		across = codec.Sum
+	}
+	p, me := s.Size(), h.Node.Rank()
+	per := s.SlotBytes() / k.size
+	off := 0
+	for {
+		m := min(per, len(buf)-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		part := buf[off : off+m]
+		copy(segView[T](s.Slot(me, half)), part)
+		op.In()
+		if err := op.WaitIn(); err != nil {
+			return k.wrap(-1, err)
+		}
+		if me < h.Shards {
+			lo, hi := segShare(m, h.Shards, me, k.size)
+			acc := segView[T](s.Slot(0, half))[lo:hi]
+			for j := 1; j < p; j++ {
+				codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
+			}
+			if err := Allreduce(k.ctx, h.Cross, acc, across); err != nil {
+				return err
+			}
+		}
+		op.Done()
+		if err := op.WaitDone(); err != nil {
+			return k.wrap(-1, err)
+		}
+		copy(part, segView[T](s.Slot(0, half)))
+		if off += m; off >= len(buf) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package collective
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// shmJob is a job whose ranks share a segment, as processes of one host
+// do with the auto transport.
+func shmJob(t testing.TB, n int, opts ...comm.Option) []*comm.Comm {
+	t.Helper()
+	cs := job(t, n, append([]comm.Option{comm.WithTransport("auto")}, opts...)...)
+	for _, c := range cs {
+		require.Equal(t, n > 1, c.Segment() != nil, "rank %d's segment", c.Rank())
+	}
+	return cs
+}
+
+// TestShm is the conformance matrix of the shared-memory algorithms:
+// every collective that has one, every rank count, every root, the
+// counts of the other algorithms' tests (which cross the segment's
+// rounds), both with Shm asked for and chosen by the selector.
+func TestShm(t *testing.T) {
+	for _, algo := range []Algorithm{Shm, Auto} {
+		t.Run(algo.String(), func(t *testing.T) {
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := shmJob(t, n)
+					t.Run("allreduce", func(t *testing.T) {
+						checkAllreduce[float32](t, cs, algo, Sum)
+						checkAllreduce[float64](t, cs, algo, Avg)
+						checkAllreduce[int32](t, cs, algo, Max)
+						checkAllreduce[uint8](t, cs, algo, Xor)
+						checkAllreduce[codec.BF16](t, cs, algo, Sum)
+					})
+					rootedCase(t, n, func(t *testing.T, root int, full bool) {
+						checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
+						checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
+						checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
+						checkBcast[float32](t, cs, algo, root, countsFor(n, full))
+						checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
+						checkGather[float32](t, cs, algo, root, countsFor(n, full))
+						checkGather[int32](t, cs, algo, root, countsFor(n, false))
+					})
+					t.Run("allgather", func(t *testing.T) {
+						checkAllgather[float32](t, cs, algo, countsFor(n, true))
+						checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
+					})
+					t.Run("barrier", func(t *testing.T) { checkBarrier(t, cs) })
+					t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
+				})
+			}
+		})
+	}
+}
+
+// TestHierarchical runs Allreduce on jobs whose ranks claim to run on
+// several hosts: shared memory inside each "host", tcp between them. The
+// layouts cover equal and unequal ranks per host and hosts of one rank.
+func TestHierarchical(t *testing.T) {
+	layouts := []struct {
+		name  string
+		hosts []string // of each rank
+	}{
+		{"2x2", []string{"a", "a", "b", "b"}},
+		{"interleaved", []string{"a", "b", "a", "b", "a", "b"}},
+		{"3+1+2", []string{"a", "a", "b", "a", "c", "c"}},
+		{"1+4", []string{"a", "b", "b", "b", "b"}},
+	}
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			n := len(l.hosts)
+			cs := job(t, n, comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return l.hosts[r] }))
+			for _, c := range cs {
+				require.Nil(t, c.Segment(), "the ranks do not share one host")
+				require.NotNil(t, c.Hierarchy())
+			}
+			for _, algo := range []Algorithm{Hierarchical, Auto} {
+				t.Run(algo.String(), func(t *testing.T) {
+					checkAllreduce[float32](t, cs, algo, Sum)
+					checkAllreduce[float64](t, cs, algo, Avg)
+					checkAllreduce[int32](t, cs, algo, Max)
+					checkAllreduce[codec.BF16](t, cs, algo, Sum)
+				})
+			}
+			t.Run("non-commutative", func(t *testing.T) {
+				checkNonCommutative(t, cs, Auto)
+			})
+		})
+	}
+}
+
+// shmOnly tells the cases of the allocation tests that ask for Shm,
+// which only communicators with a segment (transport auto) accept.
+func shmOnly(name string) bool { return strings.HasSuffix(name, "/shm") }

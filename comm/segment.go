@@ -1,0 +1,376 @@
+package comm
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/shmem"
+)
+
+// A Segment is shared memory that every rank of a communicator maps,
+// where all of them run on one host: the collectives of package
+// collective move data through it instead of through links, and wait for
+// one another on counters in it.
+//
+// Its data area is two halves, each one slot of SlotBytes per rank, laid
+// out in rank order, so that a half is also one buffer of Size()·SlotBytes
+// bytes. A collective runs in rounds, and round g uses half g mod 2: while
+// the ranks fill one half, the slowest may still read the other. In every
+// round each rank publishes two steps on its counter, "in" (its data of
+// the round is in place) and "done" (it is finished with the round), and
+// waits for the steps of the others that it needs.
+//
+// Segment operations of a communicator run one at a time, in the order
+// they were issued (Enqueue), on every rank. Before its first step an
+// operation records its call in the segment, and the first wait on each
+// rank compares the call of every rank it waited for with its own, so
+// ranks that disagree fail with a *MismatchError as they would over links.
+// Waits spin briefly, then yield, then sleep on a futex; they end with an
+// error when the context ends, the communicator's timeout passes, the job
+// fails, or a rank waited for has died (its process is gone).
+type Segment struct {
+	c      *Comm
+	region *shmem.Region
+	mem    []byte // region's mapping
+	ranks  int
+	slot   int   // bytes per rank per half
+	pids   []int // process of each rank
+
+	// Local state of the operation that holds the turn.
+	ticket  atomic.Uint64 // tickets handed out (Enqueue)
+	turn    atomic.Uint64 // ticket whose turn it is
+	round   uint64        // rounds run so far
+	seen    []uint64      // by rank: the last ticket whose calls were compared
+	waitTS  shmem.Timespec
+	closeMu sync.Mutex
+	users   int  // operations running, under closeMu
+	closed  bool // under closeMu
+}
+
+// Layout of a segment. Lines are 128 bytes, two cache lines, so that the
+// adjacent-line prefetcher does not make neighbours share.
+const (
+	segLine      = 128
+	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
+	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
+	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
+	segControl   = 3 * segLine        // one line per rank: step uint64, pid uint64
+	segRecords   = 4                  // call records per rank, a ring by ticket
+	segRecord    = 32
+	segPage      = 4096
+	segSpinFor   = 20 * time.Microsecond  // spinning before yielding
+	segYieldFor  = 200 * time.Microsecond // yielding before sleeping
+	segSleep     = 2 * time.Millisecond   // one futex sleep
+	segLiveEvery = 100 * time.Millisecond // between checks that waited-for processes live
+)
+
+// DefaultSegmentSlot is the bytes per rank and half of a segment: with two
+// halves, a 4-rank communicator's segment holds 2 MiB of data, small
+// enough to stay in the caches that the ranks' copies go through.
+const DefaultSegmentSlot = 256 << 10
+
+func segRecordsAt(ranks int) int { return segControl + ranks*segLine }
+
+func segDataAt(ranks int) int {
+	end := segRecordsAt(ranks) + ranks*segRecords*segRecord
+	return (end + segPage - 1) / segPage * segPage
+}
+
+func segSize(ranks, slot int) int { return segDataAt(ranks) + 2*ranks*slot }
+
+// Size is the number of ranks that share the segment, its communicator's.
+func (s *Segment) Size() int { return s.ranks }
+
+// SlotBytes is the size of one rank's slot in one half.
+func (s *Segment) SlotBytes() int { return s.slot }
+
+// Half is half h (0 or 1) of the data area: the slots of ranks 0, 1, …
+// one after the other.
+func (s *Segment) Half(h int) []byte {
+	at := segDataAt(s.ranks) + h*s.ranks*s.slot
+	return s.mem[at : at+s.ranks*s.slot : at+s.ranks*s.slot]
+}
+
+// Slot is rank r's slot in half h.
+func (s *Segment) Slot(r, h int) []byte {
+	at := segDataAt(s.ranks) + (h*s.ranks+r)*s.slot
+	return s.mem[at : at+s.slot : at+s.slot]
+}
+
+func (s *Segment) word64(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&s.mem[off]))
+}
+
+func (s *Segment) word32(off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&s.mem[off]))
+}
+
+func (s *Segment) step(r int) *atomic.Uint64 { return s.word64(segControl + r*segLine) }
+
+// record is where rank r records the call of the operation with ticket t.
+func (s *Segment) record(r int, t uint64) []byte {
+	at := segRecordsAt(s.ranks) + (r*segRecords+int(t%segRecords))*segRecord
+	return s.mem[at : at+segRecord : at+segRecord]
+}
+
+// Enqueue takes the next place in the communicator's order of segment
+// operations. Call it when the operation is issued, right after
+// StartCall, and pass the ticket to Begin.
+func (s *Segment) Enqueue() uint64 { return s.ticket.Add(1) }
+
+// A SegmentOp is one collective running on a segment. It is a value the
+// caller keeps on its stack; its methods do not allocate.
+type SegmentOp struct {
+	s        *Segment
+	ctx      context.Context
+	call     codec.Call
+	seq      uint64 // the call's sequence number on the communicator
+	ticket   uint64
+	round    uint64 // current round, from 1
+	first    uint64 // first round of the operation
+	deadline time.Time
+	live     time.Time // when to check next that waited-for ranks live
+}
+
+// Begin waits for the turn of the operation with the given ticket (every
+// earlier one has ended) and records its call, h after StartCall, in the
+// segment. End must follow a successful Begin.
+func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (SegmentOp, error) {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return SegmentOp{}, ErrClosed
+	}
+	s.users++
+	s.closeMu.Unlock()
+	now := time.Now()
+	op := SegmentOp{s: s, ctx: ctx, call: h.Call(), seq: h.Seq, ticket: ticket, live: now.Add(segLiveEvery)}
+	if t := s.c.ep.opts.timeout; t > 0 {
+		op.deadline = now.Add(t)
+	}
+	// Operations issued at once (AllreduceAsync) take their turns here.
+	for i := 0; s.turn.Load()+1 != ticket; i++ {
+		if err := op.failed(-1); err != nil {
+			s.release()
+			return SegmentOp{}, err
+		}
+		if i > 64 {
+			time.Sleep(20 * time.Microsecond)
+		} else {
+			runtime.Gosched()
+		}
+	}
+	putCall(s.record(s.c.rank, ticket), ticket, op.seq, op.call)
+	op.first = s.round + 1
+	return op, nil
+}
+
+// End finishes the operation and hands the turn to the next one.
+func (op *SegmentOp) End() {
+	op.s.round = op.round
+	op.s.turn.Store(op.ticket)
+	op.s.release()
+}
+
+func (s *Segment) release() {
+	s.closeMu.Lock()
+	s.users--
+	unmap := s.closed && s.users == 0
+	s.closeMu.Unlock()
+	if unmap {
+		s.region.Close()
+	}
+}
+
+// Next starts the operation's next round and returns the half it uses.
+// It first waits until every rank is done with the round before the last,
+// which used the same half.
+func (op *SegmentOp) Next() (int, error) {
+	if op.round == 0 {
+		op.round = op.first
+	} else {
+		op.round++
+	}
+	if op.round > 2 {
+		if err := op.waitAll(2 * (op.round - 2)); err != nil {
+			return 0, err
+		}
+	}
+	return int(op.round % 2), nil
+}
+
+// In publishes that this rank's data of the round is in place; Done that
+// it is finished with the round.
+func (op *SegmentOp) In()   { op.s.publish(2*op.round - 1) }
+func (op *SegmentOp) Done() { op.s.publish(2 * op.round) }
+
+// WaitIn waits until every rank published In for the round; WaitDone
+// until every rank published Done.
+func (op *SegmentOp) WaitIn() error   { return op.waitAll(2*op.round - 1) }
+func (op *SegmentOp) WaitDone() error { return op.waitAll(2 * op.round) }
+
+// WaitInOf waits until rank r published In for the round.
+func (op *SegmentOp) WaitInOf(r int) error { return op.wait(r, 2*op.round-1) }
+
+func (s *Segment) publish(step uint64) {
+	s.step(s.c.rank).Store(step)
+	if s.word32(segSleepers).Load() != 0 {
+		s.word32(segEpoch).Add(1)
+		shmem.Wake(s.word32(segEpoch), s.ranks)
+	}
+}
+
+func (op *SegmentOp) waitAll(step uint64) error {
+	for r := range op.s.ranks {
+		if r != op.s.c.rank {
+			if err := op.wait(r, step); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wait waits until rank r's counter reaches step: spinning, then yielding
+// the processor, then sleeping on the segment's futex, checking for
+// failures between sleeps. When r reaches the operation's first step, its
+// call is compared with this rank's.
+func (op *SegmentOp) wait(r int, step uint64) error {
+	s := op.s
+	w := s.step(r)
+	if w.Load() < step {
+		if err := op.spin(r, w, step); err != nil {
+			return err
+		}
+	}
+	if s.seen[r] < op.ticket {
+		return op.check(r)
+	}
+	return nil
+}
+
+func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
+	s := op.s
+	start := time.Now()
+	for i := 0; ; i++ {
+		if w.Load() >= step {
+			return nil
+		}
+		if i%64 != 63 {
+			continue
+		}
+		if err := op.failed(r); err != nil {
+			return err
+		}
+		waited := time.Since(start)
+		switch {
+		case waited < segSpinFor:
+			runtime.Gosched()
+		case waited < segYieldFor:
+			runtime.Gosched()
+			shmem.Yield()
+		default:
+			sleepers, epoch := s.word32(segSleepers), s.word32(segEpoch)
+			sleepers.Add(1)
+			e := epoch.Load()
+			if w.Load() < step {
+				shmem.Wait(epoch, e, segSleep, &s.waitTS)
+			}
+			sleepers.Add(^uint32(0))
+		}
+	}
+}
+
+// failed reports why the operation cannot go on, if it cannot: its
+// context ended, the communicator's timeout passed, the job failed, the
+// segment closed, or rank r (waited for; -1 for none) died. The costlier
+// checks run only now and then.
+func (op *SegmentOp) failed(r int) error {
+	s := op.s
+	if err := s.c.ep.err(); err != nil {
+		return err
+	}
+	if done := op.ctx.Done(); done != nil {
+		select {
+		case <-done:
+			return context.Cause(op.ctx)
+		default:
+		}
+	}
+	now := time.Now()
+	if now.Before(op.live) {
+		return nil
+	}
+	op.live = now.Add(segLiveEvery)
+	if !op.deadline.IsZero() && now.After(op.deadline) {
+		if r >= 0 {
+			return fmt.Errorf("%w: rank %d did not reach step %d of the shared-memory %s within %v",
+				ErrTimeout, r, s.step(r).Load(), op.call, s.c.ep.opts.timeout)
+		}
+		return ErrTimeout
+	}
+	if r >= 0 && !shmem.Alive(s.pids[r]) {
+		err := &PeerError{Rank: s.c.group[r], Err: fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call)}
+		s.c.ep.fail(err)
+		return err
+	}
+	return nil
+}
+
+// check compares the calls rank r recorded with this rank's, once r has
+// reached the operation's first step: for this operation and for the
+// ones since the last comparison with r. An operation in which this rank
+// waited for nobody, a Bcast's root, is so compared in the next one that
+// waits.
+func (op *SegmentOp) check(r int) error {
+	s := op.s
+	if s.step(r).Load() < 2*op.first-1 {
+		return nil // waited for an earlier step only
+	}
+	// Records older than the ring holds are gone; ranks never drift that
+	// far apart, since every round waits for the one two before it.
+	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords-2))
+	s.seen[r] = op.ticket
+	for t := from; t <= op.ticket; t++ {
+		mine, mySeq, _ := getCall(s.record(s.c.rank, t))
+		theirs, seq, ticket := getCall(s.record(r, t))
+		if ticket == t && seq == mySeq && theirs == mine {
+			continue
+		}
+		m := &MismatchError{Rank: s.c.rank, Peer: r, Local: mine, Remote: theirs}
+		if seq != mySeq {
+			m.Detail = fmt.Sprintf("its shared-memory operation %d is the communicator's operation %d, this rank's is %d", t, seq, mySeq)
+		}
+		s.c.ep.abort(m)
+		return m
+	}
+	return nil
+}
+
+// putCall and getCall store a call record: ticket, sequence number, count,
+// root and the four one-byte fields.
+func putCall(b []byte, ticket, seq uint64, c codec.Call) {
+	b = b[:segRecord]
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], ticket)
+	le.PutUint64(b[8:], seq)
+	le.PutUint64(b[16:], uint64(c.Count))
+	le.PutUint64(b[24:], uint64(uint32(int32(c.Root)))|uint64(c.Kind)<<32|uint64(c.DType)<<40|uint64(c.Op)<<48|uint64(c.Algorithm)<<56)
+}
+
+func getCall(b []byte) (call codec.Call, seq, ticket uint64) {
+	b = b[:segRecord]
+	le := binary.LittleEndian
+	ticket, seq = le.Uint64(b[0:]), le.Uint64(b[8:])
+	w := le.Uint64(b[24:])
+	call = codec.Call{Kind: codec.Kind(w >> 32), DType: codec.DType(w >> 40), Op: codec.OpID(w >> 48),
+		Algorithm: codec.Algorithm(w >> 56), Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
+	return call, seq, ticket
+}
