@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,8 +33,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// worker runs every collective once between real processes over TCP and
-// checks each result against the sequential reference.
+// worker runs every collective once between real processes, with every
+// algorithm of Allreduce, the shared-memory ones where its communicator
+// has a segment or a hierarchy, and checks each result against the
+// sequential reference.
 func worker() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -59,7 +62,14 @@ func worker() error {
 		return nil
 	}
 
-	for _, algo := range allreduceAlgorithms {
+	algos, shared := allreduceAlgorithms, "links"
+	switch {
+	case c.Segment() != nil:
+		algos, shared = append(slices.Clone(algos), Shm), "a segment"
+	case c.Hierarchy() != nil:
+		algos, shared = append(slices.Clone(algos), Hierarchical), "a hierarchy"
+	}
+	for _, algo := range algos {
 		buf := append([]float32(nil), inputs[me]...)
 		err := Allreduce(ctx, c, buf, Sum, WithAlgorithm(algo))
 		if err := check("Allreduce "+algo.String(), err, buf, sum); err != nil {
@@ -115,7 +125,7 @@ func worker() error {
 	if err := Barrier(ctx, c); err != nil {
 		return fmt.Errorf("Barrier: %w", err)
 	}
-	fmt.Printf("rank %d of %d: collectives ok\n", me, n)
+	fmt.Printf("rank %d of %d: collectives ok with %s\n", me, n, shared)
 	return nil
 }
 
@@ -147,13 +157,14 @@ func TestCollectivesThroughGocollRun(t *testing.T) {
 	run.Stdout, run.Stderr = &output, &output
 	require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
 	for r := range n {
-		require.Contains(t, output.String(), fmt.Sprintf("[%d] rank %d of %d: collectives ok", r, r, n))
+		require.Contains(t, output.String(), fmt.Sprintf("[%d] rank %d of %d: collectives ok with a segment", r, r, n))
 	}
 }
 
 // TestTwoNodesThroughGocollRun starts two gocoll run launchers, as two
 // machines would (--nnodes 2, each its --node-rank, one --master and
-// --secret), of two ranks each: together one job of four ranks.
+// --secret), of two ranks each: together one job of four ranks, on two
+// "hosts" (GOCOLL_HOST), so that Allreduce runs hierarchically.
 func TestTwoNodesThroughGocollRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gocoll command and starts processes")
@@ -171,7 +182,8 @@ func TestTwoNodesThroughGocollRun(t *testing.T) {
 	for node := range 2 {
 		run := exec.CommandContext(ctx, gocoll, "run", "-n", "2", "--nnodes", "2", "--node-rank", fmt.Sprint(node),
 			"--master", master, "--secret", secret, "--timeout", "1m", exe, "-test.run=^$")
-		run.Env = append(os.Environ(), workerVar+"=1")
+		// Each launcher's ranks claim a host of their own.
+		run.Env = append(os.Environ(), workerVar+"=1", fmt.Sprint("GOCOLL_HOST=node", node))
 		run.Stdout, run.Stderr = &outputs[node], &outputs[node]
 		require.NoError(t, run.Start())
 		go func() { errs <- run.Wait() }()
@@ -180,6 +192,6 @@ func TestTwoNodesThroughGocollRun(t *testing.T) {
 	err1, err2 := <-errs, <-errs
 	require.NoError(t, errors.Join(err1, err2), "node 0:\n%s\nnode 1:\n%s", outputs[0].String(), outputs[1].String())
 	for r := range 4 {
-		require.Contains(t, outputs[r/2].String(), fmt.Sprintf("[%d] rank %d of 4: collectives ok", r, r))
+		require.Contains(t, outputs[r/2].String(), fmt.Sprintf("[%d] rank %d of 4: collectives ok with a hierarchy", r, r))
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/testutil"
 
+	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
 )
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"exchange": exchangeWorker,
 	"survivor": survivorWorker,
+	"segment":  segmentSurvivorWorker,
 	"peer":     benchPeerWorker,
 }
 
@@ -163,10 +165,59 @@ func survivorWorker(ctx context.Context, c *comm.Comm) error {
 	return nil
 }
 
+// segmentSurvivorWorker is survivorWorker for ranks that wait in shared
+// memory: after a first barrier the survivors enter a second one, in the
+// communicator's segment, which the killed rank never reaches. They must
+// learn of the death from its process being gone (or the rendezvous) and
+// name it.
+func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
+	if c.Segment() == nil {
+		return errors.New("the ranks of one host have no shared segment")
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	victim := c.Size() - 1
+	if c.Rank() == victim {
+		time.Sleep(time.Hour)
+	}
+	start := time.Now()
+	err := collective.Barrier(ctx, c)
+	var pe *comm.PeerError
+	if !errors.As(err, &pe) || pe.Rank != victim {
+		return fmt.Errorf("want an error naming rank %d as lost, got %v", victim, err)
+	}
+	fmt.Printf("lost rank %d after %v: %v\n", pe.Rank, time.Since(start).Round(time.Millisecond), err)
+	return nil
+}
+
+// TestKilledRankIsNamed kills one rank of four with SIGKILL while the
+// others wait for it, on links and in shared memory: every survivor must
+// fail soon with a *PeerError naming it, and nothing may be left in
+// /dev/shm.
 func TestKilledRankIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	before := shmFiles(t)
+	for _, worker := range []string{"survivor", "segment"} {
+		t.Run(worker, func(t *testing.T) { killRank(t, worker) })
+	}
+	require.Equal(t, before, shmFiles(t), "files in /dev/shm")
+}
+
+func shmFiles(t *testing.T) []string {
+	entries, err := os.ReadDir("/dev/shm")
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func killRank(t *testing.T, worker string) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	const n = 4
@@ -185,7 +236,7 @@ func TestKilledRankIsNamed(t *testing.T) {
 	for r := range n {
 		p := &proc{ready: make(chan struct{}), eof: make(chan struct{})}
 		p.cmd = exec.Command(exe, "-test.run=^$")
-		p.cmd.Env = append(os.Environ(), workerVar+"=survivor",
+		p.cmd.Env = append(os.Environ(), workerVar+"="+worker,
 			"GOCOLL_RANK="+strconv.Itoa(r), "GOCOLL_SIZE="+strconv.Itoa(n),
 			"GOCOLL_ADDR=127.0.0.1:"+strconv.Itoa(port), "GOCOLL_SECRET="+secret,
 			"GOCOLL_TIMEOUT=2m")

@@ -42,6 +42,11 @@ type Segment struct {
 	ranks  int
 	slot   int   // bytes per rank per half
 	pids   []int // process of each rank
+	// spinFor is how long a wait spins before it yields the processor:
+	// segSpinFor when every rank of the host can have a core, none when
+	// they cannot, where a spinning rank takes the core of the rank it
+	// waits for.
+	spinFor time.Duration
 
 	// Local state of the operation that holds the turn.
 	ticket  atomic.Uint64 // tickets handed out (Enqueue)
@@ -65,8 +70,8 @@ const (
 	segRecords   = 4                  // call records per rank, a ring by ticket
 	segRecord    = 32
 	segPage      = 4096
-	segSpinFor   = 20 * time.Microsecond  // spinning before yielding
-	segYieldFor  = 200 * time.Microsecond // yielding before sleeping
+	segSpinFor   = 2 * time.Millisecond   // spinning before yielding, with a core per rank
+	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
 	segLiveEvery = 100 * time.Millisecond // between checks that waited-for processes live
 )
@@ -269,13 +274,22 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		if err := op.failed(r); err != nil {
 			return err
 		}
+		// A rank of this process needs this goroutine's P to run; a rank
+		// of another process needs a core, and the Go scheduler is best
+		// left alone then: Gosched wakes idle threads that take cores.
+		local := s.pids[r] == s.pids[s.c.rank]
 		waited := time.Since(start)
 		switch {
-		case waited < segSpinFor:
-			runtime.Gosched()
+		case waited < s.spinFor:
+			if local && i%1024 == 1023 {
+				runtime.Gosched()
+			}
 		case waited < segYieldFor:
-			runtime.Gosched()
-			shmem.Yield()
+			if local {
+				runtime.Gosched()
+			} else {
+				shmem.Yield()
+			}
 		default:
 			sleepers, epoch := s.word32(segSleepers), s.word32(segEpoch)
 			sleepers.Add(1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -231,6 +232,9 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		pids: make([]int, n), seen: make([]uint64, n)}
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
+	}
+	if n <= runtime.NumCPU() {
+		s.spinFor = segSpinFor
 	}
 	return s, nil
 }

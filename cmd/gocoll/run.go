@@ -47,7 +47,9 @@ The flags are:
 		communicator timeout handed to the ranks as GOCOLL_TIMEOUT (0 means
 		the library default)
 	--transport t
-		links between ranks, handed over as GOCOLL_TRANSPORT: auto or tcp
+		how ranks talk, handed over as GOCOLL_TRANSPORT: auto (shared memory
+		between ranks of one host, tcp between hosts; the default), shm
+		(shared memory only) or tcp (no shared memory)
 	--nnodes k, --node-rank i, --master host:port, --secret s
 		place this machine's ranks in a job over k machines
 `
@@ -75,9 +77,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch *transport {
-	case "auto", "tcp":
+	case "auto", "shm", "tcp":
 	default:
-		fmt.Fprintf(stderr, "gocoll run: unknown transport %q (want auto or tcp)\n", *transport)
+		fmt.Fprintf(stderr, "gocoll run: unknown transport %q (want auto, shm or tcp)\n", *transport)
 		return 2
 	}
 	prog, err := exec.LookPath(fs.Arg(0))

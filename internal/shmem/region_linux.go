@@ -199,8 +199,10 @@ func Wake(w *atomic.Uint32, n int) {
 
 // Yield gives the processor to another thread or process, which a
 // goroutine spinning on shared memory needs when there are more waiting
-// processes than cores: runtime.Gosched only yields to goroutines.
-func Yield() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+// processes than cores: runtime.Gosched only yields to goroutines. It is
+// a raw system call: sched_yield does not block, and telling the Go
+// scheduler about it would only wake threads to take over this one's P.
+func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // Alive reports whether process pid exists (and is not a zombie).
 func Alive(pid int) bool {
