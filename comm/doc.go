@@ -56,6 +56,21 @@
 // each other nothing are compared too. Any difference aborts the job with
 // a *MismatchError naming both ranks and both calls.
 //
+// # Shared memory
+//
+// With the auto and shm transports, a communicator whose ranks all run on
+// one host (by the identity each rank publishes: hostname and machine id,
+// or GOCOLL_HOST / WithHostIdentity) gets a Segment when it is made:
+// memory every rank maps, through which package collective runs its Shm
+// algorithms. A communicator across hosts with several ranks on some host
+// gets a Hierarchy instead: a communicator per host, with a segment, and
+// communicators across hosts. Segments are unnamed files, so nothing is
+// left in /dev/shm whatever happens to the processes; where one cannot be
+// made (no /dev/shm space, /proc not readable) every rank of the
+// communicator learns so and uses links. Waits in a segment honour the
+// context and the timeout and end with a *PeerError when a rank waited
+// for dies.
+//
 // # Sub-communicators
 //
 // Split partitions a communicator like MPI_Comm_split. Communicators share

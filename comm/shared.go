@@ -39,7 +39,7 @@ type Hierarchy struct {
 
 // Segment is the communicator's shared memory, or nil when its ranks do
 // not all run on one host, the transport is not auto or shm, or the
-// segment could not be made (the debug log says why).
+// segment could not be made (a warning in the log says why).
 func (c *Comm) Segment() *Segment { return c.seg }
 
 // Hierarchy is the communicator's split into hosts, or nil when it does
@@ -175,7 +175,7 @@ func (c *Comm) key(what string, i int) string {
 // attachSegment makes c's segment: rank 0 creates it and publishes where
 // it is, the others map it, and all publish whether they could. The
 // segment is used only when every rank could; otherwise it returns nil
-// and the reason goes to the debug log.
+// and the reason is logged.
 func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	ep := c.ep
 	n, slot := len(c.group), DefaultSegmentSlot
@@ -223,7 +223,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	}
 	if problem != nil {
 		closeRegion(region)
-		ep.log.Debug("no shared memory segment", "comm", c.id, "err", problem)
+		ep.log.Warn("no shared memory segment; collectives use links", "comm", c.id, "err", problem)
 		return nil, nil
 	}
 	// Every rank has it mapped: the mappings keep it from here on.
