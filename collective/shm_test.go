@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -99,3 +100,29 @@ func TestHierarchical(t *testing.T) {
 // shmOnly tells the cases of the allocation tests that ask for Shm,
 // which only communicators with a segment (transport auto) accept.
 func shmOnly(name string) bool { return strings.HasSuffix(name, "/shm") }
+
+// TestShmDrift runs long sequences of operations in which only the root
+// waits (Gather, Bcast), with and without barriers between them: ranks
+// then run several operations ahead of one another, which the segment's
+// call records must take without reporting a mismatch that is not there.
+func TestShmDrift(t *testing.T) {
+	const n, rounds = 4, 200
+	cs := shmJob(t, n)
+	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		send, recv := make([]float32, 4), make([]float32, 4*n)
+		for i := range rounds {
+			if i%3 == 0 {
+				if err := Barrier(ctx, c); err != nil {
+					return err
+				}
+			}
+			if err := Gather(ctx, c, send, recv, i%n); err != nil {
+				return err
+			}
+			if err := Bcast(ctx, c, send, (i+1)%n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

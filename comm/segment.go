@@ -67,7 +67,7 @@ const (
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: step uint64, pid uint64
-	segRecords   = 4                  // call records per rank, a ring by ticket
+	segRecords   = 16                 // call records per rank, a ring by ticket
 	segRecord    = 32
 	segPage      = 4096
 	segSpinFor   = 2 * time.Millisecond   // spinning before yielding, with a core per rank
@@ -281,8 +281,15 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		waited := time.Since(start)
 		switch {
 		case waited < s.spinFor:
-			if local && i%1024 == 1023 {
-				runtime.Gosched()
+			// Now and then let another thread of this core run: a
+			// runtime thread woken here would otherwise hold the core of
+			// the rank this one waits for until the kernel preempts it.
+			if i%1024 == 1023 {
+				if local {
+					runtime.Gosched()
+				} else {
+					shmem.Yield()
+				}
 			}
 		case waited < segYieldFor:
 			if local {
@@ -348,14 +355,16 @@ func (op *SegmentOp) check(r int) error {
 	if s.step(r).Load() < 2*op.first-1 {
 		return nil // waited for an earlier step only
 	}
-	// Records older than the ring holds are gone; ranks never drift that
-	// far apart, since every round waits for the one two before it.
-	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords-2))
+	// A rank runs at most a few rounds ahead of the slowest (every round
+	// waits for everyone to be done with the one two before it), so the
+	// ring still holds the records compared here; one overwritten by a
+	// later operation all the same is skipped, not misread.
+	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords/2))
 	s.seen[r] = op.ticket
 	for t := from; t <= op.ticket; t++ {
 		mine, mySeq, _ := getCall(s.record(s.c.rank, t))
 		theirs, seq, ticket := getCall(s.record(r, t))
-		if ticket == t && seq == mySeq && theirs == mine {
+		if ticket != t || seq == mySeq && theirs == mine {
 			continue
 		}
 		m := &MismatchError{Rank: s.c.rank, Peer: r, Local: mine, Remote: theirs}
