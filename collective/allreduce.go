@@ -42,9 +42,13 @@ func (k *call[T]) allreduce(buf []T) error {
 			err = bcastTree(k, buf, 0, phaseSteps)
 		}
 	case Shm:
-		err = reduceShm(k, k.c.Segment(), buf, -1)
+		err = reduceShm(k, k.c.Segment(), buf, -1, nil)
 	case Hierarchical:
-		err = allreduceHierarchical(k, buf)
+		// Inside each host through its segment, across hosts over links:
+		// each host sends each byte across once per share owner instead
+		// of once per rank.
+		h := k.c.Hierarchy()
+		err = reduceShm(k, h.Node.Segment(), buf, -1, h)
 	default:
 		err = allreduceDoubling(k, buf)
 	}

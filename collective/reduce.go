@@ -17,7 +17,7 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 		return err
 	}
 	if k.me.Algorithm == Shm {
-		err = reduceShm(&k, c.Segment(), buf, root)
+		err = reduceShm(&k, c.Segment(), buf, root, nil)
 	} else {
 		err = reduceTree(&k, buf, root, 0)
 	}

@@ -66,8 +66,11 @@ func segShare(m, p, r, size int) (lo, hi int) {
 }
 
 // reduceShm reduces buf of every rank with k.op into buf of root, or of
-// every rank when root is -1, through the segment s.
-func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) error {
+// every rank when root is -1, through the segment s. With a hierarchy h,
+// s is its node's segment: only node ranks below h.Shards combine the
+// shares of each round, and each allreduces its share with its peers on
+// the other hosts (h.Cross) before the round is copied out.
+func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *comm.Hierarchy) error {
 	if s == nil {
 		return nil // one rank: its buf is the result
 	}
@@ -76,7 +79,14 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) err
 		return err
 	}
 	defer op.End()
-	p, me := s.Size(), k.c.Rank()
+	p, me := s.Size(), s.Rank()
+	owners, across := p, k.op
+	if h != nil {
+		owners = h.Shards
+		if across.ID() == codec.OpAvg {
+			across = codec.Sum // Avg divides once, at the end of the whole call
+		}
+	}
 	per := s.SlotBytes() / k.size
 	off := 0
 	for {
@@ -88,11 +98,12 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) err
 		part := buf[off : off+m]
 		copy(segView[T](s.Slot(me, half)), part)
 		op.In()
-		if m*k.size <= shmOneShot {
+		if h == nil && m*k.size <= shmOneShot {
 			if root < 0 || me == root {
 				if err := op.WaitIn(); err != nil {
 					return k.wrap(-1, err)
 				}
+				copy(part, segView[T](s.Slot(0, half)))
 				k.combine(part, s, half, 0, m)
 			}
 			op.Done()
@@ -100,10 +111,15 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) err
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
 			}
-			lo, hi := segShare(m, p, me, k.size)
-			acc := segView[T](s.Slot(0, half))[lo:hi]
-			for j := 1; j < p; j++ {
-				codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
+			if me < owners {
+				lo, hi := segShare(m, owners, me, k.size)
+				acc := segView[T](s.Slot(0, half))[lo:hi]
+				k.combine(acc, s, half, lo, hi)
+				if h != nil {
+					if err := Allreduce(k.ctx, h.Cross, acc, across); err != nil {
+						return err
+					}
+				}
 			}
 			op.Done()
 			if root < 0 || me == root {
@@ -119,11 +135,11 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int) err
 	}
 }
 
-// combine sets dst to slot 0 ∘ slot 1 ∘ … of elements lo to hi of half.
-func (k *call[T]) combine(dst []T, s *comm.Segment, half, lo, hi int) {
-	copy(dst, segView[T](s.Slot(0, half))[lo:hi])
+// combine sets acc, which holds elements lo to hi of slot 0 of half, to
+// slot 0 ∘ slot 1 ∘ … of those elements.
+func (k *call[T]) combine(acc []T, s *comm.Segment, half, lo, hi int) {
 	for j := 1; j < s.Size(); j++ {
-		codec.Reduce(k.op, dst, segView[T](s.Slot(j, half))[lo:hi])
+		codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
 	}
 }
 
@@ -226,60 +242,4 @@ func barrierShm(k *call[uint8]) error {
 	}
 	op.Done()
 	return nil
-}
-
-// allreduceHierarchical is Allreduce across hosts: per round, the ranks
-// of each host put their part in the host's segment; node rank j below
-// Shards combines share j of the round from every slot, then allreduces
-// that share with node rank j of every other host over links (Cross);
-// then all ranks of the host copy the round out. Every host thus sends
-// each byte across once per share owner instead of once per rank, and
-// the shares' results, the same on every host, reach every rank.
-func allreduceHierarchical[T codec.Elem](k *call[T], buf []T) error {
-	h := k.c.Hierarchy()
-	s := h.Node.Segment()
-	op, err := k.segBegin(s)
-	if err != nil {
-		return err
-	}
-	defer op.End()
-	// The division of Avg happens once, at the end of the whole call.
-	across := k.op
-	if across.ID() == codec.OpAvg {
-		across = codec.Sum
-	}
-	p, me := s.Size(), h.Node.Rank()
-	per := s.SlotBytes() / k.size
-	off := 0
-	for {
-		m := min(per, len(buf)-off)
-		half, err := op.Next()
-		if err != nil {
-			return k.wrap(-1, err)
-		}
-		part := buf[off : off+m]
-		copy(segView[T](s.Slot(me, half)), part)
-		op.In()
-		if err := op.WaitIn(); err != nil {
-			return k.wrap(-1, err)
-		}
-		if me < h.Shards {
-			lo, hi := segShare(m, h.Shards, me, k.size)
-			acc := segView[T](s.Slot(0, half))[lo:hi]
-			for j := 1; j < p; j++ {
-				codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
-			}
-			if err := Allreduce(k.ctx, h.Cross, acc, across); err != nil {
-				return err
-			}
-		}
-		op.Done()
-		if err := op.WaitDone(); err != nil {
-			return k.wrap(-1, err)
-		}
-		copy(part, segView[T](s.Slot(0, half)))
-		if off += m; off >= len(buf) {
-			return nil
-		}
-	}
 }

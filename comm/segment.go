@@ -93,6 +93,9 @@ func segSize(ranks, slot int) int { return segDataAt(ranks) + 2*ranks*slot }
 // Size is the number of ranks that share the segment, its communicator's.
 func (s *Segment) Size() int { return s.ranks }
 
+// Rank is this rank's in the segment's communicator.
+func (s *Segment) Rank() int { return s.c.rank }
+
 // SlotBytes is the size of one rank's slot in one half.
 func (s *Segment) SlotBytes() int { return s.slot }
 
@@ -163,7 +166,7 @@ func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (Se
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
-			s.release()
+			s.release(false)
 			return SegmentOp{}, err
 		}
 		if i > 64 {
@@ -181,16 +184,23 @@ func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (Se
 func (op *SegmentOp) End() {
 	op.s.round = op.round
 	op.s.turn.Store(op.ticket)
-	op.s.release()
+	op.s.release(false)
 }
 
-func (s *Segment) release() {
+// release ends an operation's use of the segment, or, with closing, the
+// communicator's; the mapping goes once both are over, so that closing a
+// communicator never pulls memory from under a running operation.
+func (s *Segment) release(closing bool) {
 	s.closeMu.Lock()
-	s.users--
+	if closing {
+		s.closed = true
+	} else {
+		s.users--
+	}
 	unmap := s.closed && s.users == 0
 	s.closeMu.Unlock()
 	if unmap {
-		s.region.Close()
+		s.region.Close() // idempotent
 	}
 }
 

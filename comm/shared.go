@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,15 +88,15 @@ func (c *Comm) share(ctx context.Context) error {
 		c.seg = seg
 		return err
 	}
-	shards := len(c.group)
+	shards, most := len(c.group), 0
 	for _, m := range members {
-		shards = min(shards, len(m))
+		shards, most = min(shards, len(m)), max(most, len(m))
 	}
-	if maxPerHost(members) == 1 {
+	if most == 1 {
 		return nil // one rank per host: nothing to share
 	}
 	local := members[hostOf(c.rank)]
-	hostIdx := indexOf(hosts, hostOf(c.rank))
+	hostIdx := slices.Index(hosts, hostOf(c.rank))
 	node := c.derive(2*hostIdx, local)
 	seg, err := node.attachSegment(ctx)
 	if err != nil {
@@ -134,23 +135,6 @@ func (c *Comm) share(ctx context.Context) error {
 	}
 	c.hier = h
 	return nil
-}
-
-func maxPerHost(members map[string][]int) int {
-	n := 0
-	for _, m := range members {
-		n = max(n, len(m))
-	}
-	return n
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // derive makes the communicator of c's ranks ranks (in that order) that
@@ -277,14 +261,8 @@ func closeRegion(r *shmem.Region) {
 // closeShared releases c's segment and hierarchy. Operations still
 // running keep the mapping until they end.
 func (c *Comm) closeShared() {
-	if s := c.seg; s != nil {
-		s.closeMu.Lock()
-		s.closed = true
-		unmap := s.users == 0
-		s.closeMu.Unlock()
-		if unmap {
-			s.region.Close()
-		}
+	if c.seg != nil {
+		c.seg.release(true)
 	}
 	if h := c.hier; h != nil {
 		h.Node.Close()
