@@ -98,6 +98,7 @@ func (b *bench) run(name string, bytes, iters int) (avg time.Duration, factor fl
 	c, me, n := b.c, b.c.Rank(), b.c.Size()
 	var call func() error
 	var check func() error
+	prepare := func() {} // before each call, outside the timing
 	switch name {
 	case "allreduce":
 		send, recv := make([]float32, bytes/4), make([]float32, bytes/4)
@@ -122,18 +123,37 @@ func (b *bench) run(name string, bytes, iters int) (avg time.Duration, factor fl
 		}
 		factor = 2 * float64(n-1) / float64(n)
 	case "bcast":
+		// As mpi_coll_bench.c: root's buffer is filled once, and each
+		// iteration stamps its number into element 0 outside the timing
+		// and checks it after the call.
 		buf := make([]float32, bytes/4)
+		if me == 0 {
+			for i := range buf {
+				buf[i] = pattern(0, i)
+			}
+		}
+		it := 0
 		call = func() error {
-			if me == 0 {
-				for i := range buf {
-					buf[i] = pattern(0, i)
+			if err := collective.Bcast(b.ctx, c, buf, 0, b.opts...); err != nil {
+				return err
+			}
+			if len(buf) > 0 && buf[0] != float32(it) {
+				return fmt.Errorf("bcast iteration %d: element 0 is %v", it, buf[0])
+			}
+			return nil
+		}
+		prepare = func() {
+			it++
+			if len(buf) > 0 {
+				buf[0] = -1
+				if me == 0 {
+					buf[0] = float32(it)
 				}
 			}
-			return collective.Bcast(b.ctx, c, buf, 0, b.opts...)
 		}
 		check = func() error {
-			for i, v := range buf {
-				if v != pattern(0, i) {
+			for i := 1; i < len(buf); i++ {
+				if v := buf[i]; v != pattern(0, i) {
 					return fmt.Errorf("bcast element %d is %v, want %v", i, v, pattern(0, i))
 				}
 			}
@@ -167,12 +187,14 @@ func (b *bench) run(name string, bytes, iters int) (avg time.Duration, factor fl
 	}
 	// Warm-up, then the timed loop.
 	for range 2 {
+		prepare()
 		if err := call(); err != nil {
 			return 0, 0, false, err
 		}
 	}
 	var sum time.Duration
 	for range iters {
+		prepare()
 		if err := collective.Barrier(b.ctx, c); err != nil {
 			return 0, 0, false, err
 		}
