@@ -49,14 +49,16 @@ type Segment struct {
 	spinFor time.Duration
 
 	// Local state of the operation that holds the turn.
-	ticket  atomic.Uint64 // tickets handed out (Enqueue)
-	turn    atomic.Uint64 // ticket whose turn it is
-	round   uint64        // rounds run so far
-	seen    []uint64      // by rank: the last ticket whose calls were compared
-	waitTS  shmem.Timespec
-	closeMu sync.Mutex
-	users   int  // operations running, under closeMu
-	closed  bool // under closeMu
+	ticket atomic.Uint64 // tickets handed out (Enqueue)
+	turn   atomic.Uint64 // ticket whose turn it is
+	round  uint64        // rounds run so far
+	seen   []uint64      // by rank: the last ticket whose calls were compared
+	waitTS shmem.Timespec
+	// uses counts the operations running, two per operation, with bit 0
+	// set once the communicator closed: the mapping goes when both are
+	// over (release), unmapOnce makes sure once.
+	uses      atomic.Uint64
+	unmapOnce sync.Once
 }
 
 // Layout of a segment. Lines are 128 bytes, two cache lines, so that the
@@ -141,28 +143,21 @@ type SegmentOp struct {
 	call     codec.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
-	round    uint64 // current round, from 1
-	first    uint64 // first round of the operation
-	deadline time.Time
-	live     time.Time // when to check next that waited-for ranks live
+	round    uint64    // current round, from 1
+	first    uint64    // first round of the operation
+	deadline time.Time // when the communicator's timeout passes; zero until the first slow wait
+	live     time.Time // when to check next that waited-for ranks live; zero until the first slow wait
 }
 
 // Begin waits for the turn of the operation with the given ticket (every
 // earlier one has ended) and records its call, h after StartCall, in the
 // segment. End must follow a successful Begin.
 func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (SegmentOp, error) {
-	s.closeMu.Lock()
-	if s.closed {
-		s.closeMu.Unlock()
+	if s.uses.Add(2)&segClosed != 0 {
+		s.release(false)
 		return SegmentOp{}, ErrClosed
 	}
-	s.users++
-	s.closeMu.Unlock()
-	now := time.Now()
-	op := SegmentOp{s: s, ctx: ctx, call: h.Call(), seq: h.Seq, ticket: ticket, live: now.Add(segLiveEvery)}
-	if t := s.c.ep.opts.timeout; t > 0 {
-		op.deadline = now.Add(t)
-	}
+	op := SegmentOp{s: s, ctx: ctx, call: h.Call(), seq: h.Seq, ticket: ticket}
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
@@ -191,18 +186,19 @@ func (op *SegmentOp) End() {
 // communicator's; the mapping goes once both are over, so that closing a
 // communicator never pulls memory from under a running operation.
 func (s *Segment) release(closing bool) {
-	s.closeMu.Lock()
+	var left uint64 // uses after this release
 	if closing {
-		s.closed = true
+		left = s.uses.Or(segClosed) | segClosed
 	} else {
-		s.users--
+		left = s.uses.Add(^uint64(1)) // minus 2
 	}
-	unmap := s.closed && s.users == 0
-	s.closeMu.Unlock()
-	if unmap {
-		s.region.Close() // idempotent
+	if left == segClosed {
+		s.unmapOnce.Do(func() { s.region.Close() })
 	}
 }
+
+// segClosed is the bit of Segment.uses that says the communicator closed.
+const segClosed = 1
 
 // Next starts the operation's next round and returns the half it uses.
 // It first waits until every rank is done with the round before the last,
@@ -273,7 +269,7 @@ func (op *SegmentOp) wait(r int, step uint64) error {
 
 func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 	s := op.s
-	start := time.Now()
+	var start time.Time
 	for i := 0; ; i++ {
 		if w.Load() >= step {
 			return nil
@@ -283,6 +279,9 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		}
 		if err := op.failed(r); err != nil {
 			return err
+		}
+		if start.IsZero() {
+			start = time.Now()
 		}
 		// A rank of this process needs this goroutine's P to run; a rank
 		// of another process needs a core, and the Go scheduler is best
@@ -336,6 +335,15 @@ func (op *SegmentOp) failed(r int) error {
 		}
 	}
 	now := time.Now()
+	if op.live.IsZero() {
+		// The first slow wait of the operation starts its clocks: a
+		// fast operation never reads the time.
+		op.live = now.Add(segLiveEvery)
+		if t := s.c.ep.opts.timeout; t > 0 {
+			op.deadline = now.Add(t)
+		}
+		return nil
+	}
 	if now.Before(op.live) {
 		return nil
 	}
