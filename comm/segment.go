@@ -42,11 +42,11 @@ type Segment struct {
 	ranks  int
 	slot   int   // bytes per rank per half
 	pids   []int // process of each rank
-	// spinFor is how long a wait spins before it yields the processor:
-	// segSpinFor when every rank of the host can have a core, none when
-	// they cannot, where a spinning rank takes the core of the rank it
-	// waits for.
-	spinFor time.Duration
+	// burst is how many times a wait polls between yields of the
+	// processor. It adapts to what the yields show (spin): long while
+	// this rank has a core to itself, short while it shares one with the
+	// rank it waits for, which then runs only when this one yields.
+	burst int
 
 	// Local state of the operation that holds the turn.
 	ticket atomic.Uint64 // tickets handed out (Enqueue)
@@ -72,7 +72,9 @@ const (
 	segRecords   = 16                 // call records per rank, a ring by ticket
 	segRecord    = 32
 	segPage      = 4096
-	segSpinFor   = 2 * time.Millisecond   // spinning before yielding, with a core per rank
+	segBurstMin  = 16                     // polls between yields, sharing a core
+	segBurstMax  = 1024                   // polls between yields, with a core to itself
+	segSwitched  = 2 * time.Microsecond   // a yield this long ran another thread
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
 	segLiveEvery = 100 * time.Millisecond // between checks that waited-for processes live
@@ -267,55 +269,74 @@ func (op *SegmentOp) wait(r int, step uint64) error {
 	return nil
 }
 
+// spin waits for w to reach step, polling it, yielding the processor
+// every s.burst polls, and after segYieldFor sleeping on the futex.
 func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 	s := op.s
 	var start time.Time
+	polls := 0 // since the last yield
 	for i := 0; ; i++ {
 		if w.Load() >= step {
 			return nil
 		}
-		if i%64 != 63 {
+		if i%64 == 63 {
+			if err := op.failed(r); err != nil {
+				return err
+			}
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= segYieldFor {
+				s.sleep(w, step)
+				continue
+			}
+		}
+		if polls++; polls < s.burst {
 			continue
 		}
-		if err := op.failed(r); err != nil {
-			return err
-		}
-		if start.IsZero() {
-			start = time.Now()
-		}
-		// A rank of this process needs this goroutine's P to run; a rank
-		// of another process needs a core, and the Go scheduler is best
-		// left alone then: Gosched wakes idle threads that take cores.
-		local := s.pids[r] == s.pids[s.c.rank]
-		waited := time.Since(start)
+		polls = 0
+		// A yield that takes long ran another thread on this core. If the
+		// wait is over after it, that was likely the rank waited for,
+		// and polls only keep it from running: yield sooner from now on.
+		// A yield that returns at once found nothing else to run, so the
+		// rank waited for has a core of its own: poll longer.
+		t := time.Now()
+		s.yield(r)
+		switched := time.Since(t) > segSwitched
+		done := w.Load() >= step
 		switch {
-		case waited < s.spinFor:
-			// Now and then let another thread of this core run: a
-			// runtime thread woken here would otherwise hold the core of
-			// the rank this one waits for until the kernel preempts it.
-			if i%1024 == 1023 {
-				if local {
-					runtime.Gosched()
-				} else {
-					shmem.Yield()
-				}
-			}
-		case waited < segYieldFor:
-			if local {
-				runtime.Gosched()
-			} else {
-				shmem.Yield()
-			}
-		default:
-			sleepers, epoch := s.word32(segSleepers), s.word32(segEpoch)
-			sleepers.Add(1)
-			e := epoch.Load()
-			if w.Load() < step {
-				shmem.Wait(epoch, e, segSleep, &s.waitTS)
-			}
-			sleepers.Add(^uint32(0))
+		case switched && done:
+			s.burst = max(s.burst/2, segBurstMin)
+		case !switched:
+			s.burst = min(s.burst*2, segBurstMax)
+		}
+		if done {
+			return nil
 		}
 	}
+}
+
+// yield lets another thread run on this core; for rank r of this
+// process, another goroutine on this P. A rank of another process needs a
+// core, and the Go scheduler is best left alone then: Gosched wakes idle
+// threads that take cores.
+func (s *Segment) yield(r int) {
+	if s.pids[r] == s.pids[s.c.rank] {
+		runtime.Gosched()
+	} else {
+		shmem.Yield()
+	}
+}
+
+// sleep sleeps on the segment's futex, for segSleep at most, unless w
+// reaches step first. Ranks that publish a step wake sleepers.
+func (s *Segment) sleep(w *atomic.Uint64, step uint64) {
+	sleepers, epoch := s.word32(segSleepers), s.word32(segEpoch)
+	sleepers.Add(1)
+	e := epoch.Load()
+	if w.Load() < step {
+		shmem.Wait(epoch, e, segSleep, &s.waitTS)
+	}
+	sleepers.Add(^uint32(0))
 }
 
 // failed reports why the operation cannot go on, if it cannot: its

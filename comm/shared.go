@@ -217,8 +217,10 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
-	if n <= runtime.NumCPU() {
-		s.spinFor = segSpinFor
+	// Ranks that cannot all have a core start out yielding often.
+	s.burst = segBurstMax
+	if n > runtime.NumCPU() {
+		s.burst = segBurstMin
 	}
 	return s, nil
 }
