@@ -1,10 +1,14 @@
 package collective
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,39 +27,100 @@ func shmJob(t testing.TB, n int, opts ...comm.Option) []*comm.Comm {
 	return cs
 }
 
-// TestShm is the conformance matrix of the shared-memory algorithms:
-// every collective that has one, every rank count, every root, the
-// counts of the other algorithms' tests (which cross the segment's
-// rounds), both with Shm asked for and chosen by the selector.
+// TestShm is the conformance matrix of the shared-memory algorithms
+// among ranks of this process, both with Shm asked for and chosen by the
+// selector; TestShmBetweenProcesses runs it among processes.
 func TestShm(t *testing.T) {
 	for _, algo := range []Algorithm{Shm, Auto} {
 		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := shmJob(t, n)
-					t.Run("allreduce", func(t *testing.T) {
-						checkAllreduce[float32](t, cs, algo, Sum)
-						checkAllreduce[float64](t, cs, algo, Avg)
-						checkAllreduce[int32](t, cs, algo, Max)
-						checkAllreduce[uint8](t, cs, algo, Xor)
-						checkAllreduce[codec.BF16](t, cs, algo, Sum)
-					})
-					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
-						checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
-						checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
-						checkBcast[float32](t, cs, algo, root, countsFor(n, full))
-						checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
-						checkGather[float32](t, cs, algo, root, countsFor(n, full))
-						checkGather[int32](t, cs, algo, root, countsFor(n, false))
-					})
-					t.Run("allgather", func(t *testing.T) {
-						checkAllgather[float32](t, cs, algo, countsFor(n, true))
-						checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
-					})
+					checkShm(t, cs, algo)
 					t.Run("barrier", func(t *testing.T) { checkBarrier(t, cs) })
-					t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 				})
+			}
+		})
+	}
+}
+
+// checkShm runs every collective that has a shared-memory algorithm on
+// the ranks cs, every root, the counts of the other algorithms' tests
+// (which cross the segment's rounds), and non-commutative reductions.
+func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
+	n := len(cs)
+	t.Run("allreduce", func(t *testing.T) {
+		checkAllreduce[float32](t, cs, algo, Sum)
+		checkAllreduce[float64](t, cs, algo, Avg)
+		checkAllreduce[int32](t, cs, algo, Max)
+		checkAllreduce[uint8](t, cs, algo, Xor)
+		checkAllreduce[codec.BF16](t, cs, algo, Sum)
+	})
+	rootedCase(t, n, func(t *testing.T, root int, full bool) {
+		checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
+		checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
+		checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
+		checkBcast[float32](t, cs, algo, root, countsFor(n, full))
+		checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
+		checkGather[float32](t, cs, algo, root, countsFor(n, full))
+		checkGather[int32](t, cs, algo, root, countsFor(n, false))
+	})
+	t.Run("allgather", func(t *testing.T) {
+		checkAllgather[float32](t, cs, algo, countsFor(n, true))
+		checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
+	})
+	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
+}
+
+// shmRankVar makes a process of this test binary a rank of
+// TestShmBetweenProcesses's jobs.
+const shmRankVar = "GOCOLL_SHM_MATRIX_RANK"
+
+// TestShmBetweenProcesses runs the conformance matrix of the
+// shared-memory algorithms in jobs of real processes, one for each rank
+// count: gocoll run starts this test binary as the ranks, over the shm
+// transport, and in each of them this test runs the matrix as its rank
+// (only that rank's entry of the job's ranks is in the process).
+func TestShmBetweenProcesses(t *testing.T) {
+	if os.Getenv(shmRankVar) != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		defer cancel()
+		c, err := comm.Init(ctx)
+		require.NoError(t, err)
+		defer c.Close()
+		require.Equal(t, c.Size() > 1, c.Segment() != nil, "segment")
+		cs := make([]*comm.Comm, c.Size())
+		cs[c.Rank()] = c
+		checkShm(t, cs, Auto)
+		t.Run("barrier", func(t *testing.T) {
+			for range 20 {
+				require.NoError(t, Barrier(ctx, c))
+			}
+		})
+		return
+	}
+	if testing.Short() {
+		t.Skip("builds the gocoll command and starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	gocoll := buildGocoll(t)
+	ns := rankCounts
+	if raceEnabled {
+		ns = []int{2, 3}
+	}
+	for _, n := range ns {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
+				exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
+			run.Env = append(os.Environ(), shmRankVar+"=1")
+			var output bytes.Buffer
+			run.Stdout, run.Stderr = &output, &output
+			require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
+			for r := range n {
+				require.Contains(t, output.String(), fmt.Sprintf("[%d] --- PASS: TestShmBetweenProcesses", r))
 			}
 		})
 	}
