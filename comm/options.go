@@ -16,6 +16,9 @@ type options struct {
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
+	// segmentFault, a test hook, fails the mapping of a rank's segments
+	// when it returns an error.
+	segmentFault func(rank int) error
 }
 
 // DefaultTimeout bounds every blocking call when WithTimeout is not given

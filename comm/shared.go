@@ -168,7 +168,9 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	var problem error
 	if c.rank == 0 {
 		var where string
-		region, problem = shmem.Create("", size)
+		if problem = c.segmentFault(); problem == nil {
+			region, problem = shmem.Create("", size)
+		}
 		if problem == nil {
 			initSegment(region.Bytes(), n, slot)
 			id := region.Identity()
@@ -185,8 +187,11 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		if err != nil {
 			return nil, err
 		}
-		region, problem = openSegment(string(v), size, n, slot)
+		if problem = c.segmentFault(); problem == nil {
+			region, problem = openSegment(string(v), size, n, slot)
+		}
 	}
+
 	status := "ok"
 	if problem != nil {
 		status = problem.Error()
@@ -223,6 +228,15 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		s.burst = segBurstMin
 	}
 	return s, nil
+}
+
+// segmentFault is the error of the test hook WithSegmentFault for this
+// rank, if any.
+func (c *Comm) segmentFault() error {
+	if f := c.ep.opts.segmentFault; f != nil {
+		return f(c.rank)
+	}
+	return nil
 }
 
 func initSegment(mem []byte, ranks, slot int) {
