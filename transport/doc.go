@@ -23,4 +23,14 @@
 // indistinguishable from the others by its errors: io.EOF at a clean end,
 // io.ErrUnexpectedEOF mid-message, net.ErrClosed after Close, ErrRefused
 // for a refused handshake.
+//
+// A transport over a byte stream shares the rest with tcp:
+// transport/internal/accept is the listener (the accept loop, a goroutine
+// per handshake, Accept and Close), transport/internal/handshake connects
+// under one deadline and the caller's context and runs the acceptor's
+// side of the auth handshake, and transport/internal/writelock starts
+// every WriteMessage: it checks the message and takes the link's write
+// lock, which a writer stops waiting for when its context ends or the
+// link closes. linktest.Config and linktest.Pair set up the links of a
+// transport's own tests.
 package transport

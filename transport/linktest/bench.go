@@ -8,34 +8,45 @@ import (
 	"github.com/gocoll/gocoll/transport"
 )
 
+// The benchmarks measure a link from one end, a; the other end runs Echo
+// or Sink, in a goroutine of this process (BenchmarkPingPong,
+// BenchmarkStream) or in another process (PingPong, Stream with a peer
+// that a transport's tests start), so that every transport, and every
+// arrangement of its ends, is measured alike.
+
 // BenchmarkPingPong measures the round trip of a message of size bytes
-// from a to b and back: each iteration is one round trip, and the
-// one-way latency is reported as "ns/oneway". Every transport's
-// benchmarks call it alike, so the numbers compare.
+// from a to z and back, with z in this process; see PingPong.
 func BenchmarkPingPong(b *testing.B, a, z transport.Link, size int) {
-	h := codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(size), Length: uint64(size), Root: -1}
+	withPeer(a, z, Echo, func() { PingPong(b, a, size) })
+}
+
+// BenchmarkStream measures one-way bandwidth from a to z, with z in this
+// process; see Stream.
+func BenchmarkStream(b *testing.B, a, z transport.Link, size int) {
+	withPeer(a, z, Sink, func() { Stream(b, a, size) })
+}
+
+// withPeer runs peer on z in a goroutine while measure runs, and then
+// (also when measure fails the benchmark) closes a and waits for peer to
+// end.
+func withPeer(a, z transport.Link, peer func(transport.Link) error, measure func()) {
+	done := make(chan error, 1)
+	go func() { done <- peer(z) }()
+	defer func() {
+		a.Close()
+		<-done
+	}()
+	measure()
+}
+
+// PingPong measures the round trip of a message of size bytes from a to
+// its peer, which runs Echo, and back: each iteration is one round trip,
+// and the one-way latency is reported as "ns/oneway".
+func PingPong(b *testing.B, a transport.Link, size int) {
+	h := header(0, 0, size)
 	out := make([]byte, size)
 	in := make([]byte, size)
-	echoBuf := make([]byte, size)
 	ctx := context.Background()
-	echoErr := make(chan error, 1)
-	go func() {
-		var eh codec.Header
-		for {
-			if err := z.ReadHeader(&eh); err != nil {
-				echoErr <- err
-				return
-			}
-			if err := z.ReadPayload(echoBuf[:eh.Length]); err != nil {
-				echoErr <- err
-				return
-			}
-			if err := z.WriteMessage(ctx, eh, echoBuf[:eh.Length]); err != nil {
-				echoErr <- err
-				return
-			}
-		}
-	}()
 	var got codec.Header
 	roundTrip := func() {
 		if err := a.WriteMessage(ctx, h, out); err != nil {
@@ -59,41 +70,17 @@ func BenchmarkPingPong(b *testing.B, a, z transport.Link, size int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/oneway")
-	a.Close()
-	<-echoErr
 }
 
-// BenchmarkStream measures one-way bandwidth: a writes messages of size
-// bytes back to back and b reads each straight into one buffer.
-func BenchmarkStream(b *testing.B, a, z transport.Link, size int) {
-	h := codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(size), Length: uint64(size), Root: -1}
+// Stream measures one-way bandwidth: a writes messages of size bytes
+// back to back to its peer, which runs Sink. The last message of a batch
+// is flagged codec.FlagLast and the peer answers it, so that the timer
+// stops when the last message has been read, not merely written into
+// buffers.
+func Stream(b *testing.B, a transport.Link, size int) {
+	h := header(0, 0, size)
 	out := make([]byte, size)
 	ctx := context.Background()
-	// The reader acknowledges every message with an empty one, so that
-	// the timer stops when the last message has been read, not merely
-	// written into socket buffers.
-	ack := codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Root: -1}
-	readErr := make(chan error, 1)
-	go func() {
-		in := make([]byte, size)
-		var rh codec.Header
-		for {
-			if err := z.ReadHeader(&rh); err != nil {
-				readErr <- err
-				return
-			}
-			if err := z.ReadPayload(in[:rh.Length]); err != nil {
-				readErr <- err
-				return
-			}
-			if rh.Flags&codec.FlagLast != 0 {
-				if err := z.WriteMessage(ctx, ack, nil); err != nil {
-					readErr <- err
-					return
-				}
-			}
-		}
-	}()
 	var got codec.Header
 	batch := func(n int) {
 		for i := range n {
@@ -115,6 +102,47 @@ func BenchmarkStream(b *testing.B, a, z transport.Link, size int) {
 	b.ResetTimer()
 	batch(b.N)
 	b.StopTimer()
-	a.Close()
-	<-readErr
+}
+
+// Echo sends every message that l receives back, until l fails, and
+// returns that error. It is the peer of PingPong.
+func Echo(l transport.Link) error {
+	return serve(l, func(h *codec.Header, p []byte) error {
+		return l.WriteMessage(context.Background(), *h, p)
+	})
+}
+
+// Sink reads every message of l and answers each one flagged
+// codec.FlagLast with an empty message, until l fails, and returns that
+// error. It is the peer of Stream.
+func Sink(l transport.Link) error {
+	ack := header(0, 0, 0)
+	return serve(l, func(h *codec.Header, p []byte) error {
+		if h.Flags&codec.FlagLast == 0 {
+			return nil
+		}
+		return l.WriteMessage(context.Background(), ack, nil)
+	})
+}
+
+// serve reads every message of l into one buffer, which grows as needed,
+// and hands it to f, until l or f fails.
+func serve(l transport.Link, f func(h *codec.Header, p []byte) error) error {
+	var h codec.Header
+	var buf []byte
+	for {
+		if err := l.ReadHeader(&h); err != nil {
+			return err
+		}
+		if uint64(cap(buf)) < h.Length {
+			buf = make([]byte, h.Length)
+		}
+		p := buf[:h.Length]
+		if err := l.ReadPayload(p); err != nil {
+			return err
+		}
+		if err := f(&h, p); err != nil {
+			return err
+		}
+	}
 }

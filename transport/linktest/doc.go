@@ -2,7 +2,7 @@
 // manner of golang.org/x/net/nettest.TestConn: a transport's tests call
 //
 //	func TestConformance(t *testing.T) {
-//		linktest.TestTransport(t, func(t *testing.T) transport.Transport { return tcp.New() })
+//		linktest.TestTransport(t, func(t *testing.T) transport.Transport { return &tcp.Transport{} })
 //	}
 //
 // and the suite checks, through the transport.Transport, Listener and

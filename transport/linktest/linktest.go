@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -47,9 +46,12 @@ func WithTimeout(d time.Duration) Option {
 // it.
 const Timeout = 10 * time.Second
 
-// The job that the suite's links belong to.
+// JobID is the job that the suite's links, and those of Config, belong
+// to.
+const JobID = 0x6c696e6b74657374
+
+// The ranks of the two ends of the suite's links.
 const (
-	jobID      = 0x6c696e6b74657374
 	dialRank   = 0
 	acceptRank = 1
 )
@@ -148,15 +150,7 @@ func (e *env) closeAll() {
 	}
 }
 
-func (e *env) config(rank int) transport.Config {
-	return transport.Config{
-		Rank:             rank,
-		JobID:            jobID,
-		Secret:           secret,
-		HandshakeTimeout: 5 * time.Second,
-		Logger:           slog.New(slog.NewTextHandler(e.log, nil)),
-	}
-}
+func (e *env) config(rank int) transport.Config { return Config(rank, e.log) }
 
 func (e *env) listen(t *testing.T) transport.Listener {
 	t.Helper()
@@ -630,7 +624,7 @@ func testRefused(t *testing.T, e *env) {
 	}{
 		{"wrong secret", func(c *transport.Config) { c.Secret = []byte("not the secret") }, acceptRank},
 		{"no secret", func(c *transport.Config) { c.Secret = nil }, acceptRank},
-		{"other job", func(c *transport.Config) { c.JobID = jobID + 1 }, acceptRank},
+		{"other job", func(c *transport.Config) { c.JobID = JobID + 1 }, acceptRank},
 		{"wrong rank", func(c *transport.Config) {}, acceptRank + 1},
 	}
 	for _, tc := range tests {

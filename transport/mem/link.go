@@ -11,6 +11,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
+	"github.com/gocoll/gocoll/transport/internal/writelock"
 )
 
 // message is what a writer hands to the reader: the header, and the
@@ -22,9 +23,9 @@ type message struct {
 
 // pipe is one direction of a link.
 type pipe struct {
-	msgs     chan message  // unbuffered: a send is a handover to the reader
-	consumed chan struct{} // cap 1: the reader is done with the payload
-	wsem     chan struct{} // cap 1: serialises writers
+	msgs     chan message   // unbuffered: a send is a handover to the reader
+	consumed chan struct{}  // cap 1: the reader is done with the payload
+	wsem     writelock.Lock // serialises writers
 
 	// mu guards the reader's use of the writer's payload: the reader
 	// copies under mu, and whoever ends the pipe sets dead under mu, so
@@ -45,7 +46,7 @@ func newPipe() *pipe {
 	return &pipe{
 		msgs:       make(chan message),
 		consumed:   make(chan struct{}, 1),
-		wsem:       make(chan struct{}, 1),
+		wsem:       writelock.New(),
 		writerGone: make(chan struct{}),
 		readerGone: make(chan struct{}),
 	}
@@ -151,30 +152,19 @@ func (e *end) String() string {
 // net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
 // WriteMessage does not allocate.
 func (e *end) WriteMessage(ctx context.Context, h codec.Header, payload []byte) error {
-	if uint64(len(payload)) != h.Length {
-		return linkerr.LengthMismatch("mem", len(payload), h.Length)
-	}
-	if err := h.Validate(); err != nil {
-		return fmt.Errorf("mem: WriteMessage: %w", err)
-	}
-	ctxDone := ctx.Done()
-	if ctxDone != nil {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
 	p := e.out
-	select {
-	case p.wsem <- struct{}{}:
-	case <-ctxDone:
-		return ctx.Err()
-	case <-e.done:
+	ctxDone, err := p.wsem.Acquire(ctx, "mem", &h, payload, e.done, p.readerGone)
+	switch err {
+	case nil:
+	case writelock.ErrClosed:
 		return e.closedErr("write")
-	case <-p.readerGone:
+	case writelock.ErrGone:
 		return e.pipeErr()
+	default:
+		return err
 	}
-	err := e.write(ctx, ctxDone, &h, payload)
-	<-p.wsem
+	err = e.write(ctx, ctxDone, &h, payload)
+	p.wsem.Release()
 	return err
 }
 

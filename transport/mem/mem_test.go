@@ -2,8 +2,8 @@ package mem_test
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"syscall"
@@ -22,13 +22,6 @@ import (
 	"github.com/gocoll/gocoll/transport/mem"
 )
 
-func config(rank int, log io.Writer) transport.Config {
-	if log == nil {
-		log = io.Discard
-	}
-	return transport.Config{Rank: rank, JobID: 3, Secret: []byte("mem secret"), Logger: slog.New(slog.NewTextHandler(log, nil))}
-}
-
 func header(n int) codec.Header {
 	return codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
 }
@@ -37,10 +30,10 @@ func header(n int) codec.Header {
 // end.
 func pair(t testing.TB, tr *mem.Transport, dial, accept int) (a, b transport.Link) {
 	t.Helper()
-	ln, err := tr.Listen("", config(accept, nil))
+	ln, err := tr.Listen("", linktest.Config(accept, nil))
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	a, err = tr.Dial(context.Background(), ln.Addr(), accept, config(dial, nil))
+	a, err = tr.Dial(context.Background(), ln.Addr(), accept, linktest.Config(dial, nil))
 	require.NoError(t, err)
 	b, err = ln.Accept()
 	require.NoError(t, err)
@@ -99,38 +92,38 @@ func TestNames(t *testing.T) {
 	n := mem.NewNetwork()
 	tr := n.Transport()
 	assert.Equal(t, "mem", tr.Name())
-	ln, err := tr.Listen("rank0", config(0, nil))
+	ln, err := tr.Listen("rank0", linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer ln.Close()
 	assert.Equal(t, "rank0", ln.Addr())
-	_, err = tr.Listen("rank0", config(0, nil))
+	_, err = tr.Listen("rank0", linktest.Config(0, nil))
 	require.ErrorIs(t, err, syscall.EADDRINUSE)
-	auto1, err := tr.Listen("", config(0, nil))
+	auto1, err := tr.Listen("", linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer auto1.Close()
-	auto2, err := tr.Listen("", config(0, nil))
+	auto2, err := tr.Listen("", linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer auto2.Close()
 	assert.NotEqual(t, auto1.Addr(), auto2.Addr())
 
-	_, err = tr.Dial(context.Background(), "nobody", 0, config(1, nil))
+	_, err = tr.Dial(context.Background(), "nobody", 0, linktest.Config(1, nil))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	// Another network does not see these names.
-	_, err = mem.NewNetwork().Transport().Dial(context.Background(), "rank0", 0, config(1, nil))
+	_, err = mem.NewNetwork().Transport().Dial(context.Background(), "rank0", 0, linktest.Config(1, nil))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	// A closed listener frees its name.
 	require.NoError(t, ln.Close())
-	ln2, err := tr.Listen("rank0", config(0, nil))
+	ln2, err := tr.Listen("rank0", linktest.Config(0, nil))
 	require.NoError(t, err)
 	ln2.Close()
 }
 
 func TestDefaultNetwork(t *testing.T) {
 	var zero mem.Transport
-	ln, err := zero.Listen("", config(1, nil))
+	ln, err := zero.Listen("", linktest.Config(1, nil))
 	require.NoError(t, err)
 	defer ln.Close()
-	l, err := mem.New(nil).Dial(context.Background(), ln.Addr(), 1, config(0, nil))
+	l, err := mem.New(nil).Dial(context.Background(), ln.Addr(), 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	l.Close()
 }
@@ -144,7 +137,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"wrong secret", func(c *transport.Config) { c.Secret = []byte("x") }, 1, "failed authentication"},
 		{"no secret", func(c *transport.Config) { c.Secret = nil }, 1, "failed authentication"},
-		{"other job", func(c *transport.Config) { c.JobID = 4 }, 1, "acceptor belongs to job 0x3, not 0x4"},
+		{"other job", func(c *transport.Config) { c.JobID = 4 }, 1, fmt.Sprintf("acceptor belongs to job %#x, not 0x4", linktest.JobID)},
 		{"wrong rank", func(c *transport.Config) {}, 2, "dialed rank 2 but acceptor is rank 1"},
 		{"dialer without rank", func(c *transport.Config) { c.Rank = -1 }, 1, "dialer has no rank"},
 	}
@@ -152,10 +145,10 @@ func TestRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log testutil.SyncBuffer
 			tr := mem.NewNetwork().Transport()
-			ln, err := tr.Listen("", config(1, &log))
+			ln, err := tr.Listen("", linktest.Config(1, &log))
 			require.NoError(t, err)
 			defer ln.Close()
-			cfg := config(0, nil)
+			cfg := linktest.Config(0, nil)
 			tc.cfg(&cfg)
 			_, err = tr.Dial(context.Background(), ln.Addr(), tc.peer, cfg)
 			require.ErrorIs(t, err, transport.ErrRefused)
@@ -169,10 +162,10 @@ func TestRefusals(t *testing.T) {
 	}
 	t.Run("learn job", func(t *testing.T) {
 		tr := mem.NewNetwork().Transport()
-		ln, err := tr.Listen("", config(1, nil))
+		ln, err := tr.Listen("", linktest.Config(1, nil))
 		require.NoError(t, err)
 		defer ln.Close()
-		cfg := config(0, nil)
+		cfg := linktest.Config(0, nil)
 		cfg.JobID = 0
 		l, err := tr.Dial(context.Background(), ln.Addr(), -1, cfg)
 		require.NoError(t, err)
@@ -182,12 +175,12 @@ func TestRefusals(t *testing.T) {
 
 func TestDialContext(t *testing.T) {
 	tr := mem.NewNetwork().Transport()
-	ln, err := tr.Listen("", config(1, nil))
+	ln, err := tr.Listen("", linktest.Config(1, nil))
 	require.NoError(t, err)
 	defer ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = tr.Dial(ctx, ln.Addr(), 1, config(0, nil))
+	_, err = tr.Dial(ctx, ln.Addr(), 1, linktest.Config(0, nil))
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -278,11 +271,11 @@ func TestBreak(t *testing.T) {
 func TestDisconnect(t *testing.T) {
 	n := mem.NewNetwork()
 	tr := n.Transport()
-	ln, err := tr.Listen("victim", config(1, nil))
+	ln, err := tr.Listen("victim", linktest.Config(1, nil))
 	require.NoError(t, err)
 	var links []transport.Link
 	for range 3 {
-		a, err := tr.Dial(context.Background(), "victim", 1, config(0, nil))
+		a, err := tr.Dial(context.Background(), "victim", 1, linktest.Config(0, nil))
 		require.NoError(t, err)
 		b, err := ln.Accept()
 		require.NoError(t, err)
@@ -297,7 +290,7 @@ func TestDisconnect(t *testing.T) {
 	}
 	_, err = ln.Accept()
 	require.ErrorIs(t, err, net.ErrClosed)
-	_, err = tr.Dial(context.Background(), "victim", 1, config(0, nil))
+	_, err = tr.Dial(context.Background(), "victim", 1, linktest.Config(0, nil))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	// The other link is untouched.
 	h := header(1)
@@ -314,7 +307,7 @@ func TestKill(t *testing.T) {
 	// Ranks 0, 1, 2 fully connected; 1 dies.
 	lns := make([]transport.Listener, 3)
 	for r := range lns {
-		ln, err := tr.Listen("", config(r, nil))
+		ln, err := tr.Listen("", linktest.Config(r, nil))
 		require.NoError(t, err)
 		defer ln.Close()
 		lns[r] = ln
@@ -323,7 +316,7 @@ func TestKill(t *testing.T) {
 	ends := map[link]transport.Link{}
 	for i := range 3 {
 		for j := i + 1; j < 3; j++ {
-			a, err := tr.Dial(context.Background(), lns[j].Addr(), j, config(i, nil))
+			a, err := tr.Dial(context.Background(), lns[j].Addr(), j, linktest.Config(i, nil))
 			require.NoError(t, err)
 			b, err := lns[j].Accept()
 			require.NoError(t, err)
@@ -333,7 +326,7 @@ func TestKill(t *testing.T) {
 	require.Equal(t, 2, n.Kill(1))
 	deadPeer(t, ends[link{0, 1}], ends[link{1, 0}])
 	deadPeer(t, ends[link{2, 1}], ends[link{1, 2}])
-	_, err := tr.Dial(context.Background(), lns[1].Addr(), 1, config(0, nil))
+	_, err := tr.Dial(context.Background(), lns[1].Addr(), 1, linktest.Config(0, nil))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	require.Equal(t, 1, n.NumLinks())
 	ends[link{0, 2}].Close()
@@ -345,9 +338,9 @@ func TestListenerCloseClosesQueued(t *testing.T) {
 	linktest.CheckGoroutines(t)
 	n := mem.NewNetwork()
 	tr := n.Transport()
-	ln, err := tr.Listen("", config(1, nil))
+	ln, err := tr.Listen("", linktest.Config(1, nil))
 	require.NoError(t, err)
-	a, err := tr.Dial(context.Background(), ln.Addr(), 1, config(0, nil))
+	a, err := tr.Dial(context.Background(), ln.Addr(), 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer a.Close()
 	require.NoError(t, ln.Close())

@@ -20,7 +20,7 @@ var sockBufs = []struct {
 }
 
 func BenchmarkLatency(b *testing.B) {
-	a, z := pair(b, &tcp.Transport{})
+	a, z := linktest.Pair(b, &tcp.Transport{})
 	linktest.BenchmarkPingPong(b, a, z, 8)
 }
 
@@ -32,7 +32,7 @@ func BenchmarkBandwidth(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				a, z := pair(b, tr)
+				a, z := linktest.Pair(b, tr)
 				linktest.BenchmarkStream(b, a, z, size)
 			})
 		}

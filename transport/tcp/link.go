@@ -13,7 +13,9 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/internal/handshake"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
+	"github.com/gocoll/gocoll/transport/internal/writelock"
 )
 
 // link is a transport.Link over one TCP connection.
@@ -24,10 +26,8 @@ type link struct {
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 
-	// Write side. wsem is a mutex that a writer can give up waiting for
-	// when its context ends: a writer holds it while its value sits in
-	// the channel.
-	wsem      chan struct{}
+	// Write side, owned by the holder of wsem.
+	wsem      writelock.Lock
 	hdr       [codec.HeaderSize]byte
 	iov       [2][]byte   // header and payload
 	bufs      net.Buffers // slice of iov, consumed by WriteTo
@@ -47,7 +47,7 @@ func newLink(c *net.TCPConn, peer, readBuf int) *link {
 		conn:    c,
 		peer:    peer,
 		done:    make(chan struct{}),
-		wsem:    make(chan struct{}, 1),
+		wsem:    writelock.New(),
 		stopped: make(chan struct{}, 1),
 		r:       bufio.NewReaderSize(c, readBuf),
 	}
@@ -76,37 +76,15 @@ func (l *link) String() string {
 // With a context that can never be done (ctx.Done() == nil, as for
 // context.Background()), WriteMessage does not allocate.
 func (l *link) WriteMessage(ctx context.Context, h codec.Header, payload []byte) error {
-	if uint64(len(payload)) != h.Length {
-		return linkerr.LengthMismatch("tcp", len(payload), h.Length)
-	}
-	if err := h.Validate(); err != nil {
-		return fmt.Errorf("tcp: WriteMessage: %w", err)
-	}
-	ctxDone := ctx.Done()
-	if ctxDone == nil {
-		select {
-		case l.wsem <- struct{}{}:
-		case <-l.done:
+	ctxDone, err := l.wsem.Acquire(ctx, "tcp", &h, payload, l.done, nil)
+	if err != nil {
+		if err == writelock.ErrClosed {
 			return l.closedErr("write")
 		}
-	} else {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		select {
-		case l.wsem <- struct{}{}:
-		case <-ctxDone:
-			return ctx.Err()
-		case <-l.done:
-			return l.closedErr("write")
-		}
-		if err := ctx.Err(); err != nil {
-			<-l.wsem
-			return err
-		}
+		return err
 	}
-	err := l.write(ctx, ctxDone != nil, &h, payload)
-	<-l.wsem
+	err = l.write(ctx, ctxDone != nil, &h, payload)
+	l.wsem.Release()
 	return err
 }
 
@@ -156,7 +134,7 @@ func (l *link) write(ctx context.Context, watch bool, h *codec.Header, payload [
 
 // interruptWrite runs when the context of a write in progress ends.
 func (l *link) interruptWrite() {
-	l.conn.SetWriteDeadline(aLongTimeAgo)
+	l.conn.SetWriteDeadline(handshake.Past)
 	l.stopped <- struct{}{}
 }
 

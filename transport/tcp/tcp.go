@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/auth"
+	"github.com/gocoll/gocoll/transport/internal/handshake"
 )
 
 // Default values of the options.
@@ -169,75 +168,27 @@ func (o *options) configure(c *net.TCPConn) error {
 	return nil
 }
 
-// normalize returns cfg with its zero fields set to their defaults.
-func normalize(cfg transport.Config) transport.Config {
-	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = transport.DefaultHandshakeTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return cfg
-}
-
-func params(cfg *transport.Config) auth.Params {
-	return auth.Params{Secret: cfg.Secret, JobID: cfg.JobID, Service: auth.ServiceLink, Rank: cfg.Rank}
-}
-
 // Dial connects to the listener at addr (host:port), runs the handshake
 // and returns the link to rank peer (-1: whichever rank listens there).
 // Connecting and the handshake together are bounded by ctx and by
 // cfg.HandshakeTimeout; an error wrapping transport.ErrRefused means
 // that one of the ends refused the other (wrong secret, job or rank).
 func (t *Transport) Dial(ctx context.Context, addr string, peer int, cfg transport.Config) (transport.Link, error) {
-	cfg = normalize(cfg)
-	// One deadline bounds the connect and the handshake together.
-	deadline := time.Now().Add(cfg.HandshakeTimeout)
-	ctxDeadline := false
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, ctxDeadline = d, true
-	}
-	d := net.Dialer{Deadline: deadline, KeepAliveConfig: t.o.keepAliveConfig()}
+	cfg = handshake.Normalize(cfg)
+	d := net.Dialer{KeepAliveConfig: t.o.keepAliveConfig()}
 	if !d.KeepAliveConfig.Enable {
 		d.KeepAlive = -1
 	}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	op := handshake.Op{Net: "tcp", Network: "tcp", Addr: addr, Peer: peer, Timeout: cfg.HandshakeTimeout}
+	c, got, err := handshake.Dial(ctx, op, d, func(c *net.TCPConn) (int, error) {
+		if err := t.o.configure(c); err != nil {
+			return -1, fmt.Errorf("configuring socket: %w", err)
+		}
+		got, _, err := auth.Client(c, handshake.Params(&cfg), peer)
+		return got, err
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	tc := c.(*net.TCPConn)
-	if err := t.o.configure(tc); err != nil {
-		tc.Close()
-		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
-	}
-	if err := tc.SetDeadline(deadline); err != nil {
-		tc.Close()
-		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
-	}
-	stop := context.AfterFunc(ctx, func() { tc.SetDeadline(aLongTimeAgo) })
-	got, _, err := auth.Client(tc, params(&cfg), peer)
-	if !stop() {
-		// ctx ended during the handshake: whatever its outcome, the
-		// caller no longer wants the link.
-		tc.Close()
-		return nil, fmt.Errorf("tcp: dial %s: handshake: %w", addr, ctx.Err())
-	}
-	if err != nil {
-		tc.Close()
-		if ctxDeadline && errors.Is(err, os.ErrDeadlineExceeded) {
-			// ctx's deadline hit the connection before ctx's own
-			// timer fired: it is still ctx's deadline.
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
-		return nil, fmt.Errorf("tcp: dial rank %d at %s: %w", peer, addr, err)
-	}
-	if err := tc.SetDeadline(time.Time{}); err != nil {
-		tc.Close()
-		return nil, fmt.Errorf("tcp: dial %s: %w", addr, err)
-	}
-	return newLink(tc, got, t.o.readBufferSize()), nil
+	return newLink(c, got, t.o.readBufferSize()), nil
 }
-
-// aLongTimeAgo is a deadline in the past, which makes pending I/O on a
-// connection fail at once.
-var aLongTimeAgo = time.Unix(1, 0)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -21,46 +20,6 @@ import (
 	"github.com/gocoll/gocoll/transport/linktest"
 	"github.com/gocoll/gocoll/transport/tcp"
 )
-
-var testSecret = []byte("tcp test secret")
-
-func config(rank int, log io.Writer) transport.Config {
-	if log == nil {
-		log = io.Discard
-	}
-	return transport.Config{
-		Rank:             rank,
-		JobID:            7,
-		Secret:           testSecret,
-		HandshakeTimeout: 5 * time.Second,
-		Logger:           slog.New(slog.NewTextHandler(log, nil)),
-	}
-}
-
-// pair returns a dialed link (rank 0) and the accepted one (rank 1).
-func pair(t testing.TB, tr *tcp.Transport) (a, b transport.Link) {
-	t.Helper()
-	ln, err := tr.Listen("", config(1, nil))
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	accepted := make(chan transport.Link, 1)
-	go func() {
-		l, err := ln.Accept()
-		if err != nil {
-			l = nil
-		}
-		accepted <- l
-	}()
-	a, err = tr.Dial(context.Background(), ln.Addr(), 1, config(0, nil))
-	require.NoError(t, err)
-	b = <-accepted
-	require.NotNil(t, b)
-	t.Cleanup(func() {
-		a.Close()
-		b.Close()
-	})
-	return a, b
-}
 
 func header(n int) codec.Header {
 	return codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
@@ -89,7 +48,7 @@ func TestOptions(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, "tcp", tr.Name())
-			a, b := pair(t, tr)
+			a, b := linktest.Pair(t, tr)
 			h := header(3)
 			require.NoError(t, a.WriteMessage(context.Background(), h, []byte("abc")))
 			var got codec.Header
@@ -103,7 +62,7 @@ func TestOptions(t *testing.T) {
 
 func TestListenAddr(t *testing.T) {
 	var tr tcp.Transport
-	ln, err := tr.Listen("", config(1, nil))
+	ln, err := tr.Listen("", linktest.Config(1, nil))
 	require.NoError(t, err)
 	defer ln.Close()
 	host, port, err := net.SplitHostPort(ln.Addr())
@@ -111,7 +70,7 @@ func TestListenAddr(t *testing.T) {
 	assert.Equal(t, "127.0.0.1", host)
 	assert.NotEqual(t, "0", port)
 
-	ln6, err := tr.Listen("[::1]:0", config(1, nil))
+	ln6, err := tr.Listen("[::1]:0", linktest.Config(1, nil))
 	if err != nil {
 		// A host without IPv6 loopback cannot run the rest; the IPv4
 		// half above has been checked.
@@ -124,7 +83,7 @@ func TestListenAddr(t *testing.T) {
 			l.Close()
 		}
 	}()
-	l, err := tr.Dial(context.Background(), ln6.Addr(), 1, config(0, nil))
+	l, err := tr.Dial(context.Background(), ln6.Addr(), 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	l.Close()
 }
@@ -132,7 +91,7 @@ func TestListenAddr(t *testing.T) {
 // TestWriteMessageAllocs checks that a message costs no allocation on
 // either side once the link runs.
 func TestWriteMessageAllocs(t *testing.T) {
-	a, b := pair(t, &tcp.Transport{})
+	a, b := linktest.Pair(t, &tcp.Transport{})
 	payload := make([]byte, 1000)
 	h := header(len(payload))
 	dst := make([]byte, len(payload))
@@ -158,7 +117,7 @@ func TestWriteMessageAllocs(t *testing.T) {
 func TestHandshakeTimeout(t *testing.T) {
 	linktest.CheckGoroutines(t)
 	var log testutil.SyncBuffer
-	cfg := config(1, &log)
+	cfg := linktest.Config(1, &log)
 	cfg.HandshakeTimeout = 300 * time.Millisecond
 	var tr tcp.Transport
 	ln, err := tr.Listen("", cfg)
@@ -173,7 +132,7 @@ func TestHandshakeTimeout(t *testing.T) {
 			l.Close()
 		}
 	}()
-	l, err := tr.Dial(context.Background(), ln.Addr(), 1, config(0, nil))
+	l, err := tr.Dial(context.Background(), ln.Addr(), 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	l.Close()
 
@@ -189,13 +148,13 @@ func TestHandshakeTimeout(t *testing.T) {
 func TestListenerCloseEndsHandshakes(t *testing.T) {
 	linktest.CheckGoroutines(t)
 	var tr tcp.Transport
-	ln, err := tr.Listen("", config(1, nil))
+	ln, err := tr.Listen("", linktest.Config(1, nil))
 	require.NoError(t, err)
 	silent, err := net.Dial("tcp", ln.Addr())
 	require.NoError(t, err)
 	defer silent.Close()
 	// A dialer that completed the handshake but was never accepted.
-	waiting, err := tr.Dial(context.Background(), ln.Addr(), 1, config(0, nil))
+	waiting, err := tr.Dial(context.Background(), ln.Addr(), 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer waiting.Close()
 	require.NoError(t, ln.Close())
@@ -228,7 +187,7 @@ func fakePeer(t *testing.T, serve func(c net.Conn)) string {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := auth.Server(c, auth.Params{Secret: testSecret, JobID: 7, Service: auth.ServiceLink, Rank: 1}, nil); err != nil {
+		if _, err := auth.Server(c, linktest.Params(1), nil); err != nil {
 			return
 		}
 		serve(c)
@@ -242,7 +201,7 @@ func TestBadHeaderClosesLink(t *testing.T) {
 		io.Copy(io.Discard, c)
 	})
 	var tr tcp.Transport
-	l, err := tr.Dial(context.Background(), addr, 1, config(0, nil))
+	l, err := tr.Dial(context.Background(), addr, 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer l.Close()
 	var h codec.Header
@@ -289,7 +248,7 @@ func TestTruncatedMessage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := fakePeer(t, tc.send)
 			var tr tcp.Transport
-			l, err := tr.Dial(context.Background(), addr, 1, config(0, nil))
+			l, err := tr.Dial(context.Background(), addr, 1, linktest.Config(0, nil))
 			require.NoError(t, err)
 			defer l.Close()
 			require.ErrorIs(t, tc.read(l), tc.want)
@@ -316,15 +275,15 @@ func TestDialContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = tr.Dial(ctx, ln.Addr().String(), 1, config(0, nil))
+	_, err = tr.Dial(ctx, ln.Addr().String(), 1, linktest.Config(0, nil))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
-	_, err = tr.Dial(ctx, ln.Addr().String(), 1, config(0, nil))
+	_, err = tr.Dial(ctx, ln.Addr().String(), 1, linktest.Config(0, nil))
 	require.ErrorIs(t, err, context.Canceled)
 
-	cfg := config(0, nil)
+	cfg := linktest.Config(0, nil)
 	cfg.HandshakeTimeout = 100 * time.Millisecond
 	_, err = tr.Dial(context.Background(), ln.Addr().String(), 1, cfg)
 	require.Error(t, err)
@@ -338,10 +297,10 @@ func TestDialContext(t *testing.T) {
 func TestDialerWithoutRank(t *testing.T) {
 	var log testutil.SyncBuffer
 	var tr tcp.Transport
-	ln, err := tr.Listen("", config(1, &log))
+	ln, err := tr.Listen("", linktest.Config(1, &log))
 	require.NoError(t, err)
 	defer ln.Close()
-	_, err = tr.Dial(context.Background(), ln.Addr(), 1, config(-1, nil))
+	_, err = tr.Dial(context.Background(), ln.Addr(), 1, linktest.Config(-1, nil))
 	require.ErrorIs(t, err, transport.ErrRefused)
 	assert.Contains(t, err.Error(), "dialer has no rank")
 	require.Eventually(t, func() bool { return strings.Contains(log.String(), "dialer has no rank") }, 5*time.Second, time.Millisecond)
@@ -352,7 +311,7 @@ func TestDialerWithoutRank(t *testing.T) {
 func TestLargeReadBypassesBuffer(t *testing.T) {
 	tr, err := tcp.New(tcp.WithReadBufferSize(4096))
 	require.NoError(t, err)
-	a, b := pair(t, tr)
+	a, b := linktest.Pair(t, tr)
 	payload := make([]byte, 1<<20)
 	for i := range payload {
 		payload[i] = byte(i * 7)
