@@ -11,6 +11,12 @@
 //
 //   - transport/tcp: one TCP connection per link, header and payload in one
 //     writev, payload read straight into the destination.
+//   - transport/shm: links between processes of one host: a
+//     single-producer, single-consumer ring per direction in shared memory
+//     that the dialer passes to the acceptor over a Unix socket in the
+//     abstract namespace ("@name"), and large payloads copied once, out of
+//     the writer's memory, with process_vm_readv where the kernel allows
+//     it (Linux only).
 //   - transport/mem: links between goroutines of one process; a payload is
 //     copied once, from the writer's slice into the reader's.
 //
@@ -24,7 +30,7 @@
 // io.ErrUnexpectedEOF mid-message, net.ErrClosed after Close, ErrRefused
 // for a refused handshake.
 //
-// A transport over a byte stream shares the rest with tcp:
+// A transport over a byte stream shares the rest with tcp and shm:
 // transport/internal/accept is the listener (the accept loop, a goroutine
 // per handshake, Accept and Close), transport/internal/handshake connects
 // under one deadline and the caller's context and runs the acceptor's

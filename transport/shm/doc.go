@@ -1,0 +1,109 @@
+// Package shm implements gocoll links between processes of one host over
+// shared memory: each direction of a link is a single-producer,
+// single-consumer byte ring in a region that both processes map, and
+// large payloads are copied once, straight from the writer's memory into
+// the reader's buffer, with process_vm_readv (cross-memory attach, CMA).
+//
+// # Setup
+//
+// A Listener is a Unix-domain socket in the abstract namespace (an
+// address "@name"; Listen("") picks a random one), so no file is left
+// behind. Dial connects and runs the auth handshake (transport/auth), as
+// tcp does. The dialer then creates the link's region, unnamed, in
+// /dev/shm (WithDir), after checking that the file system has room for
+// it: a full tmpfs makes Dial fail with an error wrapping
+// shmem.ErrNoSpace rather than kill the process with SIGBUS later. It
+// passes the region's descriptor to the acceptor over the socket
+// (SCM_RIGHTS), with its size and identity; the acceptor maps it and
+// answers, and both close their descriptors: the two mappings are all
+// that keeps the memory, and it is freed when both processes have
+// unmapped it or died. Each side learns the other's PID from the kernel
+// (SO_PEERCRED). The ring size is the dialer's (WithRingSize).
+//
+// # Rings
+//
+// A region holds a page of control words and the two rings' data:
+//
+//	slots   each side's closed word, then for each ring: tail (bytes
+//	        written, stored by the writer), head (bytes consumed, stored
+//	        by the reader), the reader's bell, the writer's bell, and the
+//	        CMA acknowledgement
+//	data    ring 0 (the dialer's messages), then ring 1; each a power of
+//	        two, DefaultRingSize by default
+//
+// Each control word that one side writes sits in a slot of two cache
+// lines of its own, so that the two processes never write the same line.
+// Indices are 64-bit counters that never wrap; a position in the ring is
+// the counter modulo its size, and a record that crosses the ring's end
+// is copied in two parts. A message is a record: an 8-byte word (zero,
+// or the address of a CMA payload), the 64-byte codec header, and the
+// payload. A record that does not fit streams through the ring: the
+// writer publishes its tail every 64 KiB (or a quarter of the ring) and
+// the reader frees space as it copies out, so that the two overlap.
+// Writers are serialised by a per-link lock, so messages never
+// interleave. ReadPayload copies from the ring straight into the caller's
+// buffer: a payload is copied twice on the ring path, in and out.
+//
+// # Waiting
+//
+// A side that waits for data, for space or for an acknowledgement polls
+// the word it waits for, yielding to other goroutines and then to other
+// threads (sched_yield, for hosts with more processes than cores), for
+// some tens of microseconds. Then it sleeps on its bell, a futex word in
+// the region: it announces itself in the bell's parked flag, checks its
+// condition again and sleeps (FUTEX_WAIT, not private: the word is shared
+// between processes) for at most 100 ms before it looks again. The other
+// side wakes it (FUTEX_WAKE) only when the flag says that it sleeps, so a
+// busy link makes no wake-up system calls; since the waker stores its
+// index before it reads the flag and the sleeper sets the flag before it
+// checks the index (all sequentially consistent), no wake-up is lost.
+// The bounded sleep also bounds how late a writer notices that its
+// context ended.
+//
+// # CMA
+//
+// A payload of CMAThreshold bytes or more does not go through the ring:
+// the writer puts the record with the payload's address into the ring and
+// waits until the reader acknowledges it. The reader's ReadPayload copies
+// the part that it asks for from the writer's process into the caller's
+// buffer with process_vm_readv, one copy in all, and acknowledges once
+// the whole payload is read, or when ReadHeader skips what is left. So a
+// CMA WriteMessage returns only when the reader is done with the payload,
+// as a mem link's does. Each read also fetches a random word (the
+// cookie) from the writer's memory, so that a reader never delivers the
+// memory of another process that took over the PID of a writer that
+// died.
+//
+// process_vm_readv needs the reader to be allowed to ptrace the writer
+// (ptrace(2), "Ptrace access mode checking"): the same user, or
+// CAP_SYS_PTRACE, and under Yama's ptrace_scope 1 (Ubuntu's default) a
+// writer that descends from the reader or named it with
+// prctl(PR_SET_PTRACER); so ranks that are siblings fall back to the
+// ring there unless the program allows it. It also needs to see the
+// writer's PID (SO_PEERCRED reports 0 for a process in a PID namespace
+// that the reader cannot see). When the kernel refuses (EPERM, or ENOSYS
+// where CMA is missing), the reader acknowledges with a refusal and the
+// offset it got to; the writer sends the rest of the payload through the
+// ring and every later payload too. WithoutCMA does that from the start.
+//
+// # Liveness and closing
+//
+// The socket stays open for the link's life and carries nothing after
+// the setup: it ends when the peer closes the link or its process dies.
+// A goroutine per link waits for that end and then marks the peer gone
+// in the region and wakes this side's waiters, so that nothing waits for
+// a dead process. Close marks this side closed, wakes the waiters of both
+// sides and closes the socket; it does not wait for calls in progress,
+// and the last of them unmaps the region. A reader drains what was
+// published before the peer went, then returns io.EOF at a message
+// boundary and io.ErrUnexpectedEOF inside a message; a writer whose peer
+// is gone gets an error wrapping syscall.EPIPE.
+//
+// # Performance
+//
+// Steady-state traffic allocates nothing, on the ring path and by CMA.
+// The benchmarks (go test -bench . ./transport/shm) measure ping-pong
+// latency of 8-byte messages and one-way bandwidth of 1 MiB and 16 MiB
+// messages between two goroutines, as every transport's do, and, more to
+// the point, between two processes (BenchmarkProcess*).
+package shm

@@ -1,0 +1,121 @@
+//go:build linux
+
+package shm
+
+import (
+	"sync/atomic"
+
+	"github.com/gocoll/gocoll/internal/shmem"
+)
+
+// The layout of a link's region. Words that different processes write
+// sit in slots of their own, two cache lines wide because x86 prefetches
+// lines in adjacent pairs; everything is an offset, since each process
+// maps the region at its own address.
+//
+//	slot 0, 1   closed word of side 0 (the dialer) and of side 1
+//	slots 2-6   control of ring 0, which carries side 0's messages
+//	slots 7-11  control of ring 1, side 1's messages
+//	4096        data of ring 0 (ringSize bytes), then of ring 1
+//
+// The control of a ring is, slot by slot: tail (bytes ever written,
+// stored by the producer), head (bytes ever consumed, stored by the
+// consumer), the consumer's bell, the producer's bell, and the CMA ack
+// word followed by the resume offset (stored by the consumer).
+const (
+	slot = 128
+
+	offClosed    = 0
+	offRings     = 2 * slot
+	ringTail     = 0
+	ringHead     = 1 * slot
+	ringConsumer = 2 * slot
+	ringProducer = 3 * slot
+	ringAck      = 4 * slot
+	ringResume   = ringAck + 8
+	ringCtlSize  = 5 * slot
+
+	ctlSize = 4096
+)
+
+// Values of a side's closed word.
+const (
+	sideOpen   = 0
+	sideClosed = 1 // the side closed its end
+	sideDied   = 2 // stored by the other side when the process is gone
+)
+
+// Values of a ring's ack word, which the consumer stores when it is done
+// with a CMA message.
+const (
+	ackPending = 0
+	ackDone    = 1 // read or skipped: the writer may return
+	ackRefused = 2 // process_vm_readv was refused: send the payload from the resume offset on through the ring
+)
+
+// regionSize is the size of the region of a link whose rings hold
+// ringSize bytes each.
+func regionSize(ringSize int) int { return ctlSize + 2*ringSize }
+
+// A bell is a futex word that one side sleeps on and the other rings.
+// The sleeper announces itself in parked first, so that the other side
+// pays for a wake-up system call only when someone sleeps.
+type bell struct {
+	parked *atomic.Uint32 // 1 from just before the sleeper's last check until it wakes
+	seq    *atomic.Uint32 // the futex word, bumped by every wake-up
+}
+
+// ring wakes the sleeper if there is one. The caller has already stored
+// what the sleeper waits for.
+func (b bell) ring() {
+	if b.parked.Load() != 0 {
+		b.wake()
+	}
+}
+
+// wake wakes the sleeper whether or not it announced itself.
+func (b bell) wake() {
+	b.seq.Add(1)
+	shmem.Wake(b.seq, 1)
+}
+
+// ring is one direction of a link: a single-producer, single-consumer
+// byte ring in the region.
+type ring struct {
+	tail, head *atomic.Uint64
+	consumer   bell // the reader sleeps here for data
+	producer   bell // the writer sleeps here for space or an ack
+	ack        *atomic.Uint64
+	resume     *atomic.Uint64
+	data       []byte
+	mask       uint64
+}
+
+func newRing(reg *shmem.Region, r, size int) ring {
+	ctl := offRings + r*ringCtlSize
+	data := ctlSize + r*size
+	return ring{
+		tail:     reg.Uint64(ctl + ringTail),
+		head:     reg.Uint64(ctl + ringHead),
+		consumer: bell{parked: reg.Uint32(ctl + ringConsumer), seq: reg.Uint32(ctl + ringConsumer + 4)},
+		producer: bell{parked: reg.Uint32(ctl + ringProducer), seq: reg.Uint32(ctl + ringProducer + 4)},
+		ack:      reg.Uint64(ctl + ringAck),
+		resume:   reg.Uint64(ctl + ringResume),
+		data:     reg.Bytes()[data : data+size : data+size],
+		mask:     uint64(size - 1),
+	}
+}
+
+// put copies p into the ring at position pos, wrapping around its end.
+// len(p) is at most the ring's size.
+func (r *ring) put(pos uint64, p []byte) {
+	n := copy(r.data[pos&r.mask:], p)
+	copy(r.data, p[n:])
+}
+
+// get copies len(p) bytes from position pos into p, wrapping around the
+// ring's end. len(p) is at most the ring's size.
+func (r *ring) get(pos uint64, p []byte) {
+	n := copy(p, r.data[pos&r.mask:])
+	copy(p[n:], r.data)
+}
