@@ -30,8 +30,8 @@ type endpoint struct {
 	rank, size int
 	opts       options
 	log        *slog.Logger
-	tr         transport.Transport
-	ln         transport.Listener
+	links      network // the main network: tcp, or mem
+	shm        network // shared-memory links to the ranks of this host; zero when not used
 	linkCfg    transport.Config
 	store      *rendezvous.Client
 	peerTable  // what every rank published
@@ -68,19 +68,23 @@ type outLink struct{ transport.Link }
 // closedChan is a ready channel for waits that need not wait.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newEndpoint(rank, size int, o options, tr transport.Transport, ln transport.Listener,
+func newEndpoint(rank, size int, o options, links, shm network,
 	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
-		tr: tr, ln: ln, linkCfg: cfg, store: store, peerTable: peers,
+		links: links, shm: shm, linkCfg: cfg, store: store, peerTable: peers,
 		peers:      make([]peer, size),
 		inboxes:    make([]inbox, size),
 		callTables: make(map[uint64]*callTable),
 		failed:     make(chan struct{}),
 	}
 	ep.wg.Add(2)
-	go ep.acceptLoop()
+	go ep.acceptLoop(links.ln)
 	go ep.watchStore()
+	if shm.ln != nil {
+		ep.wg.Add(1)
+		go ep.acceptLoop(shm.ln)
+	}
 	return ep
 }
 
@@ -109,10 +113,10 @@ func (ep *endpoint) watchStore() {
 	}
 }
 
-func (ep *endpoint) acceptLoop() {
+func (ep *endpoint) acceptLoop(ln transport.Listener) {
 	defer ep.wg.Done()
 	for {
-		l, err := ep.ln.Accept()
+		l, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -580,9 +584,9 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 		ctx, cancel = context.WithTimeoutCause(ctx, ep.opts.timeout, ErrTimeout)
 		defer cancel()
 	}
-	l, err := ep.tr.Dial(ctx, ep.addrs[dst], dst, ep.linkCfg)
+	l, err := ep.dial(ctx, dst)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to rank %d at %s: %w", dst, ep.addrs[dst], err)
+		return nil, err
 	}
 	if ep.closing.Load() {
 		l.Close()
@@ -632,7 +636,8 @@ func (ep *endpoint) close() error {
 		if err := ep.store.Close(); err != nil && ep.closeErr == nil {
 			ep.closeErr = err
 		}
-		ep.ln.Close()
+		ep.links.close()
+		ep.shm.close()
 		for i := range ep.inboxes {
 			ib := &ep.inboxes[i]
 			ib.mu.Lock()

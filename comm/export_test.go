@@ -1,5 +1,10 @@
 package comm
 
+import (
+	"path"
+	"reflect"
+)
+
 // ProbeDelay exports probeDelay to the external tests.
 const ProbeDelay = probeDelay
 
@@ -11,4 +16,15 @@ func WithSegmentFault(f func(rank int) error) Option {
 		o.segmentFault = f
 		return nil
 	}
+}
+
+// LinkKind names the package of the link that carries c's messages to
+// its rank dst ("shm", "tcp", "mem"), or "" before the first message.
+func LinkKind(c *Comm, dst int) string {
+	o := c.ep.peers[c.group[dst]].link.Load()
+	if o == nil {
+		return ""
+	}
+	t := reflect.TypeOf(o.Link).Elem()
+	return path.Base(t.PkgPath())
 }

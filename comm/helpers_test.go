@@ -13,7 +13,7 @@ import (
 )
 
 // transports are the link kinds every in-process test runs over.
-var transports = []string{"mem", "tcp"}
+var transports = []string{"mem", "tcp", "shm"}
 
 // watchdog bounds every test job: a hang becomes a failure naming the
 // ranks that did not return.

@@ -123,9 +123,15 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 		return nil, fmt.Errorf("listening for links: %w", err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr())
-	ep, err := start(ctx, spec.rank, spec.size, o, tr, ln, cfg, store, net.JoinHostPort(linkHost, port))
+	links := network{tr: tr, ln: ln, addr: net.JoinHostPort(linkHost, port)}
+	shm, err := listenShm(o, cfg)
+	var ep *endpoint
+	if err == nil {
+		ep, err = start(ctx, spec.rank, spec.size, o, cfg, store, links, shm)
+	}
 	if err != nil {
-		ln.Close()
+		links.close()
+		shm.close()
 		store.Close()
 		if release != nil {
 			release(canceled)
@@ -161,23 +167,23 @@ func bindHost(host string) string {
 	return ""
 }
 
-// start publishes this rank's link address and host, learns everybody
+// start publishes this rank's link addresses and host, learns everybody
 // else's, and starts the endpoint. Learning every address up front doubles
 // as the start-up barrier: a rank that never joins is named here rather
 // than at its first message.
-func start(ctx context.Context, rank, size int, o options, tr transport.Transport, ln transport.Listener,
-	cfg transport.Config, store *rendezvous.Client, addr string) (*endpoint, error) {
-	if err := store.Set(ctx, addrKey(rank), []byte(addr)); err != nil {
+func start(ctx context.Context, rank, size int, o options, cfg transport.Config, store *rendezvous.Client,
+	links, shm network) (*endpoint, error) {
+	if err := store.Set(ctx, addrKey(rank), []byte(links.addr)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's address: %w", err)
 	}
 	host := hostIdentity()
 	if o.hostOf != nil {
 		host = o.hostOf(rank)
 	}
-	if err := store.Set(ctx, hostKey(rank), []byte(host+"\n"+strconv.Itoa(os.Getpid()))); err != nil {
+	if err := store.Set(ctx, hostKey(rank), []byte(host+"\n"+strconv.Itoa(os.Getpid())+"\n"+shm.addr)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's host: %w", err)
 	}
-	peers := peerTable{addrs: make([]string, size), hosts: make([]string, size), pids: make([]int, size)}
+	peers := peerTable{addrs: make([]string, size), shmAddrs: make([]string, size), hosts: make([]string, size), pids: make([]int, size)}
 	for r := range size {
 		v, err := store.Get(ctx, addrKey(r))
 		if err == nil {
@@ -190,18 +196,27 @@ func start(ctx context.Context, rank, size int, o options, tr transport.Transpor
 			}
 			return nil, fmt.Errorf("looking up rank %d: %w", r, err)
 		}
-		host, pid, _ := strings.Cut(string(v), "\n")
-		peers.hosts[r] = host
-		peers.pids[r], _ = strconv.Atoi(pid)
+		fields := strings.SplitN(string(v), "\n", 3)
+		peers.hosts[r] = fields[0]
+		if len(fields) == 3 {
+			peers.pids[r], _ = strconv.Atoi(fields[1])
+			peers.shmAddrs[r] = fields[2]
+		}
 	}
-	return newEndpoint(rank, size, o, tr, ln, cfg, store, peers), nil
+	if o.transport == "shm" {
+		if err := peers.checkOneHost(); err != nil {
+			return nil, err
+		}
+	}
+	return newEndpoint(rank, size, o, links, shm, cfg, store, peers), nil
 }
 
 // peerTable is what every rank published at the rendezvous.
 type peerTable struct {
-	addrs []string // link address
-	hosts []string // host identity (hostIdentity)
-	pids  []int    // process id
+	addrs    []string // link address on the main network
+	shmAddrs []string // shared-memory link address, "" for none
+	hosts    []string // host identity (hostIdentity)
+	pids     []int    // process id
 }
 
 // hostIdentity names the machine this process runs on, so that ranks can
@@ -318,9 +333,15 @@ func startLocal(ctx context.Context, rank, n int, o options, tr transport.Transp
 		store.Close()
 		return nil, fmt.Errorf("rank %d: listening for links: %w", rank, err)
 	}
-	ep, err := start(ctx, rank, n, o, tr, ln, cfg, store, ln.Addr())
+	links := network{tr: tr, ln: ln, addr: ln.Addr()}
+	shm, err := listenShm(o, cfg)
+	var ep *endpoint
+	if err == nil {
+		ep, err = start(ctx, rank, n, o, cfg, store, links, shm)
+	}
 	if err != nil {
-		ln.Close()
+		links.close()
+		shm.close()
 		store.Close()
 		return nil, fmt.Errorf("rank %d: %w", rank, err)
 	}

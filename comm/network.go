@@ -1,0 +1,80 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/transport/shm"
+)
+
+// A network is one kind of link that a rank offers its peers: the
+// transport, the rank's listener, and the address peers dial. Every rank
+// has its main network (tcp, or mem in NewLocal's default); with the auto
+// and shm transports it also listens for shared-memory links, which the
+// ranks of its host dial instead.
+type network struct {
+	tr   transport.Transport
+	ln   transport.Listener
+	addr string
+}
+
+func (n network) close() {
+	if n.ln != nil {
+		n.ln.Close()
+	}
+}
+
+// listenShm starts this rank's shared-memory listener where the
+// transport o asks for shared memory (auto, shm). Where it cannot, auto
+// goes without shared-memory links, with a warning, and shm fails.
+func listenShm(o options, cfg transport.Config) (network, error) {
+	if o.transport != "auto" && o.transport != "shm" {
+		return network{}, nil
+	}
+	tr := shm.New()
+	ln, err := tr.Listen("", cfg)
+	if err != nil {
+		if o.transport == "shm" {
+			return network{}, fmt.Errorf("listening for shared-memory links: %w", err)
+		}
+		o.logger.Warn("no shared-memory links; ranks of one host talk over tcp", "rank", cfg.Rank, "err", err)
+		return network{}, nil
+	}
+	return network{tr: tr, ln: ln, addr: ln.Addr()}, nil
+}
+
+// checkOneHost fails unless every rank runs on one host, which the shm
+// transport needs. Every rank finds the same error.
+func (p *peerTable) checkOneHost() error {
+	for r, h := range p.hosts {
+		if h != p.hosts[0] {
+			return fmt.Errorf("%w: the shm transport needs every rank on one host, but rank 0 runs on %q and rank %d on %q (use auto)",
+				ErrInvalid, p.hosts[0], r, h)
+		}
+	}
+	return nil
+}
+
+// dial connects a link to dst: through shared memory when dst shares
+// this rank's host and listens for such links, otherwise over the main
+// network. With the auto transport a shared-memory link that cannot be
+// made (no room in /dev/shm, say) gives way to the main network.
+func (ep *endpoint) dial(ctx context.Context, dst int) (transport.Link, error) {
+	if ep.shm.tr != nil && ep.shmAddrs[dst] != "" && ep.hosts[dst] == ep.hosts[ep.rank] {
+		l, err := ep.shm.tr.Dial(ctx, ep.shmAddrs[dst], dst, ep.linkCfg)
+		if err == nil || ep.opts.transport == "shm" || ctx.Err() != nil || errors.Is(err, transport.ErrRefused) {
+			if err != nil {
+				err = fmt.Errorf("connecting to rank %d through shared memory at %s: %w", dst, ep.shmAddrs[dst], err)
+			}
+			return l, err
+		}
+		ep.log.Warn("no shared-memory link; using tcp", "peer", dst, "err", err)
+	}
+	l, err := ep.links.tr.Dial(ctx, ep.addrs[dst], dst, ep.linkCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to rank %d at %s: %w", dst, ep.addrs[dst], err)
+	}
+	return l, nil
+}
