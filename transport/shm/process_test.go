@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/testutil"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/linktest"
@@ -168,6 +169,10 @@ func TestPeerKilled(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 
 			require.NoError(t, cmd.Process.Kill())
+			// SIGKILL takes a while to end a process, and until it has,
+			// its memory can still be read: wait until it is a zombie
+			// or reaped, or the rest of the payload may well arrive.
+			require.Eventually(t, func() bool { return !shmem.Alive(cmd.Process.Pid) }, 10*time.Second, time.Millisecond, "the helper does not die")
 			read := async(func() error {
 				if tc.partial {
 					return l.ReadPayload(make([]byte, helperLarge-(1<<20)))
