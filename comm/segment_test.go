@@ -1,17 +1,16 @@
 package comm_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // TestSegmentFallback: when one rank cannot map a communicator's shared
@@ -22,7 +21,7 @@ func TestSegmentFallback(t *testing.T) {
 	const n = 3
 	for _, bad := range []int{0, 2} {
 		t.Run(fmt.Sprint("rank ", bad), func(t *testing.T) {
-			var log syncBuffer
+			var log testutil.SyncBuffer
 			cs := newJob(t, n, comm.WithTransport("auto"),
 				comm.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
 				comm.WithSegmentFault(func(rank int) error {
@@ -50,22 +49,4 @@ func TestSegmentFallback(t *testing.T) {
 			})
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the ranks' loggers may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
