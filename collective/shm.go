@@ -106,7 +106,7 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 				copy(part, segView[T](s.Slot(0, half)))
 				k.combine(part, s, half, 0, m)
 			}
-			op.Done()
+			// Nobody waits for this round's Done: the next In says it.
 		} else {
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
@@ -240,6 +240,5 @@ func barrierShm(k *call[uint8]) error {
 	if err := op.WaitIn(); err != nil {
 		return k.wrap(-1, err)
 	}
-	op.Done()
-	return nil
+	return nil // nobody waits for Done: the next In says it
 }

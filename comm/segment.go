@@ -53,6 +53,7 @@ type Segment struct {
 	turn   atomic.Uint64 // ticket whose turn it is
 	round  uint64        // rounds run so far
 	seen   []uint64      // by rank: the last ticket whose calls were compared
+	known  []uint64      // by rank: the highest step seen, so that satisfied waits read no shared line
 	waitTS shmem.Timespec
 	// uses counts the operations running, two per operation, with bit 0
 	// set once the communicator closed: the mapping goes when both are
@@ -220,7 +221,11 @@ func (op *SegmentOp) Next() (int, error) {
 }
 
 // In publishes that this rank's data of the round is in place; Done that
-// it is finished with the round.
+// it is finished with the round. A rank reads nothing of a round once it
+// has published In for the next, so In also says Done for the round
+// before: a round in which no rank waits for Done (WaitDone, WaitDoneOf)
+// may leave it out, which spares the other ranks a cache miss on this
+// rank's counter.
 func (op *SegmentOp) In()   { op.s.publish(2*op.round - 1) }
 func (op *SegmentOp) Done() { op.s.publish(2 * op.round) }
 
@@ -257,11 +262,16 @@ func (op *SegmentOp) waitAll(step uint64) error {
 // call is compared with this rank's.
 func (op *SegmentOp) wait(r int, step uint64) error {
 	s := op.s
-	w := s.step(r)
-	if w.Load() < step {
-		if err := op.spin(r, w, step); err != nil {
-			return err
+	if s.known[r] < step {
+		w := s.step(r)
+		v := w.Load()
+		if v < step {
+			if err := op.spin(r, w, step); err != nil {
+				return err
+			}
+			v = step
 		}
+		s.known[r] = v
 	}
 	if s.seen[r] < op.ticket {
 		return op.check(r)
@@ -391,7 +401,7 @@ func (op *SegmentOp) failed(r int) error {
 // waits.
 func (op *SegmentOp) check(r int) error {
 	s := op.s
-	if s.step(r).Load() < 2*op.first-1 {
+	if s.known[r] < 2*op.first-1 {
 		return nil // waited for an earlier step only
 	}
 	// A rank runs at most a few rounds ahead of the slowest (every round
