@@ -185,15 +185,11 @@ func (b *bench) run(name string, bytes, iters int) (avg time.Duration, factor fl
 	default:
 		return 0, 0, false, fmt.Errorf("unknown collective %q (want allreduce, bcast or gather)", name)
 	}
-	// Warm-up, then the timed loop.
-	for range 2 {
-		prepare()
-		if err := call(); err != nil {
-			return 0, 0, false, err
-		}
-	}
+	// Warm-up iterations (a tenth, at least 2), then the timed ones, each
+	// after a barrier, as mpi_coll_bench.c runs them.
+	warm := max(iters/10, 2)
 	var sum time.Duration
-	for range iters {
+	for it := range warm + iters {
 		prepare()
 		if err := collective.Barrier(b.ctx, c); err != nil {
 			return 0, 0, false, err
@@ -202,7 +198,9 @@ func (b *bench) run(name string, bytes, iters int) (avg time.Duration, factor fl
 		if err := call(); err != nil {
 			return 0, 0, false, err
 		}
-		sum += time.Since(start)
+		if it >= warm {
+			sum += time.Since(start)
+		}
 	}
 	if err := check(); err != nil {
 		return 0, 0, false, err
