@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,23 @@ func shmJob(t testing.TB, n int, opts ...comm.Option) []*comm.Comm {
 // among ranks of this process, both with Shm asked for and chosen by the
 // selector; TestShmBetweenProcesses runs it among processes.
 func TestShm(t *testing.T) {
-	for _, algo := range []Algorithm{Shm, Auto} {
-		t.Run(algo.String(), func(t *testing.T) {
+	for _, v := range []struct {
+		algo Algorithm
+		slot int // 0: the default
+	}{
+		// 4 KiB slots make every count above a few hundred take rounds.
+		{Shm, 4096},
+		{Auto, 0},
+	} {
+		t.Run(fmt.Sprintf("%s/slot=%d", v.algo, v.slot), func(t *testing.T) {
+			algo := v.algo
+			var opts []comm.Option
+			if v.slot > 0 {
+				opts = append(opts, comm.WithSegmentSlot(v.slot))
+			}
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-					cs := shmJob(t, n)
+					cs := shmJob(t, n, opts...)
 					checkShm(t, cs, algo)
 					t.Run("barrier", func(t *testing.T) { checkBarrier(t, cs) })
 				})
@@ -73,7 +86,8 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 }
 
 // shmRankVar makes a process of this test binary a rank of
-// TestShmBetweenProcesses's jobs.
+// TestShmBetweenProcesses's jobs; its value is the segment slot to set,
+// or "default".
 const shmRankVar = "GOCOLL_SHM_MATRIX_RANK"
 
 // TestShmBetweenProcesses runs the conformance matrix of the
@@ -85,7 +99,11 @@ func TestShmBetweenProcesses(t *testing.T) {
 	if os.Getenv(shmRankVar) != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 		defer cancel()
-		c, err := comm.Init(ctx)
+		var opts []comm.Option
+		if slot, _ := strconv.Atoi(os.Getenv(shmRankVar)); slot > 0 {
+			opts = append(opts, comm.WithSegmentSlot(slot))
+		}
+		c, err := comm.Init(ctx, opts...)
 		require.NoError(t, err)
 		defer c.Close()
 		require.Equal(t, c.Size() > 1, c.Segment() != nil, "segment")
@@ -110,19 +128,23 @@ func TestShmBetweenProcesses(t *testing.T) {
 		ns = []int{2, 3}
 	}
 	for _, n := range ns {
-		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
-				exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
-			run.Env = append(os.Environ(), shmRankVar+"=1")
-			var output bytes.Buffer
-			run.Stdout, run.Stderr = &output, &output
-			require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
-			for r := range n {
-				require.Contains(t, output.String(), fmt.Sprintf("[%d] --- PASS: TestShmBetweenProcesses", r))
-			}
-		})
+		// With the default slots and with 4 KiB ones, through which
+		// every count above a few hundred takes rounds.
+		for _, slot := range []string{"default", "4096"} {
+			t.Run(fmt.Sprintf("n=%d/slot=%s", n, slot), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
+					exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
+				run.Env = append(os.Environ(), shmRankVar+"="+slot)
+				var output bytes.Buffer
+				run.Stdout, run.Stderr = &output, &output
+				require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
+				for r := range n {
+					require.Contains(t, output.String(), fmt.Sprintf("[%d] --- PASS: TestShmBetweenProcesses", r))
+				}
+			})
+		}
 	}
 }
 

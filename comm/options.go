@@ -16,6 +16,7 @@ type options struct {
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
+	segmentSlot     int // 0: DefaultSegmentSlot
 	// segmentFault, a test hook, fails the mapping of a rank's segments
 	// when it returns an error.
 	segmentFault func(rank int) error
@@ -70,6 +71,21 @@ func WithHostIdentity(hostOf func(rank int) string) Option {
 			return fmt.Errorf("%w: nil host identity function", ErrInvalid)
 		}
 		o.hostOf = hostOf
+		return nil
+	}
+}
+
+// WithSegmentSlot sets the bytes that each rank moves per round of a
+// shared-memory collective, its slot in each half of a communicator's
+// segment, in place of DefaultSegmentSlot: a multiple of 4096 from 4 KiB
+// to 1 GiB. Every rank of a job must set the same; ranks whose segments
+// differ go without (a warning says so) and use links.
+func WithSegmentSlot(bytes int) Option {
+	return func(o *options) error {
+		if bytes < 4096 || bytes > 1<<30 || bytes%4096 != 0 {
+			return fmt.Errorf("%w: segment slot of %d bytes (want a multiple of 4096 from 4 KiB to 1 GiB)", ErrInvalid, bytes)
+		}
+		o.segmentSlot = bytes
 		return nil
 	}
 }

@@ -50,3 +50,26 @@ func TestSegmentFallback(t *testing.T) {
 		})
 	}
 }
+
+func TestWithSegmentSlot(t *testing.T) {
+	for _, bytes := range []int{0, 4095, 4097, 6000, 2 << 30} {
+		t.Run(fmt.Sprint(bytes), func(t *testing.T) {
+			_, err := comm.NewLocal(2, comm.WithSegmentSlot(bytes))
+			require.ErrorIs(t, err, comm.ErrInvalid)
+			require.ErrorContains(t, err, fmt.Sprintf("segment slot of %d bytes", bytes))
+		})
+	}
+	t.Run("set", func(t *testing.T) {
+		cs := newJob(t, 3, comm.WithTransport("auto"), comm.WithSegmentSlot(8192))
+		for _, c := range cs {
+			require.Equal(t, 8192, c.Segment().SlotBytes())
+		}
+	})
+	t.Run("default", func(t *testing.T) {
+		cs := newJob(t, 2, comm.WithTransport("auto"))
+		require.Equal(t, comm.DefaultSegmentSlot(2), cs[0].Segment().SlotBytes())
+		for _, tt := range []struct{ ranks, want int }{{1, 1 << 20}, {8, 1 << 20}, {16, 512 << 10}, {24, 340 << 10}, {32, 256 << 10}, {1000, 256 << 10}} {
+			require.Equal(t, tt.want, comm.DefaultSegmentSlot(tt.ranks), "%d ranks", tt.ranks)
+		}
+	})
+}

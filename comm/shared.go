@@ -162,7 +162,11 @@ func (c *Comm) key(what string, i int) string {
 // and the reason is logged.
 func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	ep := c.ep
-	n, slot := len(c.group), DefaultSegmentSlot
+	n := len(c.group)
+	slot := ep.opts.segmentSlot
+	if slot == 0 {
+		slot = DefaultSegmentSlot(n)
+	}
 	size := segSize(n, slot)
 	var region *shmem.Region
 	var problem error
