@@ -41,6 +41,14 @@ func segView[T codec.Elem](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
+// streamRound is how many of n elements Gather moves per round, at most
+// most: a quarter of n, so that copying in and copying out overlap over
+// four rounds at least, but no fewer than 64 KiB, below which a round's
+// waits cost more than the overlap gains.
+func streamRound(most, n, size int) int {
+	return min(most, max((n+3)/4, (64<<10)/size))
+}
+
 // segBegin starts the call's operation on s, in its turn.
 func (k *call[T]) segBegin(s *comm.Segment) (comm.SegmentOp, error) {
 	h := k.header(0, 0, 0)
@@ -144,7 +152,9 @@ func (k *call[T]) combine(acc []T, s *comm.Segment, half, lo, hi int) {
 }
 
 // bcastShm copies root's buf to every rank through the segment, a whole
-// half (one slot per rank) per round.
+// half (one slot per rank) per round. (Smaller rounds, to overlap root's
+// copy with the others', made 1 MiB Bcasts twice as slow here: two cores
+// streaming through the same lines at once hinder each other.)
 func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	s := k.c.Segment()
 	if s == nil {
@@ -175,7 +185,6 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 			}
 			copy(buf[off:off+m], area)
 		}
-		op.Done()
 		if off += m; off >= len(buf) {
 			return nil
 		}
@@ -197,7 +206,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	}
 	defer op.End()
 	p, me, n := s.Size(), k.c.Rank(), len(send)
-	per := s.SlotBytes() / k.size
+	per := streamRound(s.SlotBytes()/k.size, n, k.size)
 	off := 0
 	for {
 		m := min(per, n-off)
@@ -205,17 +214,24 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		if err != nil {
 			return k.wrap(-1, err)
 		}
-		copy(segView[T](s.Slot(me, half)), send[off:off+m])
+		if me == root {
+			// Root's own part needs no slot, and goes while the others
+			// fill theirs.
+			copy(recv[me*n+off:me*n+off+m], send[off:off+m])
+		} else {
+			copy(segView[T](s.Slot(me, half)), send[off:off+m])
+		}
 		op.In()
 		if root < 0 || me == root {
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
 			}
 			for r := range p {
-				copy(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
+				if r != root {
+					copy(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
+				}
 			}
 		}
-		op.Done()
 		if off += m; off >= n {
 			return nil
 		}
