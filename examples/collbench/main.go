@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ func main() {
 	colls := flag.String("c", "allreduce,bcast,gather", "collectives to time")
 	algo := flag.String("a", "", "algorithm to force (default: the selector's)")
 	header := flag.Bool("H", false, "print the CSV header")
+	profile := flag.String("cpuprofile", "", "write each rank's CPU profile to this file, with .<rank> appended")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -46,6 +48,17 @@ func main() {
 		log.Fatal(err)
 	}
 	defer c.Close()
+	if *profile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", *profile, c.Rank()))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var opts []collective.Option
 	if *algo != "" {
 		a, err := collective.ParseAlgorithm(*algo)
