@@ -58,9 +58,11 @@
 //
 // # Shared memory
 //
-// With the auto and shm transports, a communicator whose ranks all run on
-// one host (by the identity each rank publishes: hostname and machine id,
-// or GOCOLL_HOST / WithHostIdentity) gets a Segment when it is made:
+// With the auto and shm transports, ranks that run on one host (by the
+// identity each rank publishes: hostname and machine id, or GOCOLL_HOST /
+// WithHostIdentity) link through shared memory (transport/shm), others
+// over tcp, chosen per pair. A communicator whose ranks all run on one
+// host also gets a Segment when it is made:
 // memory every rank maps, through which package collective runs its Shm
 // algorithms. A communicator across hosts with several ranks on some host
 // gets a Hierarchy instead: a communicator per host, with a segment, and

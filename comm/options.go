@@ -43,12 +43,13 @@ func (o *options) setDefault() {
 }
 
 // WithTransport chooses the links between ranks: "auto" (the default of
-// Init: shared memory between ranks on one host, tcp between hosts),
-// "shm" (shared memory only, all ranks on one host), "tcp" (tcp only, no
-// shared memory at all) or "mem" (in-memory links between the ranks of
-// one process, the default of NewLocal). With auto and shm, communicators
-// whose ranks share a host also get a shared-memory Segment, and those
-// that span hosts a Hierarchy.
+// Init: shared-memory links between ranks of one host, tcp between hosts,
+// chosen per pair), "shm" (shared-memory links only; every rank must run
+// on one host), "tcp" (tcp only, no shared memory at all) or "mem"
+// (in-memory links between the ranks of one process, the default of
+// NewLocal). With auto and shm, communicators whose ranks share a host
+// also get a shared-memory Segment, and those that span hosts a
+// Hierarchy.
 func WithTransport(name string) Option {
 	return func(o *options) error {
 		switch name {

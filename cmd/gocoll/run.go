@@ -48,8 +48,9 @@ The flags are:
 		the library default)
 	--transport t
 		how ranks talk, handed over as GOCOLL_TRANSPORT: auto (shared memory
-		between ranks of one host, tcp between hosts; the default), shm
-		(shared memory only) or tcp (no shared memory)
+		between ranks of one host, tcp between hosts, chosen per pair; the
+		default), shm (shared memory only: every rank on one host) or tcp
+		(no shared memory)
 	--nnodes k, --node-rank i, --master host:port, --secret s
 		place this machine's ranks in a job over k machines
 `
