@@ -514,7 +514,8 @@ func TestLostWhenClientDies(t *testing.T) {
 		require.Equal(t, 2, ev.Rank)
 		require.Contains(t, ev.Reason, "connection to rank 2 lost")
 	}
-	require.Contains(t, f.logs.String(), "lost a rank")
+	// The server logs the loss after it has told the ranks.
+	waitFor(t, "the server to log the loss", func() bool { return strings.Contains(f.logs.String(), "lost a rank") })
 
 	// The dead rank's own client saw its connection go.
 	ev := nextEvent(t, r2)
