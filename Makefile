@@ -13,7 +13,7 @@ build:
 	$(GO) build -o $(BIN)/allreduce ./examples/allreduce
 	$(GO) build -o $(BIN)/exchange ./examples/exchange
 
-# A 4-rank job over TCP in local processes: every rank averages a gradient
+# A 4-rank job in local processes, linked through shared memory: every rank averages a gradient
 # with one Allreduce and prints it, then rank 0 prints the bandwidth of
 # 16 MiB allreduces.
 demo: build
