@@ -13,4 +13,12 @@
 // followed by gocoll's own (algo, codec, chunk, min_us, max_us); ReadCSV
 // reads files of either kind. BusFactor gives nccl-tests' bus bandwidth
 // factors, which make the figures of different rank counts comparable.
+//
+// Run measures a sweep on every rank of a job, as gocoll bench does: a
+// Config names the collectives, sizes (ParseSizes reads specs such as
+// "8:64M") and algorithms. Each point is warmed up and timed call by call
+// between barriers, like mpi_coll_bench.c, with as many calls as
+// Iterations says, and every call's result is checked against the data
+// the ranks sent; a wrong element fails the sweep with a *VerifyError.
+// WriteTable prints results for people.
 package bench

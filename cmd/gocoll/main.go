@@ -7,6 +7,7 @@
 // The commands are:
 //
 //	run     start the ranks of a job on this machine
+//	bench   measure collectives; compare, plot and model the results
 //
 // Use "gocoll help <command>" for more information about a command.
 package main
@@ -24,7 +25,7 @@ type command struct {
 	usage string
 }
 
-var commands = []*command{runCmd}
+var commands = []*command{runCmd, benchCmd}
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))

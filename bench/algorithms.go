@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Collectives are the typed collectives a sweep measures, by the names
+// results carry.
+var Collectives = []string{"allreduce", "reduce", "bcast", "gather", "scatter", "allgather", "reducescatter", "alltoall", "barrier"}
+
+// objectCollectives maps the collectives that have a gob-encoded
+// counterpart to its name.
+var objectCollectives = map[string]string{"allreduce": "allreduce_object", "allgather": "allgather_object"}
+
+// algorithms lists the algorithms collective.WithAlgorithm accepts for
+// each collective, in the order of collective's own table (select.go),
+// which it does not export; TestAlgorithmsMatchCollective keeps the two
+// in step. Barrier takes no options, so only its selector is measured.
+var algorithms = map[string][]collective.Algorithm{
+	"allreduce": {collective.RecursiveDoubling, collective.Ring, collective.RingChunked, collective.Rabenseifner,
+		collective.Tree, collective.Shm, collective.Hierarchical},
+	"reduce":        {collective.Tree, collective.Shm},
+	"bcast":         {collective.Tree, collective.Chain, collective.ScatterAllgather, collective.Shm},
+	"gather":        {collective.Tree, collective.Linear, collective.Shm},
+	"scatter":       {collective.Tree, collective.Linear},
+	"allgather":     {collective.Bruck, collective.Ring, collective.RecursiveDoubling, collective.Shm},
+	"reducescatter": {collective.Ring, collective.RecursiveHalving},
+	"alltoall":      {collective.Pairwise},
+	"barrier":       nil,
+}
+
+// Algorithms returns the algorithms that can be forced on the named
+// collective, whatever the communicator; nil for an unknown name.
+func Algorithms(name string) []collective.Algorithm { return slices.Clone(algorithms[name]) }
+
+// algoRequest is a parsed Config.Algorithms.
+type algoRequest struct {
+	auto, all bool
+	named     []collective.Algorithm
+}
+
+// parseAlgorithms parses names ("auto", "all" or algorithms as
+// collective.ParseAlgorithm spells them) and checks that each named
+// algorithm applies to at least one of the collectives.
+func parseAlgorithms(names, collectives []string) (algoRequest, error) {
+	var req algoRequest
+	for _, name := range names {
+		if name == "all" {
+			req.all = true
+			continue
+		}
+		a, err := collective.ParseAlgorithm(name)
+		if err != nil {
+			return req, fmt.Errorf("%w, or all for every algorithm of each collective", err)
+		}
+		if a == collective.Auto {
+			req.auto = true
+			continue
+		}
+		if !slices.ContainsFunc(collectives, func(c string) bool { return slices.Contains(algorithms[c], a) }) {
+			where := "no collective that takes an algorithm"
+			if cs := appliesTo(a); len(cs) > 0 {
+				where = strings.Join(cs, ", ")
+			}
+			return req, fmt.Errorf("algorithm %s applies to none of %s (it applies to %s)", a, strings.Join(collectives, ", "), where)
+		}
+		req.named = append(req.named, a)
+	}
+	return req, nil
+}
+
+func appliesTo(a collective.Algorithm) []string {
+	var cs []string
+	for _, c := range Collectives {
+		if slices.Contains(algorithms[c], a) {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// topology is what decides which algorithms can run on a communicator.
+type topology struct {
+	ranks        int
+	shared       bool // the ranks share a host and a segment
+	hierarchical bool // the ranks span hosts with shared memory inside them
+}
+
+func topologyOf(c *comm.Comm) topology {
+	return topology{ranks: c.Size(), shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil}
+}
+
+// runs reports whether a forced algorithm can run on t: the shared-memory
+// ones need what they are named after, as collective's selector checks.
+func (t topology) runs(a collective.Algorithm) bool {
+	switch a {
+	case collective.Shm:
+		return t.shared || t.ranks == 1
+	case collective.Hierarchical:
+		return t.hierarchical
+	}
+	return true
+}
+
+// expand returns the algorithms to measure name with on t, Auto standing
+// for the selector's choice. Algorithms that do not apply to name, or
+// cannot run on t, are left out rather than failing the sweep, so that
+// "all" and lists over several collectives mean "wherever it applies".
+func (req algoRequest) expand(name string, t topology) []collective.Algorithm {
+	var out []collective.Algorithm
+	if req.auto || (req.all && len(algorithms[name]) == 0) {
+		out = append(out, collective.Auto)
+	}
+	for _, a := range algorithms[name] {
+		if (req.all || slices.Contains(req.named, a)) && t.runs(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

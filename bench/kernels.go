@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// The data every rank sends is a deterministic pattern of small integers
+// in float32, like mpi_coll_bench.c's, so that any sum of them over up to
+// about 15000 ranks is exact in whatever order an algorithm adds, and a
+// result can be checked for equality.
+
+// pattern is the value rank r sends at element i.
+func pattern(r, i int) float32 { return float32(r%64+1) + float32(i%7) }
+
+// stamp is the value rank r writes into the first element of each block
+// before call it, so that a call that leaves an earlier call's result in
+// place fails the check after it.
+func stamp(r, it int) float32 { return float32(it%1024) + float32(r%64) }
+
+// sumOver adds f(r) over the n ranks.
+func sumOver(n int, f func(r int) float32) float32 {
+	var s float32
+	for r := range n {
+		s += f(r)
+	}
+	return s
+}
+
+// A kernel is one point of a sweep on one rank: its buffers, the timed
+// call and the checks around it.
+type kernel struct {
+	ctx     context.Context
+	c       *comm.Comm
+	p       point
+	me, n   int
+	opts    []collective.Option
+	out     []float32          // this rank's result, which the checks read
+	prepare func(it int)       // before the barrier of call it, untimed
+	call    func() error       // the timed call
+	stamped func(it int) error // after call it, untimed: the stamps
+	check   func() error       // after the last call: every element
+}
+
+// builders set up each collective's kernel.
+var builders = map[string]func(k *kernel){
+	"allreduce":        (*kernel).allreduce,
+	"reduce":           (*kernel).allreduce,
+	"bcast":            (*kernel).bcast,
+	"gather":           (*kernel).gather,
+	"allgather":        (*kernel).gather,
+	"scatter":          (*kernel).scatter,
+	"reducescatter":    (*kernel).reduceScatter,
+	"alltoall":         (*kernel).alltoall,
+	"barrier":          (*kernel).barrier,
+	"allreduce_object": (*kernel).allreduceObject,
+	"allgather_object": (*kernel).allgatherObject,
+}
+
+func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
+	k := &kernel{ctx: ctx, c: c, p: p, me: c.Rank(), n: c.Size(),
+		prepare: func(int) {}, stamped: func(int) error { return nil }, check: func() error { return nil }}
+	if p.algo != collective.Auto {
+		k.opts = []collective.Option{collective.WithAlgorithm(p.algo)}
+	}
+	builders[p.collective](k)
+	return k
+}
+
+// elems is the number of float32 elements in the point's bytes, and
+// block the number in each rank's block of it.
+func (k *kernel) elems() int { return int(k.p.bytes / 4) }
+func (k *kernel) block() int { return k.elems() / k.n }
+
+// VerifyError reports a wrong element in the result of a call.
+type VerifyError struct {
+	Collective string
+	Algo       string
+	Bytes      int64
+	Rank       int // the rank that holds the wrong value
+	Index      int // the element of the rank's result
+	Iteration  int // the call after which it was checked; -1 after the last
+	Got, Want  float32
+}
+
+func (e *VerifyError) Error() string {
+	when := "after the last call"
+	if e.Iteration >= 0 {
+		when = fmt.Sprintf("after call %d", e.Iteration)
+	}
+	return fmt.Sprintf("wrong result of %s of %d bytes with %s: rank %d holds %v at element %d, want %v (%s)",
+		e.Collective, e.Bytes, e.Algo, e.Rank, e.Got, e.Index, e.Want, when)
+}
+
+// expect checks element i of the result against want after call it (-1:
+// after the last).
+func (k *kernel) expect(i, it int, want float32) error {
+	if k.out[i] == want {
+		return nil
+	}
+	return &VerifyError{Collective: k.p.collective, Algo: k.p.algoName(), Bytes: k.p.bytes,
+		Rank: k.me, Index: i, Iteration: it, Got: k.out[i], Want: want}
+}
+
+// expectBlocks checks that block q of m elements of the result starts
+// with want(q, it) after call it.
+func (k *kernel) expectBlocks(m, it int, want func(q, it int) float32) error {
+	for q := range len(k.out) / m {
+		if err := k.expect(q*m, it, want(q, it)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expectAll checks every element of the result but the first of each
+// block of m against want(i) after the last call.
+func (k *kernel) expectAll(m int, want func(i int) float32) error {
+	for i := range k.out {
+		if i%m == 0 {
+			continue
+		}
+		if err := k.expect(i, -1, want(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allreduce sums each rank's vector, out of place as MPI_Allreduce with
+// two buffers: the copy is part of the call. Reduce does the same to
+// rank 0 only, the one rank whose buffer it defines.
+func (k *kernel) allreduce() {
+	send, out := make([]float32, k.elems()), make([]float32, k.elems())
+	for i := range send {
+		send[i] = pattern(k.me, i)
+	}
+	k.out = out
+	k.prepare = func(it int) { send[0] = stamp(k.me, it) }
+	if k.p.collective == "reduce" {
+		k.call = func() error {
+			copy(out, send)
+			return collective.Reduce(k.ctx, k.c, out, collective.Sum, 0, k.opts...)
+		}
+		if k.me != 0 {
+			return
+		}
+	} else {
+		k.call = func() error {
+			copy(out, send)
+			return collective.Allreduce(k.ctx, k.c, out, collective.Sum, k.opts...)
+		}
+	}
+	k.stamped = func(it int) error {
+		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return stamp(r, it) }))
+	}
+	k.check = func() error {
+		return k.expectAll(len(k.out), func(i int) float32 {
+			return sumOver(k.n, func(r int) float32 { return pattern(r, i) })
+		})
+	}
+}
+
+// bcast sends rank 0's buffer, filled once; as in mpi_coll_bench.c only
+// its first element changes from call to call.
+func (k *kernel) bcast() {
+	buf := make([]float32, k.elems())
+	if k.me == 0 {
+		for i := range buf {
+			buf[i] = pattern(0, i)
+		}
+	}
+	k.out = buf
+	k.prepare = func(it int) {
+		buf[0] = -1
+		if k.me == 0 {
+			buf[0] = stamp(0, it)
+		}
+	}
+	k.call = func() error { return collective.Bcast(k.ctx, k.c, buf, 0, k.opts...) }
+	k.stamped = func(it int) error { return k.expect(0, it, stamp(0, it)) }
+	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return pattern(0, i) }) }
+}
+
+// gather collects every rank's block at rank 0, and allgather at every
+// rank; bytes is the whole gathered buffer.
+func (k *kernel) gather() {
+	m, all := k.block(), k.p.collective == "allgather"
+	send := make([]float32, m)
+	for i := range send {
+		send[i] = pattern(k.me, i)
+	}
+	var out []float32
+	if all || k.me == 0 {
+		out = make([]float32, k.elems())
+	}
+	k.out = out
+	k.prepare = func(it int) {
+		send[0] = stamp(k.me, it)
+		for q := range len(out) / m {
+			out[q*m] = -1
+		}
+	}
+	if all {
+		k.call = func() error { return collective.Allgather(k.ctx, k.c, send, out, k.opts...) }
+	} else {
+		k.call = func() error { return collective.Gather(k.ctx, k.c, send, out, 0, k.opts...) }
+	}
+	k.stamped = func(it int) error { return k.expectBlocks(m, it, stamp) }
+	k.check = func() error { return k.expectAll(m, func(i int) float32 { return pattern(i/m, i%m) }) }
+}
+
+// scatter sends block q of rank 0's buffer to rank q; bytes is the whole
+// scattered buffer.
+func (k *kernel) scatter() {
+	m := k.block()
+	var send []float32
+	if k.me == 0 {
+		send = make([]float32, k.elems())
+		for i := range send {
+			send[i] = pattern(i/m, i%m)
+		}
+	}
+	out := make([]float32, m)
+	k.out = out
+	k.prepare = func(it int) {
+		for q := range len(send) / m {
+			send[q*m] = stamp(q, it)
+		}
+		out[0] = -1
+	}
+	k.call = func() error { return collective.Scatter(k.ctx, k.c, send, out, 0, k.opts...) }
+	k.stamped = func(it int) error { return k.expect(0, it, stamp(k.me, it)) }
+	k.check = func() error { return k.expectAll(m, func(i int) float32 { return pattern(k.me, i) }) }
+}
+
+// reduceScatter sums each rank's vector and leaves block q of the sum at
+// rank q; bytes is the vector.
+func (k *kernel) reduceScatter() {
+	m := k.block()
+	send, out := make([]float32, k.elems()), make([]float32, m)
+	for i := range send {
+		send[i] = pattern(k.me, i)
+	}
+	k.out = out
+	k.prepare = func(it int) {
+		for q := range k.n {
+			send[q*m] = stamp(k.me, it)
+		}
+		out[0] = -1
+	}
+	k.call = func() error { return collective.ReduceScatter(k.ctx, k.c, send, out, collective.Sum, k.opts...) }
+	k.stamped = func(it int) error {
+		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return stamp(r, it) }))
+	}
+	k.check = func() error {
+		return k.expectAll(m, func(i int) float32 {
+			return sumOver(k.n, func(r int) float32 { return pattern(r, k.me*m+i) })
+		})
+	}
+}
+
+// alltoall sends block q of each rank's buffer to rank q; bytes is one
+// rank's send buffer.
+func (k *kernel) alltoall() {
+	m := k.block()
+	send, out := make([]float32, k.elems()), make([]float32, k.elems())
+	for i := range send {
+		send[i] = pattern(k.me, i)
+	}
+	k.out = out
+	k.prepare = func(it int) {
+		for q := range k.n {
+			send[q*m] = stamp(k.me, it)
+			out[q*m] = -1
+		}
+	}
+	k.call = func() error { return collective.Alltoall(k.ctx, k.c, send, out, k.opts...) }
+	k.stamped = func(it int) error { return k.expectBlocks(m, it, stamp) }
+	k.check = func() error {
+		return k.expectAll(m, func(i int) float32 { return pattern(i/m, k.me*m+i%m) })
+	}
+}
+
+// barrier has nothing to check.
+func (k *kernel) barrier() {
+	k.call = func() error { return collective.Barrier(k.ctx, k.c) }
+}

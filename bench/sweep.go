@@ -1,0 +1,259 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Config describes a sweep. The zero value of each field means its
+// default.
+type Config struct {
+	// Collectives to measure, by the names in Collectives. Empty means
+	// allreduce, bcast and gather, the three the anchors measure.
+	Collectives []string
+	// Sizes in bytes, as ParseSizes returns them. See BusFactor for what
+	// each collective's bytes count.
+	Sizes []int64
+	// Algorithms to measure each collective with: "auto" for the
+	// selector's choice, "all" for every algorithm the collective accepts
+	// on the communicator, or names as collective.ParseAlgorithm spells
+	// them. A name measures the collectives it applies to and is left out
+	// of the others. Empty means auto.
+	Algorithms []string
+	// Codecs are the wire codecs to measure. Only "none" exists yet;
+	// empty means none.
+	Codecs []string
+	// Iters fixes the timed calls per point; 0 means Iterations(bytes,
+	// Scale).
+	Iters int
+	// Scale multiplies the automatic iteration count; 0 means 1.
+	Scale float64
+	// Objects adds, after allreduce and allgather, their gob-encoded
+	// object counterparts (allreduce_object, allgather_object).
+	Objects bool
+	// Impl and Transport fill the columns of the same names; Impl
+	// defaults to "gocoll".
+	Impl, Transport string
+}
+
+// DefaultCollectives are what a Config without Collectives measures.
+var DefaultCollectives = []string{"allreduce", "bcast", "gather"}
+
+// withDefaults returns a copy of cfg with its defaults filled in and
+// checked, and its algorithms parsed.
+func (cfg Config) withDefaults() (Config, algoRequest, error) {
+	if len(cfg.Collectives) == 0 {
+		cfg.Collectives = DefaultCollectives
+	}
+	for _, name := range cfg.Collectives {
+		if !slices.Contains(Collectives, name) {
+			return cfg, algoRequest{}, fmt.Errorf("unknown collective %q (want %s)", name, strings.Join(Collectives, ", "))
+		}
+	}
+	if len(cfg.Sizes) == 0 {
+		return cfg, algoRequest{}, errors.New("no message sizes to measure")
+	}
+	for _, b := range cfg.Sizes {
+		if b < 1 {
+			return cfg, algoRequest{}, fmt.Errorf("message size %d: want at least 1 byte", b)
+		}
+	}
+	for _, name := range cfg.Codecs {
+		if name != "none" {
+			return cfg, algoRequest{}, fmt.Errorf("codec %q: wire compression comes with the compression issue (#6); only none can be measured yet", name)
+		}
+	}
+	if cfg.Iters < 0 {
+		return cfg, algoRequest{}, fmt.Errorf("iteration count %d: want a positive count, or 0 for the automatic one", cfg.Iters)
+	}
+	if cfg.Scale < 0 || math.IsNaN(cfg.Scale) || math.IsInf(cfg.Scale, 0) {
+		return cfg, algoRequest{}, fmt.Errorf("iteration scale %v: want a positive factor", cfg.Scale)
+	}
+	if cfg.Scale == 0 {
+		cfg.Scale = 1
+	}
+	if cfg.Objects && !slices.ContainsFunc(cfg.Collectives, func(c string) bool { return objectCollectives[c] != "" }) {
+		return cfg, algoRequest{}, fmt.Errorf("the object sweep measures allreduce and allgather, and the collectives (%s) include neither",
+			strings.Join(cfg.Collectives, ", "))
+	}
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = []string{"auto"}
+	}
+	if cfg.Impl == "" {
+		cfg.Impl = "gocoll"
+	}
+	req, err := parseAlgorithms(cfg.Algorithms, cfg.Collectives)
+	return cfg, req, err
+}
+
+// Validate reports what is wrong with cfg, if anything, without a
+// communicator: what Run would refuse before it measures anything.
+func (cfg Config) Validate() error {
+	_, _, err := cfg.withDefaults()
+	return err
+}
+
+// Iterations is how many calls a point of bytes times, as
+// mpi_coll_bench.c counts them: about 256 MiB moved, at least 10 and at
+// most 1000 calls, times scale, and never fewer than 2.
+func Iterations(bytes int64, scale float64) int {
+	it := min(max((256<<20)/max(bytes, 1), 10), 1000)
+	return max(int(float64(it)*scale), 2)
+}
+
+// Warmup is how many untimed calls precede iters timed ones: a tenth, at
+// least 2, as mpi_coll_bench.c warms up.
+func Warmup(iters int) int { return max(iters/10, 2) }
+
+// A point is one measurement of a sweep.
+type point struct {
+	collective string // as Result.Collective
+	algo       collective.Algorithm
+	object     bool // gob-encoded through the object collectives
+	bytes      int64
+}
+
+// algoName is what Result.Algo says of p.
+func (p point) algoName() string {
+	if p.object {
+		return "gob"
+	}
+	return p.algo.String()
+}
+
+func (p point) String() string {
+	return fmt.Sprintf("%s of %d bytes with %s", p.collective, p.bytes, p.algoName())
+}
+
+// plan lists the points of cfg on t, in the order they are measured:
+// collective by collective, each algorithm over all sizes, the object
+// counterpart last. Sizes a collective cannot split evenly are left out.
+func (cfg Config) plan(req algoRequest, t topology) []point {
+	var pts []point
+	for _, name := range cfg.Collectives {
+		for _, a := range req.expand(name, t) {
+			if name == "barrier" {
+				pts = append(pts, point{collective: name, algo: a})
+				continue
+			}
+			for _, b := range cfg.Sizes {
+				if fits(name, b, t.ranks) {
+					pts = append(pts, point{collective: name, algo: a, bytes: b})
+				}
+			}
+		}
+		if obj := objectCollectives[name]; cfg.Objects && obj != "" {
+			for _, b := range cfg.Sizes {
+				if fits(name, b, t.ranks) {
+					pts = append(pts, point{collective: obj, object: true, bytes: b})
+				}
+			}
+		}
+	}
+	return pts
+}
+
+// fits reports whether bytes is a whole number of float32 elements that
+// the collective can split into n equal blocks where it splits at all,
+// as mpi_coll_bench.c skips gather sizes that are not a multiple of 4·n.
+func fits(name string, bytes int64, n int) bool {
+	switch name {
+	case "gather", "scatter", "allgather", "reducescatter", "alltoall":
+		return bytes%(4*int64(n)) == 0
+	}
+	return bytes%4 == 0
+}
+
+// Run measures cfg's sweep on c. Every rank of c must call it with the
+// same cfg. Each point is warmed up and then timed call by call, each
+// call alone between barriers, as the OSU benchmarks and the anchors time
+// them; its AvgUS is the largest per-rank average, MinUS and MaxUS the
+// fastest and slowest single call on any rank. Every call's result is
+// checked; a wrong value ends the sweep with a *VerifyError. progress, if
+// not nil, is called after each point with the points done and in all.
+// Every rank returns the same results. On an error Run aborts c, so that
+// the other ranks fail at once rather than wait for this one.
+func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, total int)) ([]Result, error) {
+	cfg, req, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pts := cfg.plan(req, topologyOf(c))
+	if len(pts) == 0 {
+		// Every rank plans alike, so every rank stops here.
+		return nil, fmt.Errorf("nothing to measure: no size of %v bytes suits %s on %d ranks with %s",
+			cfg.Sizes, strings.Join(cfg.Collectives, ", "), c.Size(), strings.Join(cfg.Algorithms, ", "))
+	}
+	results := make([]Result, 0, len(pts))
+	for i, p := range pts {
+		iters := cfg.Iters
+		if iters == 0 {
+			iters = Iterations(p.bytes, cfg.Scale)
+		}
+		r, err := measure(ctx, c, newKernel(ctx, c, p), iters)
+		if err != nil {
+			c.Abort(err)
+			return results, err
+		}
+		r.Impl, r.Transport = cfg.Impl, cfg.Transport
+		results = append(results, r)
+		if progress != nil {
+			progress(i+1, len(pts))
+		}
+	}
+	return results, nil
+}
+
+// measure times iters calls of k after its warm-up.
+func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, error) {
+	p := k.p
+	warm := Warmup(iters)
+	var sum time.Duration
+	fastest, slowest := time.Duration(math.MaxInt64), time.Duration(0)
+	for it := range warm + iters {
+		k.prepare(it)
+		if err := collective.Barrier(ctx, c); err != nil {
+			return Result{}, fmt.Errorf("barrier before %s: %w", p, err)
+		}
+		start := time.Now()
+		err := k.call()
+		d := time.Since(start)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: %w", p, err)
+		}
+		if err := k.stamped(it); err != nil {
+			return Result{}, err
+		}
+		if it >= warm {
+			sum += d
+			fastest, slowest = min(fastest, d), max(slowest, d)
+		}
+	}
+	if err := k.check(); err != nil {
+		return Result{}, err
+	}
+	// One Allreduce(Max) gives every rank the largest average, the
+	// slowest call and, negated, the fastest.
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	t := []float64{us(sum) / float64(iters), us(slowest), -us(fastest)}
+	if err := collective.Allreduce(ctx, c, t, collective.Max); err != nil {
+		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
+	}
+	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Codec: "none",
+		MaxUS: t[1], MinUS: -t[2]}
+	r.SetTime(t[0])
+	if p.object {
+		// An object collective moves the data of its typed counterpart,
+		// so its bus bandwidth has the same factor.
+		r.BusBW = r.AlgBW * BusFactor(strings.TrimSuffix(p.collective, "_object"), r.NP)
+	}
+	return r, nil
+}

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+)
+
+func TestIterations(t *testing.T) {
+	tests := []struct {
+		bytes int64
+		scale float64
+		want  int
+	}{
+		{8, 1, 1000},
+		{256 << 10, 1, 1000},
+		{1 << 20, 1, 256},
+		{64 << 20, 1, 10},
+		{1 << 30, 1, 10},
+		{1 << 20, 0.5, 128},
+		{64 << 20, 0.1, 2}, // never fewer than 2
+		{8, 3, 3000},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, Iterations(tt.bytes, tt.scale), "%d bytes × %v", tt.bytes, tt.scale)
+	}
+	for iters, want := range map[int]int{2: 2, 10: 2, 25: 2, 30: 3, 1000: 100} {
+		require.Equal(t, want, Warmup(iters), "warm-up of %d calls", iters)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	sizes := []int64{8}
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown collective", Config{Collectives: []string{"allreduce", "allsum"}, Sizes: sizes}, `unknown collective "allsum"`},
+		{"no sizes", Config{}, "no message sizes"},
+		{"zero size", Config{Sizes: []int64{0}}, "message size 0"},
+		{"codec", Config{Sizes: sizes, Codecs: []string{"none", "bf16"}}, `codec "bf16": wire compression comes with the compression issue`},
+		{"negative iters", Config{Sizes: sizes, Iters: -1}, "iteration count -1"},
+		{"negative scale", Config{Sizes: sizes, Scale: -2}, "iteration scale -2"},
+		{"unknown algorithm", Config{Sizes: sizes, Algorithms: []string{"ring", "fastest"}}, `unknown algorithm "fastest"`},
+		{"algorithm of no collective", Config{Collectives: []string{"allreduce", "bcast"}, Sizes: sizes, Algorithms: []string{"bruck"}},
+			"algorithm bruck applies to none of allreduce, bcast (it applies to allgather)"},
+		{"algorithm that cannot be forced", Config{Collectives: []string{"barrier"}, Sizes: sizes, Algorithms: []string{"dissemination"}},
+			"algorithm dissemination applies to none of barrier (it applies to no collective that takes an algorithm)"},
+		{"objects without allreduce", Config{Collectives: []string{"bcast"}, Sizes: sizes, Objects: true}, "the object sweep measures allreduce and allgather"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorContains(t, tt.cfg.Validate(), tt.want)
+		})
+	}
+	require.NoError(t, Config{Sizes: sizes, Algorithms: []string{"auto", "all", "ring"}, Codecs: []string{"none"}, Objects: true}.Validate())
+}
+
+// names writes points as collective/algo/bytes.
+func names(pts []point) []string {
+	var s []string
+	for _, p := range pts {
+		s = append(s, fmt.Sprintf("%s/%s/%d", p.collective, p.algoName(), p.bytes))
+	}
+	return s
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		topo topology
+		want []string
+	}{
+		{"defaults", Config{Sizes: []int64{8, 12}}, topology{ranks: 2},
+			[]string{"allreduce/auto/8", "allreduce/auto/12", "bcast/auto/8", "bcast/auto/12", "gather/auto/8"}},
+		{"sizes that do not split are skipped", Config{Collectives: []string{"scatter", "alltoall", "reducescatter", "allgather"}, Sizes: []int64{6, 12, 16}},
+			topology{ranks: 3}, []string{"scatter/auto/12", "alltoall/auto/12", "reducescatter/auto/12", "allgather/auto/12"}},
+		{"named algorithms apply where they can", Config{Collectives: []string{"allreduce", "bcast", "allgather"}, Sizes: []int64{8},
+			Algorithms: []string{"ring", "tree"}}, topology{ranks: 2},
+			[]string{"allreduce/ring/8", "allreduce/tree/8", "bcast/tree/8", "allgather/ring/8"}},
+		{"all without shared memory", Config{Collectives: []string{"allreduce", "bcast"}, Sizes: []int64{8}, Algorithms: []string{"all"}},
+			topology{ranks: 2}, []string{"allreduce/recursive_doubling/8", "allreduce/ring/8", "allreduce/ring_chunked/8",
+				"allreduce/rabenseifner/8", "allreduce/tree/8", "bcast/tree/8", "bcast/chain/8", "bcast/scatter_allgather/8"}},
+		{"all with shared memory and auto", Config{Collectives: []string{"gather", "reduce"}, Sizes: []int64{8}, Algorithms: []string{"all", "auto"}},
+			topology{ranks: 2, shared: true}, []string{"gather/auto/8", "gather/tree/8", "gather/linear/8", "gather/shm/8",
+				"reduce/auto/8", "reduce/tree/8", "reduce/shm/8"}},
+		{"hierarchical across hosts", Config{Collectives: []string{"allreduce"}, Sizes: []int64{8}, Algorithms: []string{"shm", "hierarchical"}},
+			topology{ranks: 4, hierarchical: true}, []string{"allreduce/hierarchical/8"}},
+		{"barrier once, whatever the sizes", Config{Collectives: []string{"barrier"}, Sizes: []int64{8, 16}, Algorithms: []string{"all"}},
+			topology{ranks: 2}, []string{"barrier/auto/0"}},
+		{"barrier has no named algorithm", Config{Collectives: []string{"barrier", "allreduce"}, Sizes: []int64{8}, Algorithms: []string{"ring"}},
+			topology{ranks: 2}, []string{"allreduce/ring/8"}},
+		{"objects after their typed collective", Config{Collectives: []string{"allgather", "allreduce"}, Sizes: []int64{8, 16}, Objects: true},
+			topology{ranks: 4}, []string{"allgather/auto/16", "allgather_object/gob/16", "allreduce/auto/8", "allreduce/auto/16",
+				"allreduce_object/gob/8", "allreduce_object/gob/16"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, req, err := tt.cfg.withDefaults()
+			require.NoError(t, err)
+			require.Equal(t, tt.want, names(cfg.plan(req, tt.topo)))
+		})
+	}
+}
+
+// TestAlgorithmsMatchCollective: the algorithms bench forces on each
+// collective are exactly those collective accepts, on a communicator of
+// one rank (where shm needs no segment and hierarchical cannot run).
+func TestAlgorithmsMatchCollective(t *testing.T) {
+	for name := range builders {
+		if strings.HasSuffix(name, "_object") || name == "barrier" {
+			continue
+		}
+		for a := collective.Algorithm(1); a.Valid(); a++ {
+			t.Run(name+"/"+a.String(), func(t *testing.T) {
+				comms, err := comm.NewLocal(1)
+				require.NoError(t, err)
+				defer comms[0].Close()
+				err = newKernel(t.Context(), comms[0], point{collective: name, algo: a, bytes: 16}).call()
+				want := slices.Contains(algorithms[name], a) && (topology{ranks: 1}).runs(a)
+				if want {
+					require.NoError(t, err)
+				} else {
+					require.ErrorIs(t, err, comm.ErrInvalid)
+				}
+			})
+		}
+	}
+	for _, name := range Collectives {
+		require.Contains(t, builders, name)
+	}
+	for _, name := range objectCollectives {
+		require.Contains(t, builders, name)
+	}
+}
+
+// runAll runs f on every rank of a job of n ranks in memory.
+func runAll(t *testing.T, n int, f func(c *comm.Comm) error) []error {
+	t.Helper()
+	comms, err := comm.NewLocal(n, comm.WithTimeout(30*time.Second))
+	require.NoError(t, err)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, c := range comms {
+		wg.Go(func() {
+			defer c.Close()
+			errs[r] = f(c)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestRun(t *testing.T) {
+	cfg := Config{Collectives: Collectives, Sizes: []int64{8, 12, 48}, Algorithms: []string{"auto", "ring"},
+		Iters: 3, Objects: true, Transport: "mem"}
+	results := make([][]Result, 3)
+	var progress [][2]int
+	errs := runAll(t, 3, func(c *comm.Comm) error {
+		var report func(done, total int)
+		if c.Rank() == 0 {
+			report = func(done, total int) { progress = append(progress, [2]int{done, total}) }
+		}
+		var err error
+		results[c.Rank()], err = Run(t.Context(), c, cfg, report)
+		return err
+	})
+	require.NoError(t, errors.Join(errs...))
+
+	var got []string
+	for _, r := range results[0] {
+		got = append(got, fmt.Sprintf("%s/%s/%d", r.Collective, r.Algo, r.Bytes))
+		require.Equal(t, "gocoll", r.Impl)
+		require.Equal(t, "mem", r.Transport)
+		require.Equal(t, 3, r.NP)
+		require.Equal(t, "none", r.Codec)
+		require.Positive(t, r.AvgUS, "%+v", r)
+		require.LessOrEqual(t, r.MinUS, r.AvgUS, "%+v", r)
+		require.GreaterOrEqual(t, r.MaxUS, r.AvgUS, "%+v", r)
+		if r.Collective != "barrier" {
+			require.InDelta(t, float64(r.Bytes)/(r.AvgUS*1e3), r.AlgBW, 1e-12)
+			require.Positive(t, r.BusBW, "%+v", r)
+		}
+	}
+	require.Equal(t, []string{
+		"allreduce/auto/8", "allreduce/auto/12", "allreduce/auto/48",
+		"allreduce/ring/8", "allreduce/ring/12", "allreduce/ring/48",
+		"allreduce_object/gob/8", "allreduce_object/gob/12", "allreduce_object/gob/48",
+		"reduce/auto/8", "reduce/auto/12", "reduce/auto/48",
+		"bcast/auto/8", "bcast/auto/12", "bcast/auto/48",
+		"gather/auto/12", "gather/auto/48",
+		"scatter/auto/12", "scatter/auto/48",
+		"allgather/auto/12", "allgather/auto/48", "allgather/ring/12", "allgather/ring/48",
+		"allgather_object/gob/12", "allgather_object/gob/48",
+		"reducescatter/auto/12", "reducescatter/auto/48", "reducescatter/ring/12", "reducescatter/ring/48",
+		"alltoall/auto/12", "alltoall/auto/48",
+		"barrier/auto/0",
+	}, got)
+	require.Equal(t, results[0], results[1], "every rank returns the same results")
+	require.Equal(t, results[0], results[2], "every rank returns the same results")
+	require.Len(t, progress, len(got))
+	require.Equal(t, [2]int{len(got), len(got)}, progress[len(progress)-1])
+}
+
+// TestVerifyCatchesAWrongValue: one wrong element on one rank, at the
+// first element after a call or elsewhere after the last, fails that rank
+// with an error that names the collective, size, rank and element, and
+// the other ranks with the abort.
+func TestVerifyCatchesAWrongValue(t *testing.T) {
+	tests := []struct {
+		collective string
+		index      int
+		iteration  int
+	}{
+		{"allreduce", 0, 0},
+		{"allreduce", 5, -1},
+		{"bcast", 7, -1},
+		{"allgather", 4, 0}, // block 1 starts at 4 with 2 ranks of 16 bytes
+		{"alltoall", 3, -1},
+		{"reducescatter", 1, -1},
+		{"allreduce_object", 2, -1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.collective, tt.index), func(t *testing.T) {
+			p := point{collective: tt.collective, object: strings.HasSuffix(tt.collective, "_object"), bytes: 32}
+			errs := runAll(t, 2, func(c *comm.Comm) error {
+				k := newKernel(t.Context(), c, p)
+				if c.Rank() == 1 {
+					call := k.call
+					k.call = func() error {
+						err := call()
+						k.out[tt.index] += 100
+						return err
+					}
+				}
+				_, err := measure(t.Context(), c, k, 3)
+				if err != nil {
+					c.Abort(err)
+				}
+				return err
+			})
+			var ve *VerifyError
+			require.ErrorAs(t, errs[1], &ve)
+			require.Equal(t, tt.collective, ve.Collective)
+			require.Equal(t, int64(32), ve.Bytes)
+			require.Equal(t, 1, ve.Rank)
+			require.Equal(t, tt.index, ve.Index)
+			require.Equal(t, tt.iteration, ve.Iteration)
+			require.Equal(t, ve.Want+100, ve.Got)
+			require.ErrorContains(t, errs[1], fmt.Sprintf("wrong result of %s of 32 bytes", tt.collective))
+			require.ErrorContains(t, errs[1], fmt.Sprintf("rank 1 holds %v at element %d", ve.Got, tt.index))
+			require.ErrorIs(t, errs[0], comm.ErrAborted)
+		})
+	}
+}
+
+func TestRunAbortsTheOtherRanks(t *testing.T) {
+	// Rank 1 asks for an algorithm the others do not: the collective
+	// refuses the mismatch and every rank's Run fails instead of hanging.
+	errs := runAll(t, 2, func(c *comm.Comm) error {
+		algo := "ring"
+		if c.Rank() == 1 {
+			algo = "tree"
+		}
+		_, err := Run(context.Background(), c, Config{Collectives: []string{"allreduce"}, Sizes: []int64{1024},
+			Algorithms: []string{algo}, Iters: 2}, nil)
+		return err
+	})
+	require.Error(t, errs[0])
+	require.Error(t, errs[1])
+}
+
+func TestRunWithNothingToMeasure(t *testing.T) {
+	errs := runAll(t, 3, func(c *comm.Comm) error {
+		_, err := Run(t.Context(), c, Config{Collectives: []string{"gather"}, Sizes: []int64{8, 16}}, nil)
+		return err
+	})
+	for _, err := range errs {
+		require.ErrorContains(t, err, "nothing to measure: no size of [8 16] bytes suits gather on 3 ranks with auto")
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	results := []Result{
+		{Collective: "allreduce", Bytes: 8, Algo: "auto", AvgUS: 12.345, MinUS: 10, MaxUS: 20, AlgBW: 0.0006, BusBW: 0.0006},
+		{Collective: "allgather_object", Bytes: 64 << 20, Algo: "recursive_doubling", AvgUS: 123456.7, MinUS: 1, MaxUS: 2, AlgBW: 5.4, BusBW: 2.7},
+	}
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, results))
+	require.Equal(t, ""+
+		"collective        size    algo                   avg µs  min µs  max µs  algbw GB/s  busbw GB/s\n"+
+		"allreduce         8 B     auto                    12.35   10.00   20.00       0.001       0.001\n"+
+		"allgather_object  64 MiB  recursive_doubling  123456.70    1.00    2.00       5.400       2.700\n", b.String())
+}
+
+func TestProgressBar(t *testing.T) {
+	var b strings.Builder
+	p := NewProgressBar(&b)
+	p.Clear() // nothing drawn, nothing to clear
+	require.Empty(t, b.String())
+	p.Update(1, 4)
+	require.Equal(t, "\r["+strings.Repeat("#", 10)+strings.Repeat(" ", 30)+"] 1/4 points", b.String())
+	b.Reset()
+	p.Update(4, 4)
+	require.Contains(t, b.String(), "["+strings.Repeat("#", 40)+"] 4/4 points")
+	b.Reset()
+	p.Clear()
+	require.True(t, strings.HasPrefix(b.String(), "\r") && strings.HasSuffix(b.String(), "\r"))
+	require.Empty(t, strings.Trim(b.String(), "\r "))
+}

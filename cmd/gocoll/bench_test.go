@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/comm"
+)
+
+func TestBenchUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help", "bench"}, 0, "usage: gocoll bench"},
+		{[]string{"bench", "-h"}, 0, "2(n-1)/n"},
+		{[]string{"bench", "-n", "0"}, 2, "-n 0: want at least 1 rank"},
+		{[]string{"bench", "--transport", "pigeon"}, 2, `--transport: unknown transport "pigeon"`},
+		{[]string{"bench", "--sizes", "64:8"}, 2, `--sizes: size list "64:8": range "64:8" runs backwards`},
+		{[]string{"bench", "--sizes", "8Q"}, 2, `size "8Q"`},
+		{[]string{"bench", "--iters", "0"}, 2, `--iters "0": want auto or a positive number of calls`},
+		{[]string{"bench", "--iters", "many"}, 2, `--iters "many"`},
+		{[]string{"bench", "--scale", "0"}, 2, "--scale 0: want a positive factor"},
+		{[]string{"bench", "--codec", "none,bf16"}, 2, "compression comes with the compression issue"},
+		{[]string{"bench", "--collectives", "allreduce,allsum"}, 2, `unknown collective "allsum"`},
+		{[]string{"bench", "--algos", "bruck", "--collectives", "allreduce"}, 2, "algorithm bruck applies to none of allreduce"},
+		{[]string{"bench", "--objects", "--collectives", "bcast"}, 2, "the object sweep measures allreduce and allgather"},
+		{[]string{"bench", "-n", "2", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"bench", "--frobnicate"}, 2, "flag provided but not defined: -frobnicate"},
+		{[]string{"bench", "frobnicate"}, 2, "gocoll bench frobnicate: unknown tool"},
+		{[]string{"bench", "--transport", "mem", "--sizes", "8", "--csv", "/nonexistent/dir/out.csv"}, 2, "--csv: open /nonexistent/dir/out.csv"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(tt.args, &stdout, &stderr)
+			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
+			require.Contains(t, stdout.String()+stderr.String(), tt.want)
+		})
+	}
+}
+
+func TestBenchDispatchesTools(t *testing.T) {
+	var got []string
+	benchTools["echo-test"] = &command{name: "echo-test", run: func(args []string, stdout, stderr io.Writer) int {
+		got = args
+		return 3
+	}}
+	t.Cleanup(func() { delete(benchTools, "echo-test") })
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 3, dispatch([]string{"bench", "echo-test", "-o", "x.png", "a.csv"}, &stdout, &stderr))
+	require.Equal(t, []string{"-o", "x.png", "a.csv"}, got)
+}
+
+// checkOutputs reads the CSV and JSON files of a sweep and checks that
+// they hold the points wanted, as collective/bytes.
+func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, want []string) {
+	t.Helper()
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	require.NoError(t, err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s/%d", r.Collective, r.Bytes))
+		require.Equal(t, "gocoll", r.Impl)
+		require.Equal(t, transport, r.Transport)
+		require.Equal(t, np, r.NP)
+		require.Positive(t, r.AvgUS)
+	}
+	require.Equal(t, want, got)
+
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Results, len(want))
+	require.NotEmpty(t, rep.Machine.GoVersion)
+	require.Positive(t, rep.Machine.Cores)
+	require.NotEmpty(t, rep.Command)
+	require.False(t, rep.Date.IsZero())
+}
+
+// TestBenchMem runs a sweep in this process over in-memory links.
+func TestBenchMem(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"bench", "-n", "3", "--transport", "mem", "--collectives", "allreduce,gather", "--sizes", "8,12,48",
+		"--iters", "3", "--objects", "--csv", csvPath, "--json", jsonPath}, &stdout, &stderr)
+	require.Zero(t, code, stderr.String())
+	out := stdout.String()
+	require.Contains(t, out, "3 ranks over mem")
+	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+avg µs\s+min µs\s+max µs\s+algbw GB/s\s+busbw GB/s$`, out)
+	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+gob\s+[0-9.]+`, out)
+	checkOutputs(t, csvPath, jsonPath, "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
+		"allreduce_object/8", "allreduce_object/12", "allreduce_object/48", "gather/12", "gather/48"})
+}
+
+// TestBenchEndToEnd builds gocoll and runs a sweep of two processes over
+// tcp, as a user would.
+func TestBenchEndToEnd(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build gocoll with")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "gocoll")
+	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	csvPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.json")
+	cmd := exec.CommandContext(ctx, bin, "bench", "-n", "2", "--transport", "tcp", "--collectives", "allreduce,bcast",
+		"--sizes", "8,1K,32K", "--iters", "5", "--csv", csvPath, "--json", jsonPath, "--progress")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	require.Contains(t, stdout.String(), "2 ranks over tcp")
+	require.Regexp(t, `(?m)^bcast\s+32 KiB\s+auto\s+[0-9.]+`, stdout.String())
+	require.NotContains(t, stdout.String(), benchProgressMarker, "progress lines are drawn, not printed")
+	require.Contains(t, stderr.String(), "] 6/6 points")
+	checkOutputs(t, csvPath, jsonPath, "tcp", 2, []string{"allreduce/8", "allreduce/1024", "allreduce/32768",
+		"bcast/8", "bcast/1024", "bcast/32768"})
+}
+
+func TestRankOutput(t *testing.T) {
+	var out, bar bytes.Buffer
+	o := &rankOutput{w: &out, bar: bench.NewProgressBar(&bar)}
+	for _, s := range []string{"[1] hello\n[0] gocoll-bench-progress 2 ", "8\n[0] partial", " line\n"} {
+		n, err := o.Write([]byte(s))
+		require.NoError(t, err)
+		require.Equal(t, len(s), n)
+	}
+	require.Equal(t, "[1] hello\n[0] partial line\n", out.String())
+	require.Contains(t, bar.String(), "] 2/8 points")
+
+	out.Reset()
+	plain := &rankOutput{w: &out} // no bar: progress lines pass through
+	_, err := plain.Write([]byte("[0] gocoll-bench-progress 1 2\n"))
+	require.NoError(t, err)
+	require.Equal(t, "[0] gocoll-bench-progress 1 2\n", out.String())
+}
+
+func TestRootCause(t *testing.T) {
+	wrong := errors.New("wrong result")
+	aborted := fmt.Errorf("allreduce: %w", comm.ErrAborted)
+	tests := []struct {
+		errs []error
+		want string
+	}{
+		{[]error{nil, nil}, ""},
+		{[]error{aborted, wrong, aborted}, "rank 1: wrong result"},
+		{[]error{nil, aborted, aborted}, "rank 1: allreduce: job aborted"},
+	}
+	for _, tt := range tests {
+		err := rootCause(tt.errs)
+		if tt.want == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.EqualError(t, err, tt.want)
+	}
+}
