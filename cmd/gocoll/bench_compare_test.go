@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const compareOurs = `impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,min_us,max_us
+gocoll,shm,2,allreduce,8,1.530,0.0052,0.0052,shm,none,0,1.100,9.800
+gocoll,shm,2,allreduce,1048576,250.000,4.1943,4.1943,shm,none,0,240.000,300.000
+gocoll,tcp,2,allreduce,8,30.000,0.0003,0.0003,recursive_doubling,none,0,25.000,90.000
+`
+
+// compareRef holds lines of the anchors' openmpi.csv and mpi4py.csv.
+const compareRef = `impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps
+openmpi,shm,2,allreduce,8,0.765,0.0105,0.0105
+openmpi,shm,2,allreduce,1048576,292.911,3.5798,3.5798
+mpi4py-buffer,shm,2,allreduce,8,2.622,0.0031,0.0031
+`
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	return dir
+}
+
+func TestBenchCompare(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"ours.csv": compareOurs, "ref.csv": compareRef, "bad.csv": "impl,np\n"})
+	ours, ref := filepath.Join(dir, "ours.csv"), filepath.Join(dir, "ref.csv")
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		wantStdout []string
+		wantStderr string
+	}{
+		{"two files", []string{ours, ref}, 0, []string{
+			"above 1 ours (gocoll, normally) is faster",
+			"BEHIND",
+			"gocoll/shm vs openmpi: 2 points compared, 1 behind (1 by more than 1.5x)",
+			"gocoll/shm vs mpi4py-buffer: 1 points compared, 0 behind",
+			"unmatched: 1 points of ours and 0 of the references",
+		}, ""},
+		{"flags after the files", []string{ours, ref, "-v", "-margin", "3"}, 0, []string{
+			"1 behind (0 by more than 3x)",
+			"gocoll/recursive_doubling tcp np=2 allreduce 8 B",
+		}, ""},
+		{"one file", []string{ours}, 2, nil, "want our file and at least one reference file"},
+		{"bad margin", []string{"-margin", "0.5", ours, ref}, 2, nil, "-margin 0.5: want a factor of at least 1"},
+		{"missing file", []string{ours, filepath.Join(dir, "none.csv")}, 1, nil, "none.csv: no such file"},
+		{"malformed file", []string{ours, filepath.Join(dir, "bad.csv")}, 1, nil, "bad.csv: header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := benchTools["compare"].run(tt.args, &stdout, &stderr)
+			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
+			for _, want := range tt.wantStdout {
+				require.Contains(t, stdout.String(), want)
+			}
+			require.Contains(t, stderr.String(), tt.wantStderr)
+		})
+	}
+}
+
+func TestBenchCompareHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, benchCompareMain([]string{"-h"}, &stdout, &stderr))
+	require.Equal(t, benchCompareUsage, stdout.String())
+	require.Equal(t, "compare", benchTools["compare"].name)
+}
