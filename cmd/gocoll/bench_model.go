@@ -1,0 +1,195 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/bench/model"
+)
+
+func init() {
+	benchTools["model"] = &command{
+		name:  "model",
+		short: "fit the alpha-beta-gamma cost model and project allreduce to many ranks",
+		run:   benchModelMain,
+		usage: benchModelUsage,
+	}
+}
+
+const benchModelUsage = `usage: gocoll bench model [-holdout k|largest|0] [-assume algo] result.csv [more.csv...]
+
+Model fits the Hockney cost model, time = α·messages + β·bytes sent +
+γ·bytes reduced, to the measured points of each implementation and
+transport, using each point's algo column to pick its formula (the formulas
+and the assumptions behind them are in the documentation of package
+github.com/gocoll/gocoll/bench/model: no contention, full-duplex links, one
+message at a time per rank, no overlap of computation and communication).
+The fit minimises the squared relative errors with α, β, γ ≥ 0.
+
+It prints the fitted α (µs per message), β (µs per byte and the link
+bandwidth it means) and γ (the reduction's bandwidth), the relative error of
+every fitted point, and the predicted against the measured time of the
+points held out of the fit. Then it projects every allreduce algorithm
+(recursive doubling, ring, Rabenseifner, binomial tree) to 8 … 4096 ranks and
+1 KiB … 1 GiB, and prints which is fastest where, with the modelled times at
+a few of those points.
+
+Points whose algorithm sends no messages the model could count are
+skipped, and counted: shm and hierarchical (they go through shared memory),
+auto or an empty algo (the choice is not recorded), codecs other than none,
+and one rank.
+
+The flags are:
+
+	-holdout k|largest|0
+		the points left out of the fit to check it: every k-th point
+		(default 4), the largest size of each series (to check how the
+		model extrapolates), or none
+	-assume algo
+		fit points whose algo is empty or auto as if they had run algo,
+		for files of other implementations (Open MPI's default allreduce is
+		ring-like at large sizes but not at small ones, so pick the size
+		range with care)
+`
+
+func benchModelMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("model", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	holdout := fs.String("holdout", "4", "")
+	assume := fs.String("assume", "", "")
+	names, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, benchModelUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "gocoll bench model: %v\n%s", err, benchModelUsage)
+		return 2
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(stderr, "gocoll bench model: no result file given\n%s", benchModelUsage)
+		return 2
+	}
+	split, err := holdoutSplit(*holdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+		return 2
+	}
+	var results []bench.Result
+	for _, name := range names {
+		rs, err := readResults(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+			return 1
+		}
+		results = append(results, rs...)
+	}
+	fitted := 0
+	for _, g := range groupByImplTransport(results) {
+		usable := modelPoints(stdout, g, *assume)
+		fit, held, err := split(usable)
+		if err == nil {
+			var a *model.Analysis
+			if a, err = model.Analyze(g.name, fit, held); err == nil {
+				err = writeModel(stdout, a)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+			continue
+		}
+		fitted++
+	}
+	if fitted == 0 {
+		fmt.Fprintln(stderr, "gocoll bench model: no group of points could be fitted")
+		return 1
+	}
+	return 0
+}
+
+func writeModel(w io.Writer, a *model.Analysis) error {
+	if err := a.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if err := model.WriteProjection(w, a.Params, model.ProjectedRanks, model.ProjectedSizes); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// holdoutSplit parses -holdout into the function that divides points into
+// those to fit and those to check the fit against.
+func holdoutSplit(v string) (func([]bench.Result) (fit, held []bench.Result, err error), error) {
+	switch v {
+	case "largest":
+		return func(ps []bench.Result) ([]bench.Result, []bench.Result, error) {
+			fit, held := model.HoldLargest(ps)
+			return fit, held, nil
+		}, nil
+	case "0":
+		return func(ps []bench.Result) ([]bench.Result, []bench.Result, error) { return ps, nil, nil }, nil
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 2 {
+		return nil, fmt.Errorf("-holdout %q: want a number k ≥ 2 (every k-th point), largest, or 0", v)
+	}
+	return func(ps []bench.Result) ([]bench.Result, []bench.Result, error) { return model.HoldEvery(ps, k) }, nil
+}
+
+// A resultGroup is the results of one implementation on one transport,
+// which the model fits together.
+type resultGroup struct {
+	name    string
+	results []bench.Result
+}
+
+func groupByImplTransport(results []bench.Result) []resultGroup {
+	var groups []resultGroup
+	index := map[[2]string]int{}
+	for _, r := range results {
+		k := [2]string{r.Impl, r.Transport}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, resultGroup{name: r.Impl + " " + r.Transport})
+		}
+		groups[i].results = append(groups[i].results, r)
+	}
+	slices.SortFunc(groups, func(a, b resultGroup) int { return cmp.Compare(a.name, b.name) })
+	return groups
+}
+
+// modelPoints returns the points of g that the model has a formula for,
+// with auto and empty algorithms relabelled assume if it is set, and
+// prints how many it skipped and why.
+func modelPoints(w io.Writer, g resultGroup, assume string) []bench.Result {
+	var usable []bench.Result
+	var reasons []string
+	skipped := map[string]int{}
+	for _, r := range g.results {
+		if assume != "" && (r.Algo == "" || r.Algo == "auto") {
+			r.Algo = assume
+		}
+		if _, err := model.TermsOf(&r); err != nil {
+			if skipped[err.Error()] == 0 {
+				reasons = append(reasons, err.Error())
+			}
+			skipped[err.Error()]++
+			continue
+		}
+		usable = append(usable, r)
+	}
+	for _, why := range reasons {
+		fmt.Fprintf(w, "%s: skipped %d points: %s\n", g.name, skipped[why], why)
+	}
+	return usable
+}
