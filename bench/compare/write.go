@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -24,7 +25,8 @@ type Options struct {
 // Write prints c as an aligned table, one line per row, then a summary
 // per pair of series, the total, and the unmatched points.
 func Write(out io.Writer, c *Comparison, opt Options) error {
-	w := &errWriter{w: out}
+	// bufio keeps the first error of the writes below, for Flush to report.
+	w := bufio.NewWriter(out)
 	fmt.Fprintln(w, "lat× = their avg_us / our avg_us, bw× = our busbw / their busbw: above 1 ours (gocoll, normally) is faster, below 1 ours is behind")
 	fmt.Fprintf(w, "behind: slower than the reference; BEHIND: slower by more than %gx\n\n", opt.Margin)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -62,23 +64,7 @@ func Write(out io.Writer, c *Comparison, opt Options) error {
 			}
 		}
 	}
-	return w.err
-}
-
-// errWriter keeps the first error of a series of writes, so that Write
-// can print freely and check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
+	return w.Flush()
 }
 
 // ratio formats a ratio with two decimals, "-" where undefined.

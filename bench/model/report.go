@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -40,7 +41,8 @@ func Analyze(name string, fit, held []bench.Result) (*Analysis, error) {
 // Write prints the fitted parameters and the relative error of every
 // point, fitted and held out.
 func (a *Analysis) Write(out io.Writer) error {
-	w := &errWriter{w: out}
+	// bufio keeps the first error of the writes below, for Flush to report.
+	w := bufio.NewWriter(out)
 	p := a.Params
 	fmt.Fprintf(w, "%s: fitted on %d points, checked on %d held out\n", a.Name, len(a.Fitted), len(a.Held))
 	fmt.Fprintf(w, "\tα = %.3f µs per message\n", p.Alpha)
@@ -60,7 +62,7 @@ func (a *Analysis) Write(out io.Writer) error {
 		fmt.Fprintf(w, "\n%s: %s\n", part.title, errorSummary(part.res))
 		writeResiduals(w, part.res)
 	}
-	return w.err
+	return w.Flush()
 }
 
 func bandwidth(gbps float64) string {
@@ -109,7 +111,8 @@ var short = map[string]string{"recursive_doubling": "rd", "ring": "ring", "raben
 // fastest for each rank count and size, then every algorithm's modelled
 // time at the corners and the middle of that table.
 func WriteProjection(out io.Writer, params Params, ranks []int, sizes []float64) error {
-	w := &errWriter{w: out}
+	// bufio keeps the first error of the writes below, for Flush to report.
+	w := bufio.NewWriter(out)
 	var legend []string
 	for _, alg := range AllreduceAlgorithms {
 		legend = append(legend, short[alg]+" = "+alg)
@@ -163,7 +166,7 @@ func WriteProjection(out io.Writer, params Params, ranks []int, sizes []float64)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return w.err
+	return w.Flush()
 }
 
 // corners are the first, middle and last of v.
@@ -187,19 +190,3 @@ func formatTime(us float64) string {
 
 // formatSize writes a size in bytes.
 func formatSize(n float64) string { return bench.FormatBytes(int64(n)) }
-
-// errWriter keeps the first error of a series of writes, so that the
-// writers above can print freely and check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}

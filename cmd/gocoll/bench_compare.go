@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,14 +54,9 @@ func benchCompareMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	margin := fs.Float64("margin", 1.5, "")
 	verbose := fs.Bool("v", false, "")
-	names, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, benchCompareUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "gocoll bench compare: %v\n%s", err, benchCompareUsage)
-		return 2
+	names, code, done := toolFiles("compare", benchCompareUsage, fs, args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(names) < 2 {
 		fmt.Fprintf(stderr, "gocoll bench compare: want our file and at least one reference file\n%s", benchCompareUsage)
@@ -88,21 +82,4 @@ func benchCompareMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// parseInterspersed parses the flags of fs wherever they stand among the
-// file names in args, as in "compare ours.csv ref.csv -v", and returns the
-// file names.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var names []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return names, nil
-		}
-		names = append(names, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

@@ -34,13 +34,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 func TestBenchCompare(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"ours.csv": compareOurs, "ref.csv": compareRef, "bad.csv": "impl,np\n"})
 	ours, ref := filepath.Join(dir, "ours.csv"), filepath.Join(dir, "ref.csv")
-	tests := []struct {
-		name       string
-		args       []string
-		code       int
-		wantStdout []string
-		wantStderr string
-	}{
+	tests := []toolCase{
 		{"two files", []string{ours, ref}, 0, []string{
 			"above 1 ours (gocoll, normally) is faster",
 			"BEHIND",
@@ -57,17 +51,7 @@ func TestBenchCompare(t *testing.T) {
 		{"missing file", []string{ours, filepath.Join(dir, "none.csv")}, 1, nil, "none.csv: no such file"},
 		{"malformed file", []string{ours, filepath.Join(dir, "bad.csv")}, 1, nil, "bad.csv: header"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := benchTools["compare"].run(tt.args, &stdout, &stderr)
-			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
-			for _, want := range tt.wantStdout {
-				require.Contains(t, stdout.String(), want)
-			}
-			require.Contains(t, stderr.String(), tt.wantStderr)
-		})
-	}
+	runToolCases(t, "compare", tests)
 }
 
 func TestBenchCompareHelp(t *testing.T) {

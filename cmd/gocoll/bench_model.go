@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,14 +62,9 @@ func benchModelMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	holdout := fs.String("holdout", "4", "")
 	assume := fs.String("assume", "", "")
-	names, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, benchModelUsage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "gocoll bench model: %v\n%s", err, benchModelUsage)
-		return 2
+	names, code, done := toolFiles("model", benchModelUsage, fs, args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(stderr, "gocoll bench model: no result file given\n%s", benchModelUsage)

@@ -42,13 +42,7 @@ func modelCSV(t *testing.T) string {
 
 func TestBenchModel(t *testing.T) {
 	path := modelCSV(t)
-	tests := []struct {
-		name       string
-		args       []string
-		code       int
-		wantStdout []string
-		wantStderr string
-	}{
+	tests := []toolCase{
 		{"default holdout", []string{path}, 0, []string{
 			`gocoll tcp: skipped 16 points: no cost formula for allreduce with algorithm "auto"`,
 			`skipped 16 points: no cost formula for allreduce with algorithm "shm"`,
@@ -69,17 +63,7 @@ func TestBenchModel(t *testing.T) {
 		{"no file", nil, 2, nil, "no result file given"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "none.csv")}, 1, nil, "no such file"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := benchTools["model"].run(tt.args, &stdout, &stderr)
-			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
-			for _, want := range tt.wantStdout {
-				require.Contains(t, stdout.String(), want)
-			}
-			require.Contains(t, stderr.String(), tt.wantStderr)
-		})
-	}
+	runToolCases(t, "model", tests)
 }
 
 // TestBenchModelNothingToFit runs the model on the anchors' kind of file,

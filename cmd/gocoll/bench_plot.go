@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -76,21 +74,9 @@ func benchPlotMain(args []string, stdout, stderr io.Writer) int {
 	})
 	title := fs.String("title", "", "")
 	// Flags may come after the files too, as in "plot r.csv -o r.png".
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, benchPlotUsage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "gocoll bench plot: %v\n%s", err, benchPlotUsage)
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, code, done := toolFiles("plot", benchPlotUsage, fs, args, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(files) == 0 || *out == "" {
 		fmt.Fprintf(stderr, "gocoll bench plot: want -o and at least one result file\n%s", benchPlotUsage)
@@ -134,19 +120,6 @@ func listFlag(list *[]string) func(string) error {
 		}
 		return nil
 	}
-}
-
-func readResults(path string) ([]bench.Result, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	results, err := bench.ReadCSV(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return results, nil
 }
 
 // A resultFilter keeps the results that match each of its non-empty lists.
