@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -17,26 +18,25 @@ var Collectives = []string{"allreduce", "reduce", "bcast", "gather", "scatter", 
 // counterpart to its name.
 var objectCollectives = map[string]string{"allreduce": "allreduce_object", "allgather": "allgather_object"}
 
-// algorithms lists the algorithms collective.WithAlgorithm accepts for
-// each collective, in the order of collective's own table (select.go),
-// which it does not export; TestAlgorithmsMatchCollective keeps the two
-// in step. Barrier takes no options, so only its selector is measured.
-var algorithms = map[string][]collective.Algorithm{
-	"allreduce": {collective.RecursiveDoubling, collective.Ring, collective.RingChunked, collective.Rabenseifner,
-		collective.Tree, collective.Shm, collective.Hierarchical},
-	"reduce":        {collective.Tree, collective.Shm},
-	"bcast":         {collective.Tree, collective.Chain, collective.ScatterAllgather, collective.Shm},
-	"gather":        {collective.Tree, collective.Linear, collective.Shm},
-	"scatter":       {collective.Tree, collective.Linear},
-	"allgather":     {collective.Bruck, collective.Ring, collective.RecursiveDoubling, collective.Shm},
-	"reducescatter": {collective.Ring, collective.RecursiveHalving},
-	"alltoall":      {collective.Pairwise},
-	"barrier":       nil,
+// kinds are the collectives whose algorithm a sweep can force, by the
+// names results carry. Barrier takes no options, so only its selector's
+// choice is measured.
+var kinds = map[string]codec.Kind{
+	"allreduce": codec.KindAllreduce, "reduce": codec.KindReduce, "bcast": codec.KindBcast,
+	"gather": codec.KindGather, "scatter": codec.KindScatter, "allgather": codec.KindAllgather,
+	"reducescatter": codec.KindReduceScatter, "alltoall": codec.KindAlltoall,
 }
 
 // Algorithms returns the algorithms that can be forced on the named
-// collective, whatever the communicator; nil for an unknown name.
-func Algorithms(name string) []collective.Algorithm { return slices.Clone(algorithms[name]) }
+// collective, whatever the communicator; nil for barrier and unknown
+// names.
+func Algorithms(name string) []collective.Algorithm {
+	k, ok := kinds[name]
+	if !ok {
+		return nil
+	}
+	return collective.Algorithms(k)
+}
 
 // algoRequest is a parsed Config.Algorithms.
 type algoRequest struct {
@@ -62,7 +62,7 @@ func parseAlgorithms(names, collectives []string) (algoRequest, error) {
 			req.auto = true
 			continue
 		}
-		if !slices.ContainsFunc(collectives, func(c string) bool { return slices.Contains(algorithms[c], a) }) {
+		if !slices.ContainsFunc(collectives, func(c string) bool { return slices.Contains(Algorithms(c), a) }) {
 			where := "no collective that takes an algorithm"
 			if cs := appliesTo(a); len(cs) > 0 {
 				where = strings.Join(cs, ", ")
@@ -77,7 +77,7 @@ func parseAlgorithms(names, collectives []string) (algoRequest, error) {
 func appliesTo(a collective.Algorithm) []string {
 	var cs []string
 	for _, c := range Collectives {
-		if slices.Contains(algorithms[c], a) {
+		if slices.Contains(Algorithms(c), a) {
 			cs = append(cs, c)
 		}
 	}
@@ -113,10 +113,10 @@ func (t topology) runs(a collective.Algorithm) bool {
 // "all" and lists over several collectives mean "wherever it applies".
 func (req algoRequest) expand(name string, t topology) []collective.Algorithm {
 	var out []collective.Algorithm
-	if req.auto || (req.all && len(algorithms[name]) == 0) {
+	if req.auto || (req.all && len(Algorithms(name)) == 0) {
 		out = append(out, collective.Auto)
 	}
-	for _, a := range algorithms[name] {
+	for _, a := range Algorithms(name) {
 		if (req.all || slices.Contains(req.named, a)) && t.runs(a) {
 			out = append(out, a)
 		}

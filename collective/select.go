@@ -31,6 +31,11 @@ const (
 	DefaultChunkSize = 256 << 10
 )
 
+// Algorithms returns the algorithms that WithAlgorithm may force on the
+// collective of the given kind, whatever the communicator (Shm needs a
+// segment, Hierarchical a hierarchy); nil for kinds without a choice.
+func Algorithms(kind codec.Kind) []Algorithm { return slices.Clone(algorithms[kind]) }
+
 // algorithms lists what each collective accepts; the first is the one the
 // selector falls back to when no other applies.
 var algorithms = map[codec.Kind][]Algorithm{
