@@ -4,7 +4,7 @@ BIN     := bin
 RANKS   ?= 4
 RACE_PKGS := ./codec/... ./transport/... ./comm/... ./collective/...
 
-.PHONY: all build demo test fmt-check vet test-race test-all fuzz bench clean
+.PHONY: all build demo test fmt-check vet test-race test-all fuzz bench gobench clean
 
 all: build
 
@@ -42,8 +42,29 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime 30s ./codec
 
 # Point-to-point and kernel benchmarks.
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./codec ./transport/... ./comm
+# A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,
+# bcast and gather of 2 ranks over shared memory and tcp, allreduce's link
+# algorithms of 4 ranks over tcp for the cost model, and the gob-encoded
+# object collectives; then a plot beside Open MPI's and mpi4py's figures
+# where ../shared/anchors has them, the comparison with those, and the
+# model fitted to the tcp points.
+RESULTS := bench/results
+ANCHORS := $(wildcard ../shared/anchors/results/openmpi.csv ../shared/anchors/results/mpi4py.csv)
+SWEEP   := $(BIN)/gocoll bench --scale 0.5
+bench: build
+	mkdir -p $(RESULTS)
+	$(SWEEP) -n 2 --transport shm --sizes 8:16M --objects --csv $(RESULTS)/shm.csv --json $(RESULTS)/shm.json
+	$(SWEEP) -n 2 --transport tcp --sizes 8:16M --csv $(RESULTS)/tcp.csv --json $(RESULTS)/tcp.json
+	$(SWEEP) -n 4 --transport tcp --collectives allreduce --algos ring,recursive_doubling,rabenseifner,tree \
+		--sizes 8:4M --csv $(RESULTS)/tcp-algos.csv --json $(RESULTS)/tcp-algos.json
+	$(BIN)/gocoll bench plot -o $(RESULTS)/sweep.png --np 2 --collective allreduce,bcast,gather \
+		$(RESULTS)/shm.csv $(RESULTS)/tcp.csv $(ANCHORS)
+	$(if $(ANCHORS),$(BIN)/gocoll bench compare $(RESULTS)/shm.csv $(RESULTS)/tcp.csv $(ANCHORS) | tee $(RESULTS)/compare.txt)
+	$(BIN)/gocoll bench model $(RESULTS)/tcp-algos.csv | tee $(RESULTS)/model.txt
+
+# The Go benchmarks of the kernels, links and point-to-point paths.
+gobench:
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./codec ./transport/... ./comm ./collective
 
 clean:
 	rm -rf $(BIN)
