@@ -89,10 +89,11 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, o
 		k.me.Op = op.ID()
 	}
 	commutative := !reducing(kind) || op.Commutative()
-	algo, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
+	algo, chunk, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
 	if err != nil {
 		return k, k.invalid(err)
 	}
+	k.cfg.tunedChunk = chunk
 	k.me.Algorithm = algo
 	return k, nil
 }

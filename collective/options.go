@@ -52,6 +52,9 @@ const (
 type config struct {
 	algo  Algorithm
 	chunk int // bytes per pipelined chunk; 0 means the selector's choice
+	// tunedChunk is the tuning table's chunk for the chosen algorithm,
+	// set by the selector; 0 means none.
+	tunedChunk int
 }
 
 func (o Option) apply(c *config) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/tuning"
 )
 
 // The selector's thresholds, in one place. They follow the alpha-beta
@@ -34,26 +35,7 @@ const (
 // Algorithms returns the algorithms that WithAlgorithm may force on the
 // collective of the given kind, whatever the communicator (Shm needs a
 // segment, Hierarchical a hierarchy); nil for kinds without a choice.
-func Algorithms(kind codec.Kind) []Algorithm { return slices.Clone(algorithms[kind]) }
-
-// algorithms lists what each collective accepts; the first is the one the
-// selector falls back to when no other applies.
-var algorithms = map[codec.Kind][]Algorithm{
-	codec.KindAllreduce:     {RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree, Shm, Hierarchical},
-	codec.KindReduce:        {Tree, Shm},
-	codec.KindBcast:         {Tree, Chain, ScatterAllgather, Shm},
-	codec.KindGather:        {Tree, Linear, Shm},
-	codec.KindGatherv:       {Linear},
-	codec.KindScatter:       {Tree, Linear},
-	codec.KindScatterv:      {Linear},
-	codec.KindAllgather:     {Bruck, Ring, RecursiveDoubling, Shm},
-	codec.KindAllgatherv:    {Ring},
-	codec.KindReduceScatter: {Ring, RecursiveHalving},
-	codec.KindScan:          {RecursiveDoubling},
-	codec.KindExscan:        {RecursiveDoubling},
-	codec.KindAlltoall:      {Pairwise},
-	codec.KindBarrier:       {Dissemination, Shm},
-}
+func Algorithms(kind codec.Kind) []Algorithm { return codec.Algorithms(kind) }
 
 // reorders lists the (collective, algorithm) pairs that combine operands
 // out of rank order, which only a commutative op tolerates.
@@ -64,91 +46,136 @@ var reorders = map[codec.Kind][]Algorithm{
 
 // topology is what a communicator offers besides links: a shared segment
 // (all ranks on one host) or a hierarchy (ranks on several hosts, some
-// sharing one).
+// sharing one); and what the selector consults: the tuning table, keyed
+// by transport.
 type topology struct {
 	shared, hierarchical bool
+	transport            string
+	tuning               *tuning.Table
 }
 
 func topologyOf(c *comm.Comm) topology {
-	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil}
+	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil,
+		transport: c.Transport(), tuning: c.Tuning()}
 }
 
 // choose picks the algorithm of one call: the one the call asked for, else
-// the one GOCOLL_ALGO names for this collective, else the selector's.
-// Where the ranks share memory the selector takes the shared-memory
-// algorithms, which move every byte through memory at most a few times
-// and wait on memory instead of on messages.
-func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, error) {
+// the one GOCOLL_ALGO names for this collective, else the tuning table's
+// entry for the call, else the selector's. With a table's algorithm it
+// returns the entry's chunk size (0 otherwise), which applies when
+// neither the call nor GOCOLL_CHUNK sets one. Where the ranks share
+// memory the selector takes the shared-memory algorithms, which move
+// every byte through memory at most a few times and wait on memory
+// instead of on messages.
+func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, int, error) {
+	a, err := chooseAlgorithm(kind, cfg, ranks, bytes, commutative, topo)
+	if err != nil || a != Auto {
+		return a, 0, err
+	}
+	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok && runnable(kind, t.Algorithm, ranks, commutative, topo) {
+		return t.Algorithm, t.Chunk, nil
+	}
+	return defaultAlgorithm(kind, ranks, bytes, commutative, topo), 0, nil
+}
+
+// runnable reports whether a tuning table's algorithm can run this call.
+// A table is measured on one machine and job shape; where the
+// communicator lacks what the algorithm needs (a shared segment, a
+// hierarchy, a commutative op) the call falls back to the built-in
+// selection instead of failing.
+func runnable(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo topology) bool {
+	return checkForced(kind, a, ranks, commutative, topo) == nil
+}
+
+// chooseAlgorithm returns the algorithm the call or GOCOLL_ALGO forces,
+// checked, or Auto.
+func chooseAlgorithm(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, error) {
 	a := cfg.algo
 	if a == Auto {
 		a = envAlgorithm(kind)
 	}
-	if a != Auto {
-		if !slices.Contains(algorithms[kind], a) {
-			return 0, fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, algorithms[kind])
-		}
-		if !commutative && slices.Contains(reorders[kind], a) {
-			return 0, fmt.Errorf("%w: %s with %s combines operands out of rank order; a non-commutative op needs another algorithm", codec.ErrInvalid, kind, a)
-		}
-		if a == Shm && !topo.shared && ranks > 1 {
-			return 0, fmt.Errorf("%w: %s with shm needs a communicator whose ranks share a host and memory (transport auto or shm)", codec.ErrInvalid, kind)
-		}
-		if a == Hierarchical && !topo.hierarchical {
-			return 0, fmt.Errorf("%w: %s with hierarchical needs a communicator across hosts with shared memory inside them (transport auto)", codec.ErrInvalid, kind)
-		}
-		return a, nil
+	if a == Auto {
+		return Auto, nil
 	}
-	if topo.shared && slices.Contains(algorithms[kind], Shm) {
-		return Shm, nil
+	if err := checkForced(kind, a, ranks, commutative, topo); err != nil {
+		return 0, err
+	}
+	return a, nil
+}
+
+// checkForced says why a cannot run the call, if it cannot.
+func checkForced(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo topology) error {
+	switch {
+	case !codec.Accepts(kind, a):
+		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, codec.Algorithms(kind))
+	case !commutative && slices.Contains(reorders[kind], a):
+		return fmt.Errorf("%w: %s with %s combines operands out of rank order; a non-commutative op needs another algorithm", codec.ErrInvalid, kind, a)
+	case a == Shm && !topo.shared && ranks > 1:
+		return fmt.Errorf("%w: %s with shm needs a communicator whose ranks share a host and memory (transport auto or shm)", codec.ErrInvalid, kind)
+	case a == Hierarchical && !topo.hierarchical:
+		return fmt.Errorf("%w: %s with hierarchical needs a communicator across hosts with shared memory inside them (transport auto)", codec.ErrInvalid, kind)
+	}
+	return nil
+}
+
+// defaultAlgorithm is the built-in selection, by the cost model.
+func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative bool, topo topology) Algorithm {
+	if topo.shared && codec.Accepts(kind, Shm) {
+		return Shm
 	}
 	if topo.hierarchical && kind == codec.KindAllreduce && commutative {
-		return Hierarchical, nil
+		return Hierarchical
 	}
 	switch kind {
 	case codec.KindAllreduce:
 		switch {
 		case bytes < allreduceSmall || !commutative:
-			return RecursiveDoubling, nil
+			return RecursiveDoubling
 		case bytes >= allreduceLarge:
-			return RingChunked, nil
+			return RingChunked
 		case ranks&(ranks-1) == 0:
-			return Rabenseifner, nil
+			return Rabenseifner
 		}
-		return Ring, nil
+		return Ring
 	case codec.KindBcast:
 		switch {
 		case bytes < bcastSmall || ranks <= 2:
-			return Tree, nil
+			return Tree
 		case bytes >= bcastLarge:
-			return Chain, nil
+			return Chain
 		}
-		return ScatterAllgather, nil
+		return ScatterAllgather
 	case codec.KindGather, codec.KindScatter:
 		if bytes < gatherSmall {
-			return Tree, nil
+			return Tree
 		}
-		return Linear, nil
+		return Linear
 	case codec.KindAllgather:
 		if bytes < allgatherSmall {
-			return Bruck, nil
+			return Bruck
 		}
-		return Ring, nil
+		return Ring
 	case codec.KindReduceScatter:
 		// Recursive halving keeps rank order, so it also serves
 		// non-commutative ops.
 		if !commutative || ranks&(ranks-1) == 0 {
-			return RecursiveHalving, nil
+			return RecursiveHalving
 		}
-		return Ring, nil
+		return Ring
 	}
-	return algorithms[kind][0], nil
+	return codec.Fallback(kind)
 }
 
-// chunkElems is the number of elements per chunk of a pipelined algorithm.
+// chunkElems is the number of elements per chunk of a pipelined algorithm:
+// the call's WithChunkSize, else GOCOLL_CHUNK, else the tuning table's,
+// else DefaultChunkSize.
 func (c config) chunkElems(elemSize int) int {
 	bytes := c.chunk
 	if bytes == 0 {
 		bytes = envChunk()
+	}
+	if bytes == 0 {
+		bytes = c.tunedChunk
 	}
 	if bytes == 0 {
 		bytes = DefaultChunkSize
@@ -177,12 +204,12 @@ func parseEnv(algoVar, chunkVar string) (map[codec.Kind]Algorithm, int, []string
 			continue
 		}
 		name, algo, ok := strings.Cut(item, ":")
-		kind, kok := kindNamed(name)
+		kind, kerr := codec.ParseCollective(name)
 		a, err := ParseAlgorithm(algo)
 		switch {
-		case !ok || !kok || err != nil:
+		case !ok || kerr != nil || err != nil:
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: want collective:algorithm, such as allreduce:ring", item))
-		case !slices.Contains(algorithms[kind], a):
+		case !codec.Accepts(kind, a):
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: %s has no %s algorithm", item, kind, a))
 		default:
 			algos[kind] = a
@@ -200,12 +227,3 @@ func parseEnv(algoVar, chunkVar string) (map[codec.Kind]Algorithm, int, []string
 
 func envAlgorithm(kind codec.Kind) Algorithm { a, _ := env(); return a[kind] }
 func envChunk() int                          { _, c := env(); return c }
-
-func kindNamed(name string) (codec.Kind, bool) {
-	for k := range algorithms {
-		if strings.EqualFold(k.String(), name) {
-			return k, true
-		}
-	}
-	return 0, false
-}

@@ -67,7 +67,7 @@ func TestChoose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, topology{})
+			got, _, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, topology{})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, codec.ErrInvalid)
 				require.ErrorContains(t, err, tt.wantErr)

@@ -15,6 +15,7 @@ type jobSpec struct {
 	addr       string // host:port of the rendezvous, served by rank 0
 	secret     []byte
 	transport  string // GOCOLL_TRANSPORT, "" when unset
+	tuning     string // GOCOLL_TUNING, the path of a tuning table, "" when unset
 	launcher   string // which launcher's variables were used, for errors
 	timeout    time.Duration
 	hasTimeout bool
@@ -102,6 +103,7 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 		spec.secret = []byte(s)
 	}
 	spec.transport, _ = env("GOCOLL_TRANSPORT")
+	spec.tuning, _ = env("GOCOLL_TUNING")
 	if s, ok := env("GOCOLL_TIMEOUT"); ok {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {

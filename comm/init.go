@@ -26,8 +26,9 @@ import (
 // jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
 // GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_TRANSPORT the links
-// (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity) and
-// GOCOLL_DEBUG turns on debug logging. Options override the environment.
+// (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity),
+// GOCOLL_TUNING the tuning table (WithTuning) and GOCOLL_DEBUG turns on
+// debug logging. Options override the environment.
 //
 // Rank 0 serves the rendezvous at the address; the others retry until it
 // is up or the timeout passes. Init returns once every rank has joined.
@@ -45,6 +46,11 @@ func Init(ctx context.Context, opts ...Option) (*Comm, error) {
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}
+		}
+	}
+	if spec.tuning != "" {
+		if err := WithTuning(spec.tuning)(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TUNING: %w", err)}
 		}
 	}
 	if spec.debug {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/gocoll/gocoll/tuning"
 )
 
 // Option configures Init and NewLocal.
@@ -17,6 +19,7 @@ type options struct {
 	unexpectedLimit int
 	hostOf          func(rank int) string
 	segmentSlot     int // 0: DefaultSegmentSlot
+	tuning          *tuning.Table
 	// segmentFault, a test hook, fails the mapping of a rank's segments
 	// when it returns an error.
 	segmentFault func(rank int) error
@@ -135,6 +138,30 @@ func WithUnexpectedLimit(bytes int) Option {
 			return fmt.Errorf("%w: unexpected-message limit %d must be positive", ErrInvalid, bytes)
 		}
 		o.unexpectedLimit = bytes
+		return nil
+	}
+}
+
+// WithTuning loads the tuning table in the file at path (see package
+// tuning; gocoll tune writes one) for the collectives to choose algorithms
+// and chunk sizes by, in place of their built-in selection, on this
+// communicator and those split from it. The order is: the call's
+// WithAlgorithm and WithChunkSize, then GOCOLL_ALGO and GOCOLL_CHUNK, then
+// the table, then the built-in selection. Every rank must load the same
+// table, or ranks choose different algorithms for one call and fail it
+// with a mismatch error. A file that does not load fails Init. It
+// overrides GOCOLL_TUNING; an empty path loads no table.
+func WithTuning(path string) Option {
+	return func(o *options) error {
+		if path == "" {
+			o.tuning = nil
+			return nil
+		}
+		t, err := tuning.Load(path)
+		if err != nil {
+			return err
+		}
+		o.tuning = t
 		return nil
 	}
 }

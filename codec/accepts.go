@@ -1,0 +1,67 @@
+package codec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// accepted lists the algorithms each collective accepts; the first is the
+// one the selector falls back to when no other applies. It lives here,
+// below comm, so that a tuning table can be checked where it is loaded
+// (comm.Init) as well as where it is used (package collective).
+var accepted = map[Kind][]Algorithm{
+	KindAllreduce:     {AlgoRecursiveDoubling, AlgoRing, AlgoRingChunked, AlgoRabenseifner, AlgoTree, AlgoShm, AlgoHierarchical},
+	KindReduce:        {AlgoTree, AlgoShm},
+	KindBcast:         {AlgoTree, AlgoChain, AlgoScatterAllgather, AlgoShm},
+	KindGather:        {AlgoTree, AlgoLinear, AlgoShm},
+	KindGatherv:       {AlgoLinear},
+	KindScatter:       {AlgoTree, AlgoLinear},
+	KindScatterv:      {AlgoLinear},
+	KindAllgather:     {AlgoBruck, AlgoRing, AlgoRecursiveDoubling, AlgoShm},
+	KindAllgatherv:    {AlgoRing},
+	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving},
+	KindScan:          {AlgoRecursiveDoubling},
+	KindExscan:        {AlgoRecursiveDoubling},
+	KindAlltoall:      {AlgoPairwise},
+	KindBarrier:       {AlgoDissemination, AlgoShm},
+}
+
+// Algorithms returns the algorithms that the collective of kind k
+// accepts, the selector's fallback first; nil for kinds that are not
+// collectives.
+func Algorithms(k Kind) []Algorithm { return slices.Clone(accepted[k]) }
+
+// Accepts reports whether the collective of kind k accepts a.
+func Accepts(k Kind, a Algorithm) bool { return slices.Contains(accepted[k], a) }
+
+// ParseCollective returns the kind of the collective named s, as
+// Kind.String spells it, ignoring case ("allreduce", "ReduceScatter").
+func ParseCollective(s string) (Kind, error) {
+	for k := range accepted {
+		if strings.EqualFold(k.String(), s) {
+			return k, nil
+		}
+	}
+	names := make([]string, 0, len(accepted))
+	for k := range accepted {
+		names = append(names, strings.ToLower(k.String()))
+	}
+	slices.Sort(names)
+	return 0, fmt.Errorf("%w: unknown collective %q (want one of %s)", ErrInvalid, s, strings.Join(names, ", "))
+}
+
+// Fallback returns the algorithm the selector takes for the collective of
+// kind k when no other applies; AlgoAuto for kinds that are not
+// collectives.
+func Fallback(k Kind) Algorithm {
+	if a := accepted[k]; len(a) > 0 {
+		return a[0]
+	}
+	return AlgoAuto
+}
+
+// Pipelined reports whether a cuts its messages into chunks of
+// collective.WithChunkSize bytes, so that a chunk size means something to
+// it.
+func (a Algorithm) Pipelined() bool { return a == AlgoRingChunked || a == AlgoChain }
