@@ -66,6 +66,9 @@ func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
 	if p.algo != collective.Auto {
 		k.opts = []collective.Option{collective.WithAlgorithm(p.algo)}
 	}
+	if p.chunk > 0 {
+		k.opts = append(k.opts, collective.WithChunkSize(p.chunk))
+	}
 	builders[p.collective](k)
 	return k
 }

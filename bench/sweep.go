@@ -28,6 +28,11 @@ type Config struct {
 	// them. A name measures the collectives it applies to and is left out
 	// of the others. Empty means auto.
 	Algorithms []string
+	// Chunks are the chunk sizes in bytes (collective.WithChunkSize) to
+	// measure each pipelined algorithm with (ring_chunked, chain), as
+	// named; the others, and auto, run with the default chunk. Empty
+	// means the default only.
+	Chunks []int
 	// Codecs are the wire codecs to measure. Only "none" exists yet;
 	// empty means none.
 	Codecs []string
@@ -69,6 +74,11 @@ func (cfg Config) withDefaults() (Config, algoRequest, error) {
 	for _, name := range cfg.Codecs {
 		if name != "none" {
 			return cfg, algoRequest{}, fmt.Errorf("codec %q: wire compression comes with the compression issue (#6); only none can be measured yet", name)
+		}
+	}
+	for _, c := range cfg.Chunks {
+		if c < 1 {
+			return cfg, algoRequest{}, fmt.Errorf("chunk size %d: want at least 1 byte", c)
 		}
 	}
 	if cfg.Iters < 0 {
@@ -117,6 +127,7 @@ func Warmup(iters int) int { return max(iters/10, 2) }
 type point struct {
 	collective string // as Result.Collective
 	algo       collective.Algorithm
+	chunk      int  // bytes per chunk of a pipelined algorithm; 0 for the default
 	object     bool // gob-encoded through the object collectives
 	bytes      int64
 }
@@ -130,12 +141,16 @@ func (p point) algoName() string {
 }
 
 func (p point) String() string {
+	if p.chunk > 0 {
+		return fmt.Sprintf("%s of %d bytes with %s in chunks of %d bytes", p.collective, p.bytes, p.algoName(), p.chunk)
+	}
 	return fmt.Sprintf("%s of %d bytes with %s", p.collective, p.bytes, p.algoName())
 }
 
 // plan lists the points of cfg on t, in the order they are measured:
 // collective by collective, each algorithm over all sizes, the object
-// counterpart last. Sizes a collective cannot split evenly are left out.
+// counterpart last; a pipelined algorithm once per chunk size. Sizes a
+// collective cannot split evenly are left out.
 func (cfg Config) plan(req algoRequest, t topology) []point {
 	var pts []point
 	for _, name := range cfg.Collectives {
@@ -144,9 +159,15 @@ func (cfg Config) plan(req algoRequest, t topology) []point {
 				pts = append(pts, point{collective: name, algo: a})
 				continue
 			}
-			for _, b := range cfg.Sizes {
-				if fits(name, b, t.ranks) {
-					pts = append(pts, point{collective: name, algo: a, bytes: b})
+			chunks := []int{0}
+			if a.Pipelined() && len(cfg.Chunks) > 0 {
+				chunks = cfg.Chunks
+			}
+			for _, chunk := range chunks {
+				for _, b := range cfg.Sizes {
+					if fits(name, b, t.ranks) {
+						pts = append(pts, point{collective: name, algo: a, chunk: chunk, bytes: b})
+					}
 				}
 			}
 		}
@@ -247,7 +268,7 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	if err := collective.Allreduce(ctx, c, t, collective.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
-	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Codec: "none",
+	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: "none",
 		MaxUS: t[1], MinUS: -t[2]}
 	r.SetTime(t[0])
 	if p.object {

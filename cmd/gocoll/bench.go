@@ -27,7 +27,7 @@ var benchCmd = &command{
 }
 
 const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collectives list]
-                    [--sizes spec] [--algos list] [--codec list]
+                    [--sizes spec] [--algos list] [--chunks list] [--codec list]
                     [--iters auto|N] [--scale f] [--csv file] [--json file]
                     [--objects] [--progress] [--timeout d]
        gocoll bench <tool> [arguments]
@@ -83,6 +83,10 @@ The flags are:
 		chain, scatter_allgather, linear, bruck, recursive_halving,
 		pairwise, shm, hierarchical), each measured with the collectives
 		it applies to. auto combines with the others
+	--chunks list
+		chunk sizes in bytes (K, M and G suffixes) to measure each
+		pipelined algorithm (ring_chunked, chain) with, named in the
+		chunk column; the default chunk only when not given
 	--codec list
 		wire codecs; only none until compression exists
 	--iters auto|N
@@ -218,6 +222,7 @@ func parseBench(args []string) (benchFlags, bench.Config, error) {
 	sizes := fs.String("sizes", "8:64M", "")
 	algos := fs.String("algos", "auto", "")
 	codecs := fs.String("codec", "none", "")
+	chunks := fs.String("chunks", "", "")
 	iters := fs.String("iters", "auto", "")
 	fs.Float64Var(&cfg.Scale, "scale", 1, "")
 	fs.BoolVar(&cfg.Objects, "objects", false, "")
@@ -248,6 +253,15 @@ func parseBench(args []string) (benchFlags, bench.Config, error) {
 	var err error
 	if cfg.Sizes, err = bench.ParseSizes(*sizes); err != nil {
 		return f, cfg, fmt.Errorf("--sizes: %w", err)
+	}
+	if *chunks != "" {
+		list, err := bench.ParseSizes(*chunks)
+		if err != nil {
+			return f, cfg, fmt.Errorf("--chunks: %w", err)
+		}
+		for _, c := range list {
+			cfg.Chunks = append(cfg.Chunks, int(c))
+		}
 	}
 	cfg.Collectives, cfg.Algorithms, cfg.Codecs = splitList(*collectives), splitList(*algos), splitList(*codecs)
 	cfg.Transport = f.transport

@@ -8,6 +8,7 @@
 //
 //	run     start the ranks of a job on this machine
 //	bench   measure collectives; compare, plot and model the results
+//	tune    measure this machine and write a tuning table
 //
 // Use "gocoll help <command>" for more information about a command.
 package main
@@ -25,7 +26,7 @@ type command struct {
 	usage string
 }
 
-var commands = []*command{runCmd, benchCmd}
+var commands = []*command{runCmd, benchCmd, tuneCmd}
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/tuning"
+)
+
+// TestTuneEndToEnd runs a tiny tune over mem, loads the table it wrote
+// into a communicator and runs the calls it tunes.
+func TestTuneEndToEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tuning.json")
+	var stdout, stderr bytes.Buffer
+	code := tuneMain([]string{"-n", "2", "--transport", "mem", "--collectives", "allreduce", "--sizes", "64,4K,256K",
+		"--chunks", "16K,64K", "--iters", "3", "-o", path}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stdout.String(), "default us")
+	require.Equal(t, 3, strings.Count(stdout.String(), "allreduce"), stdout.String())
+
+	table, err := tuning.Load(path)
+	require.NoError(t, err)
+	for _, e := range table.Entries {
+		require.Equal(t, "mem", e.Transport)
+		require.Equal(t, 2, e.Ranks)
+		choice, ok := table.Lookup(codec.KindAllreduce, 2, "mem", e.MinBytes)
+		require.True(t, ok)
+		require.Equal(t, e.Algorithm, choice.Algorithm.String())
+	}
+
+	cs, err := comm.NewLocal(2, comm.WithTuning(path))
+	require.NoError(t, err)
+	require.Equal(t, table.Entries, cs[0].Tuning().Entries)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r, c := range cs {
+		wg.Go(func() {
+			defer c.Close()
+			for _, n := range []int{16, 1024, 64 << 10} {
+				buf := make([]float32, n)
+				if errs[r] = collective.Allreduce(context.Background(), c, buf, collective.Sum); errs[r] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+}
+
+func TestTuneFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"noise", []string{"--noise", "2"}, "--noise 2"},
+		{"chunks", []string{"--chunks", "x"}, "--chunks"},
+		{"transport", []string{"--transport", "ib"}, "unknown transport"},
+		{"argument", []string{"extra"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, 2, tuneMain(tt.args, &stdout, &stderr))
+			require.Contains(t, stderr.String(), tt.want)
+		})
+	}
+}
