@@ -165,7 +165,11 @@ func tuneMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gocoll tune: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "\n%d entries written to %s\n", len(table.Entries), *out)
+	noun := "entries"
+	if len(table.Entries) == 1 {
+		noun = "entry"
+	}
+	fmt.Fprintf(stdout, "\n%d %s written to %s\n", len(table.Entries), noun, *out)
 	return 0
 }
 
