@@ -56,14 +56,15 @@ func (r *Result) SetTime(avgUS float64) {
 // the link's bandwidth means the collective used the link fully whatever
 // n. bytes counts the reduced vector (allreduce, reduce, reduce-scatter's
 // input), the broadcast buffer (bcast) and the whole gathered or
-// scattered buffer (gather, scatter, allgather, alltoall). Barrier and
-// unknown collectives have factor 0.
+// scattered buffer (gather, scatter, allgather, alltoall). An object
+// collective ("allreduce_object") moves the data of its typed counterpart
+// and has its factor. Barrier and unknown collectives have factor 0.
 func BusFactor(collective string, n int) float64 {
 	if n < 1 {
 		return 0
 	}
 	f := float64(n)
-	switch collective {
+	switch strings.TrimSuffix(collective, "_object") {
 	case "allreduce":
 		return 2 * (f - 1) / f
 	case "reducescatter", "allgather", "gather", "scatter", "alltoall":

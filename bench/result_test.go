@@ -29,6 +29,8 @@ func TestBusFactor(t *testing.T) {
 		{"alltoall", 4, 0.75},
 		{"bcast", 4, 1},
 		{"reduce", 7, 1},
+		{"allreduce_object", 4, 1.5},
+		{"allgather_object", 2, 0.5},
 		{"barrier", 4, 0},
 		{"nonsense", 4, 0},
 		{"allreduce", 0, 0},

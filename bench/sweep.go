@@ -271,10 +271,5 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: "none",
 		MaxUS: t[1], MinUS: -t[2]}
 	r.SetTime(t[0])
-	if p.object {
-		// An object collective moves the data of its typed counterpart,
-		// so its bus bandwidth has the same factor.
-		r.BusBW = r.AlgBW * BusFactor(strings.TrimSuffix(p.collective, "_object"), r.NP)
-	}
 	return r, nil
 }
