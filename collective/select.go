@@ -28,8 +28,11 @@ const (
 	// DefaultChunkSize is the chunk of the pipelined algorithms when
 	// WithChunkSize is not given: large enough that per-message cost is
 	// small next to the transfer, small enough that several chunks are in
-	// flight at once.
-	DefaultChunkSize = 256 << 10
+	// flight at once. On the machine measured (2026-11-23, 2 and 4 ranks,
+	// 16 and 64 MiB, tcp and mem links) 4 MiB chunks made the pipelined
+	// ring 1.3-1.8x and the chain 1.4-2x faster than 256 KiB ones, and only
+	// with them did the pipelined ring beat the plain one over tcp.
+	DefaultChunkSize = 4 << 20
 )
 
 // Algorithms returns the algorithms that WithAlgorithm may force on the
