@@ -12,7 +12,7 @@ import (
 // process, over shared memory (auto) and over links (mem), for profiling
 // the collectives' own costs. Ranks that share a process share its
 // scheduler, so the figures are not those of a job of processes:
-// examples/collbench measures those.
+// gocoll bench measures those.
 func BenchmarkAllreduce(b *testing.B) {
 	for _, tr := range []string{"auto", "mem"} {
 		for _, n := range []int{2, 4} {

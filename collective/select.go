@@ -71,7 +71,7 @@ func topologyOf(c *comm.Comm) topology {
 // every byte through memory at most a few times and wait on memory
 // instead of on messages.
 func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, int, error) {
-	a, err := chooseAlgorithm(kind, cfg, ranks, bytes, commutative, topo)
+	a, err := chooseAlgorithm(kind, cfg, ranks, commutative, topo)
 	if err != nil || a != Auto {
 		return a, 0, err
 	}
@@ -92,7 +92,7 @@ func runnable(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo to
 
 // chooseAlgorithm returns the algorithm the call or GOCOLL_ALGO forces,
 // checked, or Auto.
-func chooseAlgorithm(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, error) {
+func chooseAlgorithm(kind codec.Kind, cfg config, ranks int, commutative bool, topo topology) (Algorithm, error) {
 	a := cfg.algo
 	if a == Auto {
 		a = envAlgorithm(kind)

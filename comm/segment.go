@@ -71,7 +71,7 @@ const (
 	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
-	segControl   = 3 * segLine        // one line per rank: step uint64, pid uint64
+	segControl   = 3 * segLine        // one line per rank: its step, a uint64
 	segRecords   = 16                 // call records per rank, a ring by ticket
 	segRecord    = 32
 	segPage      = 4096
@@ -415,7 +415,7 @@ func (op *SegmentOp) check(r int) error {
 		return nil // waited for an earlier step only
 	}
 	// A rank runs at most a few rounds ahead of the slowest (every round
-	// waits for everyone to be done with the one two before it), so the
+	// waits for everyone to be in the round before it), so the
 	// ring still holds the records compared here; one overwritten by a
 	// later operation all the same is skipped, not misread.
 	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords/2))

@@ -29,7 +29,7 @@ var benchCmd = &command{
 const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collectives list]
                     [--sizes spec] [--algos list] [--chunks list] [--codec list]
                     [--iters auto|N] [--scale f] [--csv file] [--json file]
-                    [--objects] [--progress] [--timeout d]
+                    [--objects] [--progress] [--cpuprofile file] [--timeout d]
        gocoll bench <tool> [arguments]
 
 Bench starts a job of n ranks on this machine and sweeps collectives over
@@ -108,6 +108,9 @@ The flags are:
 		serialisation costs
 	--progress
 		draw a progress bar on stderr even when stderr is not a terminal
+	--cpuprofile file
+		write each rank's CPU profile of the sweep to file.<rank> (over
+		mem, where the ranks share a process, the process's to file)
 	--timeout d
 		the communicator timeout of the ranks (0: the library default)
 
@@ -129,6 +132,7 @@ type benchFlags struct {
 	timeout   time.Duration
 	csv, json string
 	progress  bool
+	profile   string // --cpuprofile
 }
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
@@ -145,7 +149,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if path := os.Getenv(benchResultsVar); path != "" {
-		return benchRank(cfg, path, os.Getenv(benchProgressVar) != "", stdout, stderr)
+		return benchRank(cfg, f.profile, path, os.Getenv(benchProgressVar) != "", stdout, stderr)
 	}
 
 	// The output files are made first, so that a bad path fails now and
@@ -171,7 +175,13 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var results []bench.Result
 	if f.transport == "mem" {
-		results, err = benchLocal(ctx, f, cfg, bar)
+		var stopProfile func()
+		if stopProfile, err = startProfile(f.profile); err != nil {
+			err = fmt.Errorf("--cpuprofile: %w", err)
+		} else {
+			results, err = benchLocal(ctx, f, cfg, bar)
+			stopProfile()
+		}
 	} else {
 		results, err = benchJob(ctx, f, args, bar, stdout, stderr)
 	}
@@ -218,6 +228,7 @@ func parseBench(args []string) (benchFlags, bench.Config, error) {
 	fs.StringVar(&f.csv, "csv", "", "")
 	fs.StringVar(&f.json, "json", "", "")
 	fs.BoolVar(&f.progress, "progress", false, "")
+	fs.StringVar(&f.profile, "cpuprofile", "", "")
 	collectives := fs.String("collectives", strings.Join(bench.DefaultCollectives, ","), "")
 	sizes := fs.String("sizes", "8:64M", "")
 	algos := fs.String("algos", "auto", "")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/gocoll/gocoll/bench"
@@ -65,8 +66,9 @@ func benchJob(ctx context.Context, f benchFlags, args []string, bar *bench.Progr
 	return results, nil
 }
 
-// benchRank is one rank of a sweep over processes.
-func benchRank(cfg bench.Config, path string, progress bool, stdout, stderr io.Writer) int {
+// benchRank is one rank of a sweep over processes; with profile, it
+// writes its CPU profile of the sweep to profile.<rank>.
+func benchRank(cfg bench.Config, profile, path string, progress bool, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	c, err := comm.Init(ctx)
 	if err != nil {
@@ -74,6 +76,14 @@ func benchRank(cfg bench.Config, path string, progress bool, stdout, stderr io.W
 		return 1
 	}
 	defer c.Close()
+	if profile != "" {
+		stop, err := startProfile(fmt.Sprintf("%s.%d", profile, c.Rank()))
+		if err != nil {
+			fmt.Fprintf(stderr, "gocoll bench: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
 	var report func(done, total int)
 	if progress && c.Rank() == 0 {
 		report = func(done, total int) { fmt.Fprintf(stdout, "%s %d %d\n", benchProgressMarker, done, total) }
@@ -174,4 +184,24 @@ func rootCause(errs []error) error {
 		return nil
 	}
 	return fmt.Errorf("rank %d: %w", first, errs[first])
+}
+
+// startProfile starts writing this process's CPU profile to path, if
+// path is not empty, and returns what stops it.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -100,10 +100,12 @@ func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, wan
 func TestBenchMem(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.json")
+	profile := filepath.Join(dir, "cpu.prof")
 	var stdout, stderr bytes.Buffer
 	code := dispatch([]string{"bench", "-n", "3", "--transport", "mem", "--collectives", "allreduce,gather", "--sizes", "8,12,48",
-		"--iters", "3", "--objects", "--csv", csvPath, "--json", jsonPath}, &stdout, &stderr)
+		"--iters", "3", "--objects", "--csv", csvPath, "--json", jsonPath, "--cpuprofile", profile}, &stdout, &stderr)
 	require.Zero(t, code, stderr.String())
+	requireProfile(t, profile)
 	out := stdout.String()
 	require.Contains(t, out, "3 ranks over mem")
 	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+avg µs\s+min µs\s+max µs\s+algbw GB/s\s+busbw GB/s$`, out)
@@ -128,8 +130,9 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.NoError(t, err, "go build: %s", out)
 
 	csvPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.json")
+	profile := filepath.Join(dir, "cpu.prof")
 	cmd := exec.CommandContext(ctx, bin, "bench", "-n", "2", "--transport", "tcp", "--collectives", "allreduce,bcast",
-		"--sizes", "8,1K,32K", "--iters", "5", "--csv", csvPath, "--json", jsonPath, "--progress")
+		"--sizes", "8,1K,32K", "--iters", "5", "--csv", csvPath, "--json", jsonPath, "--progress", "--cpuprofile", profile)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
@@ -139,6 +142,18 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.Contains(t, stderr.String(), "] 6/6 points")
 	checkOutputs(t, csvPath, jsonPath, "tcp", 2, []string{"allreduce/8", "allreduce/1024", "allreduce/32768",
 		"bcast/8", "bcast/1024", "bcast/32768"})
+	requireProfile(t, profile+".0")
+	requireProfile(t, profile+".1")
+}
+
+// requireProfile checks that path holds a CPU profile: pprof writes
+// gzip-compressed protocol buffers.
+func requireProfile(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(b), 2, "%s is empty", path)
+	require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s is not gzip", path)
 }
 
 func TestRankOutput(t *testing.T) {

@@ -69,7 +69,8 @@ The flags are:
 		as gocoll bench (default 8:64M)
 	--chunks list
 		chunk sizes in bytes for the pipelined algorithms (default
-		64K,256K,1M)
+		256K,1M,16M; the default choice measures the default chunk,
+		4 MiB, wherever it is pipelined)
 	--iters auto|N, --scale f
 		timed calls per point, as gocoll bench
 	--noise f
@@ -92,7 +93,7 @@ func tuneMain(args []string, stdout, stderr io.Writer) int {
 	transport := fs.String("transport", "auto", "")
 	collectives := fs.String("collectives", "allreduce,bcast,gather", "")
 	sizes := fs.String("sizes", "8:64M", "")
-	chunks := fs.String("chunks", "64K,256K,1M", "")
+	chunks := fs.String("chunks", "256K,1M,16M", "")
 	iters := fs.String("iters", "auto", "")
 	scale := fs.String("scale", "1", "")
 	noise := fs.Float64("noise", bench.DefaultNoise, "")
