@@ -65,3 +65,8 @@ func Fallback(k Kind) Algorithm {
 // collective.WithChunkSize bytes, so that a chunk size means something to
 // it.
 func (a Algorithm) Pipelined() bool { return a == AlgoRingChunked || a == AlgoChain }
+
+// Compresses reports whether a sends its data as messages, which a wire
+// codec can compress: every algorithm but the shared-memory ones (Shm,
+// Hierarchical), which move data through memory.
+func (a Algorithm) Compresses() bool { return a != AlgoShm && a != AlgoHierarchical }

@@ -43,11 +43,82 @@ and subnormals down to 2^-24. Both halve the bytes of float32 data on the
 wire.
 
 [BF16FromFloat32] and [Float16FromFloat32] round to the nearest value,
-ties to even, as IEEE 754 requires: values past the largest finite one
+ties to even, as IEEE 754 requires, and so do [BF16FromFloat64] and
+[Float16FromFloat64], once, directly from the float64: values past the largest finite one
 become ±Inf, tiny values become subnormals or ±0 with their sign, and a NaN
 stays a NaN with its sign and the top bits of its payload, made quiet.
 Widening with [BF16.Float32] and [Float16.Float32] is exact, so every 16-bit
 pattern survives a round trip through float32 (NaNs come back quiet).
+
+# Wire compression
+
+A payload can travel compressed ([CodecID], compress.go). [CodecZstd] and
+[CodecS2] are lossless and apply to every element type; a payload they do
+not shrink goes raw, as [CodecNone], so a compressed payload is always
+smaller than the raw one and [Header.Validate] holds frames to that.
+[CodecBF16] and [CodecFP16] are lossy and apply to float32 and float64 data
+only ([CodecID.Check]): each value travels as the nearest [BF16] or
+[Float16], ties to even, rounded once from the value (a float64 is not
+rounded to float32 first, which would round twice), in two bytes.
+
+[Encode] and [Decode] move a slice through a codec without allocating
+(once zstd has built its coders, on first use; where [Aliasing] is false
+the lossless codecs copy); Decode never writes past its destination and reports a payload its codec
+cannot have produced with an error wrapping [ErrCorrupt]. [Round] does to a
+slice in place what a trip through a codec does, bit for bit, so that the
+rank that sends a value can use the value its peers receive.
+
+The lossy codecs round with unit roundoff
+
+	u = 2^-8  for BF16 (8 significant bits)
+	u = 2^-11 for FP16 (11 significant bits)
+
+relative to the value: for x in the normal range of the format, and for
+x = 0, Round(x) = x(1+δ) with |δ| ≤ u. BF16 has float32's range, so for
+float32 data only values from (2-2^-8)·2^127 up overflow to ±Inf (this
+includes MaxFloat32) and only float32 subnormals (below 2^-126) lose
+relative accuracy, to an absolute error of at most 2^-134. FP16 overflows
+to ±Inf from 65520 up (65504 is its largest finite value), and below 2^-14
+it has subnormals with an absolute error of at most 2^-25. NaNs stay NaNs
+with their sign, and ±Inf stays.
+
+What that costs a sum: an allreduce computes s, the sum of x_1, …, x_N
+over N ranks, in some order fixed by its algorithm. Write ε for the unit
+roundoff of the accumulation (2^-24 for float32, 2^-53 for float64), so that
+each addition gives fl(a+b) = (a+b)(1+ε_k) with |ε_k| ≤ ε, and each value
+sent with a lossy codec is multiplied by (1+δ_j), |δ_j| ≤ u. Suppose every
+contribution x_i passes at most N+1 codec roundings on its way into s (its
+own rounding when first sent, at most N-1 hops that each round once, and
+the final rounding of the result that every rank receives) and at most N
+accumulation steps (N-1 additions, and the division of Avg). Forwarding a
+value that is already rounded, as the allgather half of a ring allreduce
+does with the result, rounds nothing: Round is idempotent. Each factor
+applies to a partial sum, that is, to every x_i it contains, so
+
+	s = Σ x_i·P_i,  P_i a product of at most N+1 factors (1+δ_j)
+	                and at most N factors (1+ε_k).
+
+Then |s - Σ x_i| = |Σ x_i·(P_i - 1)| ≤ max_i |P_i - 1| · Σ |x_i|. Expanding
+P_i, each term is at most the corresponding term of (1+u)^(N+1)·(1+ε)^N in
+magnitude, so
+
+	|s - Σ x_i| ≤ ((1+u)^(N+1)·(1+ε)^N - 1) · Σ |x_i|.
+
+Since 1+y ≤ e^y and e^t ≤ 1/(1-t) for 0 ≤ t < 1 (the bound Higham uses,
+(1+u)^k ≤ 1/(1-ku)), with t = (N+1)·u + N·ε < 1
+
+	(1+u)^(N+1)·(1+ε)^N - 1 ≤ e^t - 1 ≤ t/(1-t) = γ,
+
+so |s - Σ x_i| ≤ γ·Σ |x_i| with γ = (N+1)·u + N·ε to first order. For BF16
+and float32 accumulation that is about (N+1)·2^-8 relative to Σ|x_i|, about
+0.004·(N+1): only the codec's term matters. [RoundingBound] returns γ for a
+codec, element type and rank count, for tests that check a collective's
+results. It says something while t < 1: up to 254 ranks for BF16 and 2046
+for FP16. It is close to attained when every rounding goes the
+same way (TestRoundingBoundChain builds such inputs). It assumes that no
+rounded value overflows or is subnormal in the codec's format; each one
+that is subnormal adds up to its absolute error (2^-134, 2^-25), times at
+most 1+γ, to the bound.
 
 # Reduction ops
 

@@ -109,11 +109,8 @@ const (
 // is the elements' own little-endian bytes.
 type CodecID uint8
 
-// CodecNone is the identity encoding.
+// CodecNone is the identity encoding. The other codecs are in compress.go.
 const CodecNone CodecID = 0
-
-// maxCodec is the highest CodecID that Validate accepts.
-const maxCodec = CodecNone
 
 // Header is the fixed-size header in front of every message. All fields
 // travel little-endian at fixed offsets:
@@ -137,8 +134,10 @@ const maxCodec = CodecNone
 //     Gatherv, Scatter, Scatterv), -1 on the other collectives, and either
 //     on Send and control frames.
 //   - Count elements of DType fit in an int64 number of bytes, Offset <=
-//     Count, and with CodecNone the payload's Length/size elements fit
-//     between Offset and Count.
+//     Count, and the payload's elements fit between Offset and Count: with
+//     CodecNone Length/size of them, with a lossy codec (float32 and
+//     float64 only) Length/2, and a lossless codec's payload is smaller
+//     than the raw bytes of the Count-Offset elements.
 type Header struct {
 	Flags  Flags
 	Kind   Kind
@@ -215,7 +214,7 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: unknown kind %d", ErrBadHeader, uint8(h.Kind))
 	case !h.DType.Valid():
 		return fmt.Errorf("%w: unknown element type %d", ErrBadHeader, uint8(h.DType))
-	case h.Codec > maxCodec:
+	case !h.Codec.Valid():
 		return fmt.Errorf("%w: unknown codec %d", ErrBadHeader, uint8(h.Codec))
 	case h.Op >= numOps:
 		return fmt.Errorf("%w: unknown op %d", ErrBadHeader, uint8(h.Op))
@@ -238,13 +237,38 @@ func (h *Header) Validate() error {
 	case h.Offset > h.Count:
 		return fmt.Errorf("%w: offset %d beyond count %d", ErrBadHeader, h.Offset, h.Count)
 	case h.Codec != CodecNone:
-		return nil
+		return h.validateCodec(size)
 	case h.Length%size != 0:
 		return fmt.Errorf("%w: payload of %d bytes is not a whole number of %s elements", ErrBadHeader, h.Length, h.DType)
 	case h.Length/size > h.Count-h.Offset:
 		// Offset+Length/size could overflow; the subtraction cannot,
 		// since Offset <= Count was checked above.
 		return fmt.Errorf("%w: %d elements at offset %d overrun count %d", ErrBadHeader, h.Length/size, h.Offset, h.Count)
+	}
+	return nil
+}
+
+// validateCodec checks the payload length of a compressed frame: a lossy
+// codec's payload is two bytes per float32 or float64 element, and a
+// lossless one is smaller than the raw elements it stands for (a payload
+// that does not shrink goes raw), which must fit between Offset and Count.
+func (h *Header) validateCodec(size uint64) error {
+	room := h.Count - h.Offset
+	if h.Codec.Lossy() {
+		switch {
+		case h.DType != Float32 && h.DType != Float64:
+			return fmt.Errorf("%w: %s payload of %s elements", ErrBadHeader, h.Codec, h.DType)
+		case h.Length%2 != 0:
+			return fmt.Errorf("%w: %s payload of %d bytes is not a whole number of elements", ErrBadHeader, h.Codec, h.Length)
+		case h.Length/2 > room:
+			return fmt.Errorf("%w: %d %s elements at offset %d overrun count %d", ErrBadHeader, h.Length/2, h.Codec, h.Offset, h.Count)
+		}
+		return nil
+	}
+	// room*size cannot overflow: Validate checked Count*size.
+	if h.Length > 0 && h.Length >= room*size {
+		return fmt.Errorf("%w: %s payload of %d bytes is not smaller than the %d raw bytes of the %d elements after offset %d",
+			ErrBadHeader, h.Codec, h.Length, room*size, room, h.Offset)
 	}
 	return nil
 }

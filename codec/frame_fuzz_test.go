@@ -79,8 +79,9 @@ func TestHeaderGofuzz(t *testing.T) {
 		often := func() bool { return c.Intn(5) > 0 }
 		h.Kind = Kind(c.Intn(int(numKinds) + 1))
 		h.DType = DType(c.Intn(int(numDTypes) + 1))
-		h.Codec = CodecID(c.Intn(int(maxCodec) + 2))
-		if often() {
+		// Every codec and one past the last; CodecNone half the time.
+		h.Codec = CodecID(c.Intn(int(numCodecs) + 1))
+		if c.RandBool() {
 			h.Codec = CodecNone
 		}
 		h.Op = OpID(c.Intn(int(numOps) + 1))
@@ -125,6 +126,12 @@ func TestHeaderGofuzz(t *testing.T) {
 		h.Count = uint64(c.Intn(64))
 		h.Offset = uint64(c.Intn(int(h.Count) + 2))
 		h.Length = uint64(c.Intn(int(h.Count-min(h.Offset, h.Count))+2)) * size
+		switch {
+		case h.Codec.Lossy():
+			h.Length = h.Length / size * 2 // two bytes an element
+		case h.Codec != CodecNone && h.Length > 0:
+			h.Length -= uint64(c.Intn(2)) // often smaller than raw
+		}
 		if h.Flags&(FlagGoodbye|FlagProbe) != 0 && often() {
 			h.Length = 0
 		}
@@ -136,18 +143,22 @@ func TestHeaderGofuzz(t *testing.T) {
 			h.Offset = h.Count - uint64(c.Intn(3))
 		}
 	})
-	valid := 0
+	valid, compressed := 0, 0
 	for range 20000 {
 		var h Header
 		f.Fuzz(&h)
 		checkHeader(t, &h)
 		if h.Validate() == nil {
 			valid++
+			if h.Codec != CodecNone {
+				compressed++
+			}
 		}
 	}
-	t.Logf("%d of 20000 generated headers are valid", valid)
+	t.Logf("%d of 20000 generated headers are valid, %d of them compressed", valid, compressed)
 	// The generator is only useful if it reaches both outcomes often.
 	require.Greater(t, valid, 1000, "too few valid headers generated")
+	require.Greater(t, compressed, 200, "too few valid compressed headers generated")
 
 	for i := range 20000 {
 		var b [HeaderSize]byte

@@ -41,6 +41,20 @@ var validHeaders = []struct {
 	{"extremes", Header{Kind: KindAllgather, DType: Uint8, Comm: math.MaxUint64, Seq: math.MaxUint64, Tag: math.MaxInt64,
 		Count: math.MaxInt64, Length: MaxPayload, Offset: math.MaxInt64 - MaxPayload, Root: -1, Algorithm: numAlgorithms - 1}},
 	{"largest count", Header{Kind: KindBcast, DType: Float64, Seq: 1, Count: math.MaxInt64 / 8, Offset: math.MaxInt64 / 8, Root: 5}},
+
+	// Compressed payloads: two bytes per element for a lossy codec (on
+	// float32 and float64 only), and fewer bytes than the elements left
+	// after Offset take raw for a lossless one.
+	{"bf16 chunk", Header{Kind: KindAllreduce, DType: Float32, Codec: CodecBF16, Op: OpSum, Seq: 1,
+		Count: 100, Length: 2 * 90, Offset: 10, Root: -1, Algorithm: AlgoRing}},
+	{"fp16 float64", Header{Kind: KindBcast, DType: Float64, Codec: CodecFP16, Seq: 2, Count: 4, Length: 2, Offset: 3, Root: 0}},
+	{"empty lossy payload", Header{Kind: KindSend, DType: Float32, Codec: CodecBF16, Count: 4, Offset: 4, Root: -1}},
+	{"largest lossy payload", Header{Kind: KindAllgather, DType: Float64, Codec: CodecFP16, Seq: 3,
+		Count: MaxPayload / 2, Length: MaxPayload, Root: -1}},
+	{"zstd one byte short of raw", Header{Kind: KindReduce, DType: Float32, Codec: CodecZstd, Op: OpMax, Seq: 4,
+		Count: 100, Length: 4*90 - 1, Offset: 10, Root: 0}},
+	{"s2 int8", Header{Kind: KindSend, DType: Int8, Codec: CodecS2, Count: 1 << 20, Length: 60, Root: -1}},
+	{"s2 bf16 elements", Header{Kind: KindGather, DType: BFloat16, Codec: CodecS2, Seq: 5, Count: 9, Length: 17, Root: 1}},
 }
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -105,7 +119,8 @@ func TestHeaderValidate(t *testing.T) {
 		{"unknown kind", func(h *Header) { h.Kind = numKinds }, "unknown kind 17"},
 		{"zero dtype", func(h *Header) { h.DType = 0 }, "unknown element type 0"},
 		{"unknown dtype", func(h *Header) { h.DType = numDTypes }, "unknown element type 13"},
-		{"unknown codec", func(h *Header) { h.Codec = maxCodec + 1 }, "unknown codec 1"},
+		{"unknown codec", func(h *Header) { h.Codec = numCodecs }, fmt.Sprint("unknown codec ", int(numCodecs))},
+		{"codec 255", func(h *Header) { h.Codec = 255 }, "unknown codec 255"},
 		{"unknown op", func(h *Header) { h.Op = numOps }, "unknown op 10"},
 		{"unknown algorithm", func(h *Header) { h.Algorithm = numAlgorithms }, fmt.Sprint("unknown algorithm ", int(numAlgorithms))},
 		{"collective without seq", func(h *Header) { h.Seq = 0 }, "Allreduce frame without a sequence number"},
@@ -142,6 +157,25 @@ func TestHeaderValidate(t *testing.T) {
 		{"payload overruns count from zero", func(h *Header) { h.Offset, h.Length, h.Count = 0, 8, 1 }, "2 elements at offset 0 overrun count 1"},
 		{"offset plus payload wraps", func(h *Header) { h.DType, h.Count, h.Offset, h.Length = Uint8, math.MaxInt64, math.MaxInt64, 2 },
 			"2 elements at offset 9223372036854775807 overrun count 9223372036854775807"},
+
+		// Compressed frames. validHeader carries 10 float32 elements
+		// (40 bytes) at offset 10 of 100.
+		{"lossy on int32", func(h *Header) { h.DType, h.Codec = Int32, CodecBF16 }, "bf16 payload of int32 elements"},
+		{"lossy on bf16 elements", func(h *Header) { h.DType, h.Codec = BFloat16, CodecFP16 }, "fp16 payload of bf16 elements"},
+		{"lossy on uint8", func(h *Header) { h.DType, h.Codec = Uint8, CodecFP16 }, "fp16 payload of uint8 elements"},
+		{"odd lossy length", func(h *Header) { h.Codec, h.Length = CodecFP16, 41 }, "fp16 payload of 41 bytes is not a whole number of elements"},
+		{"lossy length overruns count", func(h *Header) { h.Codec, h.Offset, h.Length = CodecBF16, 95, 12 },
+			"6 bf16 elements at offset 95 overrun count 100"},
+		{"lossy payload at count", func(h *Header) { h.DType, h.Codec, h.Offset, h.Length = Float64, CodecFP16, 100, 2 },
+			"1 fp16 elements at offset 100 overrun count 100"},
+		{"lossy length too long", func(h *Header) { h.Codec, h.Count, h.Offset, h.Length = CodecBF16, math.MaxInt64/8, 0, MaxPayload+2 },
+			"exceeds"},
+		{"lossless payload as long as raw", func(h *Header) { h.Codec, h.Offset = CodecZstd, 90 },
+			"zstd payload of 40 bytes is not smaller than the 40 raw bytes of the 10 elements after offset 90"},
+		{"lossless payload longer than raw", func(h *Header) { h.DType, h.Codec, h.Offset = Float64, CodecS2, 96 },
+			"s2 payload of 40 bytes is not smaller than the 32 raw bytes of the 4 elements after offset 96"},
+		{"lossless payload at count", func(h *Header) { h.Codec, h.Offset, h.Length = CodecS2, 100, 1 },
+			"s2 payload of 1 bytes is not smaller than the 0 raw bytes of the 0 elements after offset 100"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

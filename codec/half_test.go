@@ -3,6 +3,7 @@ package codec
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -306,4 +307,273 @@ func BenchmarkFloat16FromFloat32(b *testing.B) {
 			out[i] = Float16FromFloat32(x)
 		}
 	}
+}
+
+// roundBig is a second reference, for float64 inputs, in integer
+// arithmetic on math/big: it writes |x| as m·2^e with an integer m, divides
+// by the format's quantum at x's exponent (the spacing of the format's
+// values there, fixed at the bottom of the range: subnormals) and rounds
+// the quotient to the nearest integer, ties to even, by comparing the
+// remainder with half the divisor. It shares nothing with format.round or
+// with half.go beyond the format's parameters. Zeros, infinities and NaNs
+// come back as they are.
+func (f format) roundBig(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
+		return x
+	}
+	frac, exp := math.Frexp(math.Abs(x)) // |x| = frac·2^exp, frac in [0.5, 1)
+	m := new(big.Int).SetInt64(int64(math.Ldexp(frac, 53)))
+	e := exp - 53 // |x| = m·2^e exactly
+	// The quantum is 2^q: the unit in the last place of a value in
+	// [2^(exp-1), 2^exp), or of the subnormals below 2^emin.
+	q := max(exp-1, f.emin()) - f.manBits
+	n := new(big.Int)
+	if e >= q {
+		n.Lsh(m, uint(e-q)) // a multiple of the quantum already
+	} else {
+		shift := uint(q - e)
+		n.Rsh(m, shift)
+		rem := new(big.Int).Sub(m, new(big.Int).Lsh(n, shift))
+		half := new(big.Int).Lsh(big.NewInt(1), shift-1)
+		if c := rem.Cmp(half); c > 0 || c == 0 && n.Bit(0) == 1 {
+			n.Add(n, big.NewInt(1))
+		}
+	}
+	// n·2^q is the rounded value: exact in a float64, since n has at most
+	// manBits+2 bits, unless x is near MaxFloat64 and it overflows even
+	// float64 (then Float64 says +Inf). Either way it is beyond f's range
+	// when it reaches 2^(emax+1).
+	r, acc := new(big.Float).SetMantExp(new(big.Float).SetInt(n), q).Float64()
+	if acc != big.Exact && !math.IsInf(r, 1) {
+		panic("reference result not exact")
+	}
+	if r >= math.Ldexp(1, f.emax()+1) {
+		r = math.Inf(1)
+	}
+	return math.Copysign(r, x)
+}
+
+// nanFromFloat64 is the NaN that converting the float64 NaN with bits b to
+// format f must give: the sign, all exponent bits, and the top manBits bits
+// of the payload with the top one (the quiet bit) set.
+func (f format) nanFromFloat64(b uint64) uint16 {
+	sign := uint16(b>>63) << (f.manBits + f.expBits)
+	exp := uint16(1<<f.expBits-1) << f.manBits
+	payload := uint16(b>>(52-f.manBits)) & (1<<f.manBits - 1)
+	return sign | exp | payload | 1<<(f.manBits-1)
+}
+
+// checkConv64 requires that converting in gave want (a value from the
+// reference) exactly, including the sign of zero, and for a NaN in the
+// NaN that nanFromFloat64 says.
+func checkConv64(t *testing.T, f format, in float64, got uint16, want float64) {
+	t.Helper()
+	if math.IsNaN(in) {
+		if wantBits := f.nanFromFloat64(math.Float64bits(in)); got != wantBits {
+			t.Fatalf("%s(NaN %#016x) = %#04x, want %#04x", f.name, math.Float64bits(in), got, wantBits)
+		}
+		return
+	}
+	if v := f.decode(got); v != want || math.Signbit(v) != math.Signbit(want) {
+		t.Fatalf("%s(%v = %#016x) = %#04x (%v), want %v", f.name, in, math.Float64bits(in), got, v, want)
+	}
+}
+
+// halfFromFloat64 are the two conversions from float64, with their formats.
+var halfFromFloat64 = []struct {
+	f       format
+	convert func(float64) uint16
+	// from32 is the conversion from float32, which must agree with
+	// convert on every float32.
+	from32 func(float32) uint16
+}{
+	{bf16Format, func(x float64) uint16 { return uint16(BF16FromFloat64(x)) }, func(x float32) uint16 { return uint16(BF16FromFloat32(x)) }},
+	{fp16Format, func(x float64) uint16 { return uint16(Float16FromFloat64(x)) }, func(x float32) uint16 { return uint16(Float16FromFloat32(x)) }},
+}
+
+// TestHalfReferencesAgree checks the two references against each other on
+// the inputs TestHalfFromFloat64Reference uses, so that neither can be
+// wrong in a way the tests of the conversions would inherit.
+func TestHalfReferencesAgree(t *testing.T) {
+	for _, tc := range halfFromFloat64 {
+		t.Run(tc.f.name, func(t *testing.T) {
+			forEachRoundingInput64(t, tc.f, func(in float64) {
+				a, b := tc.f.round(in), tc.f.roundBig(in)
+				if math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
+					t.Fatalf("%s(%v = %#016x): round says %v, roundBig %v", tc.f.name, in, math.Float64bits(in), a, b)
+				}
+			})
+		})
+	}
+}
+
+// forEachRoundingInput64 calls check with the float64 inputs where
+// rounding to f is decided, with both signs: every finite value of f, the
+// midpoint between it and the next one up (the tie; the step past the
+// largest finite value is to 2^(emax+1), the overflow threshold) and the
+// float64s one and two units either side of each midpoint, which a
+// conversion that rounds twice (through float32) gets wrong; then edge
+// cases and 2^18 random float64s, half with uniformly random bits and half
+// within and around f's range.
+func forEachRoundingInput64(t *testing.T, f format, check func(float64)) {
+	both := func(x float64) {
+		check(x)
+		check(-x)
+	}
+	inf := uint16(1<<f.expBits-1) << f.manBits
+	for k := range inf {
+		lo := f.decode(k)
+		hi := math.Ldexp(1, f.emax()+1)
+		if k+1 < inf {
+			hi = f.decode(k + 1)
+		}
+		mid := (lo + hi) / 2 // exact: one more bit than the format has
+		both(lo)
+		both(mid)
+		down, up := math.Nextafter(mid, 0), math.Nextafter(mid, math.Inf(1))
+		both(down)
+		both(up)
+		both(math.Nextafter(down, 0))
+		both(math.Nextafter(up, math.Inf(1)))
+	}
+	for _, x := range []float64{
+		0, math.Inf(1), math.MaxFloat64, math.SmallestNonzeroFloat64, 0x1p-1022, math.Nextafter(0x1p-1022, 0),
+		math.MaxFloat32, math.Nextafter(math.MaxFloat32, math.Inf(1)), 0x1p128, 0x1p-149, 0x1p-150, 0x1p-151,
+		math.Nextafter(0x1p-150, 1), 0x1p-126, math.Nextafter(0x1p-126, 0), 1e-50, 1e-300, 1e300,
+		0x1p-133, 0x1p-134, math.Nextafter(0x1p-134, 1), math.Nextafter(0x1p-134, 0), 0x1p-135,
+		0x1p-24, 0x1p-25, math.Nextafter(0x1p-25, 1), 0x1p-26, 0x1p-14, math.Nextafter(0x1p-14, 0),
+		65504, 65519, 65519.999, 65520, math.Nextafter(65520, 0), 65536,
+		0x1.fep127, 0x1.ffp127, math.Nextafter(0x1.ffp127, 0), 0x1p128,
+	} {
+		both(x)
+	}
+	for _, b := range []uint64{
+		0x7ff8000000000000, 0x7ff0000000000001, 0x7ff4000000000000, 0x7fffffffffffffff,
+		0x7ff0200000000000, 0x7ff0040000000000, 0x7ff00000000fffff,
+	} {
+		both(math.Float64frombits(b))
+	}
+	r := newRand(t)
+	for range 1 << 17 {
+		check(math.Float64frombits(r.Uint64()))
+		// A random mantissa at an exponent from just below the smallest
+		// subnormal of f to just above its overflow.
+		e := f.emin() - f.manBits - 3 + r.IntN(f.emax()-f.emin()+f.manBits+6)
+		both(math.Ldexp(1+r.Float64(), e))
+	}
+}
+
+// TestHalfFromFloat64Reference compares BF16FromFloat64 and
+// Float16FromFloat64 with the math/big reference: they must round once,
+// directly, not through float32.
+func TestHalfFromFloat64Reference(t *testing.T) {
+	for _, tc := range halfFromFloat64 {
+		t.Run(tc.f.name, func(t *testing.T) {
+			forEachRoundingInput64(t, tc.f, func(in float64) {
+				checkConv64(t, tc.f, in, tc.convert(in), tc.f.roundBig(in))
+			})
+		})
+	}
+}
+
+// TestHalfFromFloat64MatchesFloat32 checks that on a float32 the float64
+// conversions give the float32 ones' result bit for bit (float64(x) is
+// exact, so one correct rounding of each is the same), NaN payloads
+// included.
+func TestHalfFromFloat64MatchesFloat32(t *testing.T) {
+	for _, tc := range halfFromFloat64 {
+		t.Run(tc.f.name, func(t *testing.T) {
+			check := func(x float32) {
+				if got, want := tc.convert(float64(x)), tc.from32(x); got != want {
+					t.Fatalf("%s(float64(%v = %#08x)) = %#04x, from float32 %#04x", tc.f.name, x, math.Float32bits(x), got, want)
+				}
+			}
+			r := newRand(t)
+			for range 1 << 20 {
+				check(math.Float32frombits(r.Uint32()))
+			}
+			for b := uint32(0); b < 1<<16; b++ {
+				// Every float32 at the bottom of the range, and at the
+				// top, with NaNs.
+				check(math.Float32frombits(b))
+				check(math.Float32frombits(0x7f800000 - 1<<15 + b))
+				check(math.Float32frombits(0xffff0000 + b))
+			}
+		})
+	}
+}
+
+// TestHalfFromFloat64 pins the results where double rounding through
+// float32 goes wrong, and the ends of the ranges.
+func TestHalfFromFloat64(t *testing.T) {
+	tests := []struct {
+		name string
+		in   float64
+		bf16 BF16
+		fp16 Float16
+	}{
+		{"+0", 0, 0x0000, 0x0000},
+		{"-0", math.Copysign(0, -1), 0x8000, 0x8000},
+		{"one", 1, 0x3f80, 0x3c00},
+		{"+Inf", math.Inf(1), 0x7f80, 0x7c00},
+		{"-Inf", math.Inf(-1), 0xff80, 0xfc00},
+		{"quiet NaN", math.NaN(), 0x7fc0, 0x7e00},
+		{"signalling NaN, payload in low bits", math.Float64frombits(0x7ff0000000000001), 0x7fc0, 0x7e00},
+		{"negative NaN, payload in high bits", math.Float64frombits(0xfff5500000000000), 0xffea, 0xff54},
+		// 1 + 2^-8 + 2^-40 is just above a BF16 tie; float32 rounds it
+		// onto the tie (it has 24 bits), and the tie then goes to even, 1.
+		// The others are the same trap on either side and in either format.
+		{"bf16: just above a tie, double rounding goes down", 1 + 0x1p-8 + 0x1p-40, 0x3f81, 0x3c04},
+		{"bf16: just below a tie, double rounding goes up", 1 + 0x1.8p-7 - 0x1p-40, 0x3f81, 0x3c0c},
+		{"fp16: just above a tie, double rounding goes down", 1 + 0x1p-11 + 0x1p-40, 0x3f80, 0x3c01},
+		{"fp16: just below a tie, double rounding goes up", 1 + 0x1.8p-10 - 0x1p-40, 0x3f80, 0x3c01},
+		{"bf16 tie to even down", 1 + 0x1p-8, 0x3f80, 0x3c04},
+		{"fp16 tie to even up", 1 + 0x1.8p-10, 0x3f80, 0x3c02},
+		{"fp16 max finite", 65504, 0x4780, 0x7bff},
+		{"fp16 below overflow", 65519, 0x4780, 0x7bff},
+		{"fp16 just below overflow", math.Nextafter(65520, 0), 0x4780, 0x7bff},
+		{"fp16 overflow threshold", 65520, 0x4780, 0x7c00},
+		{"fp16 negative overflow", -65520, 0xc780, 0xfc00},
+		{"bf16 max finite", 0x1.fep127, 0x7f7f, 0x7c00},
+		{"bf16 just below overflow", math.Nextafter(0x1.ffp127, 0), 0x7f7f, 0x7c00},
+		{"bf16 overflow threshold", 0x1.ffp127, 0x7f80, 0x7c00},
+		{"max float32 overflows bf16", math.MaxFloat32, 0x7f80, 0x7c00},
+		{"max float64", -math.MaxFloat64, 0xff80, 0xfc00},
+		{"fp16 smallest subnormal", 0x1p-24, 0x3380, 0x0001},
+		{"fp16 half the smallest subnormal ties to zero", 0x1p-25, 0x3300, 0x0000},
+		{"fp16 just above half the smallest subnormal", 0x1p-25 + 0x1p-60, 0x3300, 0x0001},
+		{"fp16 subnormal tie up into normal", 1023.5 * 0x1p-24, 0x3880, 0x0400},
+		{"bf16 smallest subnormal", 0x1p-133, 0x0001, 0x0000},
+		{"bf16 half the smallest subnormal ties to zero", -0x1p-134, 0x8000, 0x8000},
+		{"bf16 just above half the smallest subnormal", 0x1p-134 + 0x1p-180, 0x0001, 0x0000},
+		{"bf16 subnormal tie up to even", 3 * 0x1p-134, 0x0002, 0x0000},
+		{"bf16 largest subnormal rounds to min normal", 0x1p-126 - 0x1p-160, 0x0080, 0x0000},
+		// Below float32's subnormals: float32(x) is 0 and the tie at
+		// 2^-150 would decide; BF16 has no such values, so 0.
+		{"below float32 range", 1e-50, 0x0000, 0x0000},
+		{"smallest float64", -math.SmallestNonzeroFloat64, 0x8000, 0x8000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := BF16FromFloat64(tc.in)
+			require.Equal(t, tc.bf16, got, "bf16: got %#04x, want %#04x", uint16(got), uint16(tc.bf16))
+			got16 := Float16FromFloat64(tc.in)
+			require.Equal(t, tc.fp16, got16, "fp16: got %#04x, want %#04x", uint16(got16), uint16(tc.fp16))
+		})
+	}
+}
+
+// TestFloat64Thresholds checks the bit patterns of half.go against the
+// values they stand for.
+func TestFloat64Thresholds(t *testing.T) {
+	require.Equal(t, math.Float64bits(0x1.ffp127), uint64(f64BF16Overflow))
+	require.Equal(t, math.Float64bits(65520), uint64(f64HalfOverflow))
+	require.Equal(t, math.Float64bits(0x1p-126), uint64(f64BF16MinNormal))
+	require.Equal(t, math.Float64bits(0x1p-14), uint64(f64HalfMinNormal))
+	require.Equal(t, math.Float64bits(f64BF16Tiny), uint64(f64BF16TinyBits))
+	require.Equal(t, math.Float64bits(f64HalfTiny), uint64(f64HalfTinyBits))
+	require.Equal(t, math.Float32bits(65520), uint32(f32HalfOverflow))
+	require.Equal(t, math.Float32bits(0x1p-14), uint32(f32HalfMinNormal))
+	require.Equal(t, 0x1.fep127, BF16(0x7f7f).Float64(), "largest finite BF16")
+	require.Equal(t, 65504.0, Float16(0x7bff).Float64(), "largest finite binary16")
 }

@@ -1,0 +1,340 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// The wire codecs. CodecNone (frame.go) sends the elements' own bytes.
+//
+// CodecBF16 and CodecFP16 are lossy and apply to float32 and float64
+// elements only: each value travels as the 16-bit float nearest to it
+// (ties to even), half the bytes of a float32 and a quarter of a float64.
+// CodecZstd and CodecS2 are lossless and apply to every element type; a
+// payload that does not shrink travels raw (CodecNone) instead.
+const (
+	CodecBF16 CodecID = iota + 1 // bfloat16: float32's range, 8 significant bits
+	CodecFP16                    // IEEE binary16: range ±65504, 11 significant bits
+	CodecZstd                    // Zstandard at its fastest level (klauspost/compress)
+	CodecS2                      // S2, a faster Snappy (klauspost/compress)
+
+	numCodecs
+)
+
+// ErrCorrupt is wrapped by the errors of Decode for a payload that its
+// codec cannot have produced.
+var ErrCorrupt = errors.New("corrupt compressed payload")
+
+var codecNames = [numCodecs]string{
+	CodecNone: "none",
+	CodecBF16: "bf16",
+	CodecFP16: "fp16",
+	CodecZstd: "zstd",
+	CodecS2:   "s2",
+}
+
+// Valid reports whether c is a known codec.
+func (c CodecID) Valid() bool { return c < numCodecs }
+
+func (c CodecID) String() string {
+	if c.Valid() {
+		return codecNames[c]
+	}
+	return fmt.Sprintf("codec(%d)", uint8(c))
+}
+
+// ParseCodec returns the codec that String spells s.
+func ParseCodec(s string) (CodecID, error) {
+	for c, name := range codecNames {
+		if s == name {
+			return CodecID(c), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown codec %q (want one of %v)", ErrInvalid, s, codecNames)
+}
+
+// Codecs lists every codec, CodecNone first.
+func Codecs() []CodecID {
+	cs := make([]CodecID, numCodecs)
+	for i := range cs {
+		cs[i] = CodecID(i)
+	}
+	return cs
+}
+
+// Lossy reports whether decoding c's output may give other values than
+// were encoded.
+func (c CodecID) Lossy() bool { return c == CodecBF16 || c == CodecFP16 }
+
+// Check says why c cannot encode elements of dt, if it cannot: the lossy
+// codecs take float32 and float64 only.
+func (c CodecID) Check(dt DType) error {
+	switch {
+	case !c.Valid():
+		return fmt.Errorf("%w: unknown codec %d", ErrInvalid, uint8(c))
+	case c.Lossy() && dt != Float32 && dt != Float64:
+		return fmt.Errorf("%w: %s compression applies to float32 and float64 data, not %s", ErrInvalid, c, dt)
+	}
+	return nil
+}
+
+// MaxWireLen is the most payload bytes that n elements of dt take on the
+// wire with c: what a receive must have room for. Lossless codecs never
+// exceed the raw size, since a payload that does not shrink goes raw.
+func MaxWireLen(c CodecID, dt DType, n int) int {
+	if c.Lossy() {
+		return 2 * n
+	}
+	return n * dt.Size()
+}
+
+// EncodeScratchLen is the size of the dst that Encode needs for n
+// elements of dt.
+func EncodeScratchLen(c CodecID, dt DType, n int) int {
+	raw := n * dt.Size()
+	switch c {
+	case CodecZstd:
+		return zstdEncoder().MaxEncodedSize(raw)
+	case CodecS2:
+		return s2.MaxEncodedLen(raw)
+	}
+	return MaxWireLen(c, dt, n)
+}
+
+// Encode encodes src with c into dst, which must hold
+// EncodeScratchLen(c, dt, len(src)) bytes, and returns the payload and
+// the codec it is in. That is c, except for a lossless codec whose
+// output would not be smaller than src, and for CodecNone: then the
+// payload is Bytes(src) and the codec CodecNone. c must be Valid and
+// apply to T (see Check); Encode panics otherwise.
+//
+// Encode does not allocate, except the first time zstd is used, when it
+// builds its encoder, and where Bytes copies (Aliasing is false), for the
+// lossless codecs.
+func Encode[T Elem](c CodecID, dst []byte, src []T) ([]byte, CodecID) {
+	switch c {
+	case CodecNone:
+		return Bytes(src), CodecNone
+	case CodecBF16, CodecFP16:
+		switch s := any(src).(type) {
+		case []float32:
+			encodeHalf(c, dst, s)
+		case []float64:
+			encodeHalf(c, dst, s)
+		default:
+			panic(fmt.Sprintf("codec: %s encoding of %s", c, DTypeOf[T]()))
+		}
+		return dst[:2*len(src)], c
+	}
+	raw := Bytes(src)
+	var out []byte
+	switch c {
+	case CodecZstd:
+		out = zstdEncoder().EncodeAll(raw, dst[:0])
+	case CodecS2:
+		out = s2.Encode(dst, raw)
+	default:
+		panic(fmt.Sprintf("codec: Encode with %s", c))
+	}
+	if len(out) >= len(raw) {
+		return raw, CodecNone
+	}
+	return out, c
+}
+
+// Decode decodes src, a payload in codec c, into exactly len(dst)
+// elements. It never writes past dst, and a payload of another length or
+// that c cannot have produced is an error wrapping ErrCorrupt, after
+// which dst's contents are unspecified. A lossy c with an element type it
+// does not apply to is an error wrapping ErrInvalid, whatever src is.
+// Like Encode, Decode does not allocate where Aliasing is true.
+func Decode[T Elem](c CodecID, dst []T, src []byte) error {
+	if c.Lossy() {
+		if err := c.Check(DTypeOf[T]()); err != nil {
+			return err
+		}
+		if len(src) != 2*len(dst) {
+			return corrupt(c, len(dst), fmt.Sprintf("%d bytes, want %d", len(src), 2*len(dst)))
+		}
+		switch d := any(dst).(type) {
+		case []float32:
+			decodeHalf(c, d, src)
+		case []float64:
+			decodeHalf(c, d, src)
+		}
+		return nil
+	}
+	size := sizeOf[T]()
+	if c == CodecNone {
+		if len(src) != len(dst)*size {
+			return corrupt(c, len(dst), fmt.Sprintf("%d bytes, want %d", len(src), len(dst)*size))
+		}
+		Store(dst, src)
+		return nil
+	}
+	// The lossless codecs decode into dst's own bytes where Bytes is a
+	// view, and into a buffer that Store copies from where it is not.
+	var raw []byte
+	if Aliasing {
+		raw = Bytes(dst)
+	} else {
+		raw = make([]byte, len(dst)*size)
+	}
+	switch c {
+	case CodecZstd:
+		// The decoder is limited to cap(raw[:0]) == len(raw) bytes
+		// (WithDecodeAllCapLimit), so a payload that decodes to more fails
+		// instead of making DecodeAll grow a buffer of its own; one that
+		// decodes to fewer is caught by the length check.
+		out, err := zstdDecoder().DecodeAll(src, raw[:0:len(raw)])
+		if err != nil {
+			return corrupt(c, len(dst), err.Error())
+		}
+		if len(out) != len(raw) || len(out) > 0 && &out[0] != &raw[0] {
+			return corrupt(c, len(dst), fmt.Sprintf("%d bytes decoded", len(out)))
+		}
+	case CodecS2:
+		n, err := s2.DecodedLen(src)
+		if err != nil {
+			return corrupt(c, len(dst), err.Error())
+		}
+		if n != len(raw) {
+			return corrupt(c, len(dst), fmt.Sprintf("%d bytes decoded", n))
+		}
+		if _, err := s2.Decode(raw, src); err != nil {
+			return corrupt(c, len(dst), err.Error())
+		}
+	default:
+		return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, uint8(c))
+	}
+	Store(dst, raw)
+	return nil
+}
+
+func corrupt(c CodecID, n int, got string) error {
+	return fmt.Errorf("%w: %s payload for %d elements: %s", ErrCorrupt, c, n, got)
+}
+
+// Round replaces every value of buf by what it becomes after a trip
+// through c: the value a peer decodes, bit for bit. It does nothing for
+// lossless codecs, and for element types a lossy codec does not apply to
+// (see Check). Rounding a value twice gives the same as once. It never
+// allocates.
+func Round[T Elem](c CodecID, buf []T) {
+	if !c.Lossy() {
+		return
+	}
+	switch b := any(buf).(type) {
+	case []float32:
+		roundHalf(c, b)
+	case []float64:
+		roundHalf(c, b)
+	}
+}
+
+// The zstd coder is made on first use: building one allocates its
+// tables, which a job without zstd should not pay for. One encoder and one
+// decoder serve every goroutine.
+var (
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			panic("codec: zstd encoder: " + err.Error())
+		}
+		return e
+	})
+	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(MaxPayload), zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			panic("codec: zstd decoder: " + err.Error())
+		}
+		return d
+	})
+)
+
+// UnitRoundoff is the unit roundoff u of codec c, half the spacing of its
+// format's values at 1: for x in the format's normal range (and x = 0)
+// Round(x) = x(1+δ) with |δ| ≤ u. It is 2^-8 for BF16 (8 significant
+// bits), 2^-11 for FP16 (11 bits), and 0 for the lossless codecs.
+func (c CodecID) UnitRoundoff() float64 {
+	switch c {
+	case CodecBF16:
+		return 0x1p-8
+	case CodecFP16:
+		return 0x1p-11
+	}
+	return 0
+}
+
+// accumRoundoff is the unit roundoff ε of one reduction step on elements
+// of dt: one IEEE addition for float32 and float64. For BF16 and Float16,
+// Reduce adds in float32 and rounds back to 16 bits, two roundings per
+// step; ε is the sum of their unit roundoffs, which is what the bound t of
+// RoundingBound needs, as (1+a)(1+b) ≤ e^(a+b). Integer sums are exact
+// (overflow wraps, which is not rounding).
+func accumRoundoff(dt DType) float64 {
+	switch dt {
+	case Float32:
+		return 0x1p-24
+	case Float64:
+		return 0x1p-53
+	case BFloat16:
+		return 0x1p-8 + 0x1p-24
+	case Half:
+		return 0x1p-11 + 0x1p-24
+	}
+	return 0
+}
+
+// RoundingBound is the relative error bound γ of an allreduce sum of
+// ranks contributions of element type dt sent with codec c: the computed
+// sum s of x_1, …, x_N (N = ranks) satisfies
+//
+//	|s - Σ x_i| ≤ γ · Σ |x_i|
+//
+// when every value that travels is rounded by c at most once per hop, no
+// contribution passes more than N+1 roundings by c (its own before it is
+// first sent, at most N-1 hops, and the final rounding of the result) and
+// N steps of the reduction in dt (N-1 additions and Avg's division), and
+// nothing overflows or falls below the normal range of c's format. With
+// u = c.UnitRoundoff() and ε the unit roundoff of dt (2^-24 for float32,
+// 2^-53 for float64) it returns
+//
+//	γ = t/(1-t),  t = (N+1)·u + N·ε,
+//
+// which is at least (1+u)^(N+1)·(1+ε)^N - 1, the exact bound; see "Wire
+// compression" in the package documentation for the derivation. It is
+// +Inf when t >= 1, where the bound says nothing (from 255 ranks for BF16,
+// 2047 for FP16).
+// For BF16 and Float16 data ε is that of the float32 addition plus the
+// rounding back to 16 bits; integer data has ε = 0.
+//
+// RoundingBound panics if ranks < 1 or if c does not apply to dt (see
+// Check), as Encode would.
+func RoundingBound(c CodecID, dt DType, ranks int) float64 {
+	if ranks < 1 {
+		panic(fmt.Sprintf("codec: RoundingBound for %d ranks", ranks))
+	}
+	if err := c.Check(dt); err != nil {
+		panic("codec: RoundingBound: " + err.Error())
+	}
+	n := float64(ranks)
+	t := (n+1)*c.UnitRoundoff() + n*accumRoundoff(dt)
+	switch {
+	case t == 0:
+		return 0 // exact: integer data, sent losslessly
+	case t >= 1:
+		return math.Inf(1)
+	}
+	// t/(1-t) is rounded once, to nearest; the next float64 up is at least
+	// the exact quotient, so γ is a bound, not an approximation of one.
+	return math.Nextafter(t/(1-t), math.Inf(1))
+}

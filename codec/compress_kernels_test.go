@@ -1,0 +1,209 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+)
+
+// kernelInputs32 returns float32 bit patterns where rounding to BF16 or
+// binary16 is decided (each format's values, the midpoints between
+// neighbours and the float32s either side of them, both signs), NaNs of
+// every kind, random patterns, and runs of normal values with one NaN or
+// one out-of-range value at each position of an eight-element group, in
+// an order shuffled with a fixed seed so that special values land at
+// every position of the kernels' groups of four and eight.
+func kernelInputs32(t *testing.T) []uint32 {
+	var in []uint32
+	add := func(x float32) {
+		in = append(in, math.Float32bits(x), math.Float32bits(-x))
+	}
+	for _, f := range []format{bf16Format, fp16Format} {
+		inf := uint16(1<<f.expBits-1) << f.manBits
+		for k := range inf {
+			lo := f.decode(k)
+			hi := math.Ldexp(1, f.emax()+1)
+			if k+1 < inf {
+				hi = f.decode(k + 1)
+			}
+			mid := float32((lo + hi) / 2)
+			add(float32(lo))
+			add(mid)
+			add(math.Nextafter32(mid, 0))
+			add(math.Nextafter32(mid, float32(math.Inf(1))))
+		}
+	}
+	in = append(in, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffffffff, 0x7fa00000, 0x7f7fffff, 1)
+	r := newRand(t)
+	for range 1 << 16 {
+		in = append(in, r.Uint32())
+	}
+	r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	for _, odd := range []uint32{0x7fc00000, 0xffffffff, 0x7f800001, 0x477ff000, 0x00000001, 0} {
+		for pos := range 8 {
+			for i := range 8 {
+				v := math.Float32bits(1 + float32(i)/8)
+				if i == pos {
+					v = odd
+				}
+				in = append(in, v)
+			}
+		}
+	}
+	return in
+}
+
+// kernelInputs64 is kernelInputs32 for float64: the inputs of
+// TestHalfFromFloat64Reference, shuffled, and groups with one special
+// value at each position.
+func kernelInputs64(t *testing.T) []uint64 {
+	var in []uint64
+	for _, f := range []format{bf16Format, fp16Format} {
+		forEachRoundingInput64(t, f, func(x float64) { in = append(in, math.Float64bits(x)) })
+	}
+	r := newRand(t)
+	r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	for _, odd := range []uint64{0x7ff8000000000000, 0xfff0000000000001, 0x7ff0000000000000, math.Float64bits(65520), 1, 0} {
+		for pos := range 4 {
+			for i := range 4 {
+				v := math.Float64bits(1 + float64(i)/4)
+				if i == pos {
+					v = odd
+				}
+				in = append(in, v)
+			}
+		}
+	}
+	return in
+}
+
+// TestKernelsMatchScalar runs every word kernel and every portable loop on
+// the inputs above, from each of the first eight offsets so that groups
+// and tails fall differently, and requires the result of the scalar
+// conversion of half.go for each element, bit for bit.
+func TestKernelsMatchScalar(t *testing.T) {
+	in32, in64 := kernelInputs32(t), kernelInputs64(t)
+	words := make([]uint16, 1<<16)
+	for i := range words {
+		words[i] = uint16(i)
+	}
+	f32 := make([]float32, len(in32))
+	for i, b := range in32 {
+		f32[i] = math.Float32frombits(b)
+	}
+	f64 := make([]float64, len(in64))
+	for i, b := range in64 {
+		f64[i] = math.Float64frombits(b)
+	}
+
+	t.Run("bf16", func(t *testing.T) {
+		scalarEnc32 := func(b uint32) uint16 { return uint16(BF16FromFloat32(math.Float32frombits(b))) }
+		scalarEnc64 := func(b uint64) uint16 { return uint16(BF16FromFloat64(math.Float64frombits(b))) }
+		checkEncodeKernel(t, in32, encodeBF16F32, scalarEnc32)
+		checkEncodeKernel(t, in64, encodeBF16F64, scalarEnc64)
+		checkRoundKernel(t, in32, roundBF16F32, func(b uint32) uint32 { return math.Float32bits(BF16(scalarEnc32(b)).Float32()) })
+		checkRoundKernel(t, in64, roundBF16F64, func(b uint64) uint64 { return math.Float64bits(BF16(scalarEnc64(b)).Float64()) })
+		checkDecodeKernel(t, words, func(s []uint16) []uint32 { d := make([]uint32, len(s)); decodeBF16F32(d, s); return d },
+			func(w uint16) uint32 { return math.Float32bits(BF16(w).Float32()) })
+		checkDecodeKernel(t, words, func(s []uint16) []uint64 { d := make([]float64, len(s)); decodeBF16F64(d, s); return bits64(d) },
+			func(w uint16) uint64 { return math.Float64bits(BF16(w).Float64()) })
+		checkPortable(t, CodecBF16, f32, func(x float32) uint16 { return uint16(BF16FromFloat32(x)) })
+		checkPortable(t, CodecBF16, f64, func(x float64) uint16 { return uint16(BF16FromFloat64(x)) })
+	})
+	t.Run("fp16", func(t *testing.T) {
+		scalarEnc32 := func(b uint32) uint16 { return uint16(Float16FromFloat32(math.Float32frombits(b))) }
+		scalarEnc64 := func(b uint64) uint16 { return uint16(Float16FromFloat64(math.Float64frombits(b))) }
+		checkEncodeKernel(t, in32, encodeFP16F32, scalarEnc32)
+		checkEncodeKernel(t, in64, encodeFP16F64, scalarEnc64)
+		checkRoundKernel(t, in32, roundFP16F32, func(b uint32) uint32 { return math.Float32bits(Float16(scalarEnc32(b)).Float32()) })
+		checkRoundKernel(t, in64, roundFP16F64, func(b uint64) uint64 { return math.Float64bits(Float16(scalarEnc64(b)).Float64()) })
+		checkDecodeKernel(t, words, func(s []uint16) []uint32 { d := make([]uint32, len(s)); decodeFP16F32(d, s); return d },
+			func(w uint16) uint32 { return math.Float32bits(Float16(w).Float32()) })
+		checkDecodeKernel(t, words, func(s []uint16) []uint64 { d := make([]float64, len(s)); decodeFP16F64(d, s); return bits64(d) },
+			func(w uint16) uint64 { return math.Float64bits(Float16(w).Float64()) })
+		checkPortable(t, CodecFP16, f32, func(x float32) uint16 { return uint16(Float16FromFloat32(x)) })
+		checkPortable(t, CodecFP16, f64, func(x float64) uint16 { return uint16(Float16FromFloat64(x)) })
+	})
+}
+
+func bits64(f []float64) []uint64 {
+	b := make([]uint64, len(f))
+	for i, v := range f {
+		b[i] = math.Float64bits(v)
+	}
+	return b
+}
+
+func checkEncodeKernel[U uint32 | uint64](t *testing.T, in []U, kernel func([]uint16, []U), scalar func(U) uint16) {
+	t.Helper()
+	for off := range 8 {
+		src := in[off:]
+		got := make([]uint16, len(src))
+		kernel(got, src)
+		for i, b := range src {
+			if want := scalar(b); got[i] != want {
+				t.Fatalf("offset %d, element %d: encoding %#x gave %#04x, want %#04x", off, i, b, got[i], want)
+			}
+		}
+	}
+}
+
+func checkRoundKernel[U uint32 | uint64](t *testing.T, in []U, kernel func([]U), scalar func(U) U) {
+	t.Helper()
+	for off := range 8 {
+		got := append([]U(nil), in[off:]...)
+		kernel(got)
+		for i, b := range in[off:] {
+			if want := scalar(b); got[i] != want {
+				t.Fatalf("offset %d, element %d: rounding %#x gave %#x, want %#x", off, i, b, got[i], want)
+			}
+		}
+	}
+}
+
+func checkDecodeKernel[U uint32 | uint64](t *testing.T, words []uint16, decode func([]uint16) []U, scalar func(uint16) U) {
+	t.Helper()
+	for off := range 8 {
+		src := words[off:]
+		got := decode(src)
+		for i, w := range src {
+			if want := scalar(w); got[i] != want {
+				t.Fatalf("offset %d: decoding %#04x gave %#x, want %#x", off, w, got[i], want)
+			}
+		}
+	}
+}
+
+// checkPortable runs the loops of the copying build on src and requires
+// the scalar conversions' results: the encoding, its decoding, and Round.
+func checkPortable[F float](t *testing.T, c CodecID, src []F, scalarEnc func(F) uint16) {
+	t.Helper()
+	enc := make([]byte, 2*len(src))
+	encodeHalfPortable(c, enc, src)
+	dec := make([]F, len(src))
+	decodeHalfPortable(c, dec, enc)
+	round := append([]F(nil), src...)
+	roundHalfPortable(c, round)
+	for i, v := range src {
+		w := binary.LittleEndian.Uint16(enc[2*i:])
+		var want F
+		switch any(want).(type) {
+		case float32:
+			want = F(BF16(w).Float32())
+			if c == CodecFP16 {
+				want = F(Float16(w).Float32())
+			}
+		case float64:
+			want = F(BF16(w).Float64())
+			if c == CodecFP16 {
+				want = F(Float16(w).Float64())
+			}
+		}
+		if toBits(dec[i]) != toBits(want) || toBits(round[i]) != toBits(want) {
+			t.Fatalf("%v: decoded %v, rounded %v, want %v", v, dec[i], round[i], want)
+		}
+		if w != scalarEnc(v) {
+			t.Fatalf("%v: encoded %#04x, want %#04x", v, w, scalarEnc(v))
+		}
+	}
+}

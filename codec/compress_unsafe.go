@@ -1,0 +1,94 @@
+//go:build !purego && !nounsafe && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64 || wasm)
+
+// The same build constraint as view_unsafe.go: on little-endian hosts,
+// without the purego and nounsafe tags, a []uint16 is its own wire
+// encoding, and the lossy codecs run the word kernels of
+// compress_kernels.go on views of the payload and of the floats' bits.
+
+package codec
+
+import "unsafe"
+
+// wordsOf returns b's memory as 16-bit words, or ok == false when b is not
+// 2-byte aligned: several architectures fault on misaligned loads.
+// Payloads in buffers from make, and at even offsets in them, are aligned.
+func wordsOf(b []byte) (w []uint16, ok bool) {
+	p := unsafe.SliceData(b)
+	if uintptr(unsafe.Pointer(p))%2 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(p)), len(b)/2), true
+}
+
+// bitsOf returns the memory of s as unsigned integers of the same size:
+// float32 bits or float64 bits. A float and its bits have the same size
+// and alignment, so the view is always valid.
+func bitsOf[F float, U uint32 | uint64](s []F) []U {
+	return unsafe.Slice((*U)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// encodeHalf writes the 16-bit encodings of src to dst[:2*len(src)].
+func encodeHalf[F float](c CodecID, dst []byte, src []F) {
+	w, ok := wordsOf(dst[:2*len(src)])
+	if !ok {
+		encodeHalfPortable(c, dst, src)
+		return
+	}
+	switch s := any(src).(type) {
+	case []float32:
+		if c == CodecBF16 {
+			encodeBF16F32(w, bitsOf[float32, uint32](s))
+		} else {
+			encodeFP16F32(w, bitsOf[float32, uint32](s))
+		}
+	case []float64:
+		if c == CodecBF16 {
+			encodeBF16F64(w, bitsOf[float64, uint64](s))
+		} else {
+			encodeFP16F64(w, bitsOf[float64, uint64](s))
+		}
+	}
+}
+
+// decodeHalf sets dst to the values of the 16-bit encodings in
+// src[:2*len(dst)].
+func decodeHalf[F float](c CodecID, dst []F, src []byte) {
+	w, ok := wordsOf(src[:2*len(dst)])
+	if !ok {
+		decodeHalfPortable(c, dst, src)
+		return
+	}
+	switch d := any(dst).(type) {
+	case []float32:
+		if c == CodecBF16 {
+			decodeBF16F32(bitsOf[float32, uint32](d), w)
+		} else {
+			decodeFP16F32(bitsOf[float32, uint32](d), w)
+		}
+	case []float64:
+		if c == CodecBF16 {
+			decodeBF16F64(d, w)
+		} else {
+			decodeFP16F64(d, w)
+		}
+	}
+}
+
+// roundHalf sets every value of buf to what it becomes after a trip
+// through c.
+func roundHalf[F float](c CodecID, buf []F) {
+	switch b := any(buf).(type) {
+	case []float32:
+		if c == CodecBF16 {
+			roundBF16F32(bitsOf[float32, uint32](b))
+		} else {
+			roundFP16F32(bitsOf[float32, uint32](b))
+		}
+	case []float64:
+		if c == CodecBF16 {
+			roundBF16F64(bitsOf[float64, uint64](b))
+		} else {
+			roundFP16F64(bitsOf[float64, uint64](b))
+		}
+	}
+}
