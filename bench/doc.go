@@ -16,9 +16,11 @@
 //
 // Run measures a sweep on every rank of a job, as gocoll bench does: a
 // Config names the collectives, sizes (ParseSizes reads specs such as
-// "8:64M") and algorithms. Each point is warmed up and timed call by call
-// between barriers, like mpi_coll_bench.c, with as many calls as
-// Iterations says, and every call's result is checked against the data
-// the ranks sent; a wrong element fails the sweep with a *VerifyError.
-// WriteTable prints results for people.
+// "8:64M"), algorithms, chunk sizes and wire codecs; with a codec, the
+// bandwidths count the data's float32 bytes, not the fewer on the wire.
+// Each point is warmed up and timed call by call between barriers, like
+// mpi_coll_bench.c, with as many calls as Iterations says, and every
+// call's result is checked against the data the ranks sent; a wrong
+// element fails the sweep with a *VerifyError. WriteTable prints results
+// for people, and Tune picks from them what a tuning table should say.
 package bench

@@ -4,22 +4,73 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
 
-// The data every rank sends is a deterministic pattern of small integers
-// in float32, like mpi_coll_bench.c's, so that any sum of them over up to
-// about 15000 ranks is exact in whatever order an algorithm adds, and a
-// result can be checked for equality.
+// The data every rank sends are pseudo-random whole numbers in float32,
+// and the first element of each block is a stamp that changes from call
+// to call. Every sum of them over the ranks is exact in whatever order an
+// algorithm adds, so that a result can be checked for equality, even
+// through a lossy codec: whole numbers up to exactUpTo(codec) survive its
+// rounding, and the values are kept small enough that a sum over the
+// ranks stays below that. They are random rather than a short repeating
+// pattern so that the lossless codecs meet data that shrinks as little as
+// real float32 data does: zstd and s2 leave a MiB of it uncompressed, as
+// they do a MiB of normally distributed float32, where they shrink a MiB
+// of the period-7 pattern that mpi_coll_bench.c sends to almost nothing.
+
+// exactUpTo is the bound up to which every whole number keeps its value
+// in a result of a call with codec c: float32 holds whole numbers exactly
+// up to 2^24, bf16 (8 significant bits) up to 2^8 and fp16 (11) up to
+// 2^11.
+func exactUpTo(c codec.CodecID) int {
+	switch c {
+	case codec.CodecBF16:
+		return 1 << 8
+	case codec.CodecFP16:
+		return 1 << 11
+	}
+	return 1 << 24
+}
+
+// values are the data of a kernel whose elements each rank fills with at
+// most top: the pattern, from 1 to top, so that a missing contribution
+// always changes a sum, and the stamps, from 0 to top.
+type values struct {
+	top int
+	// The stamp of rank r before call it is it%iters + r%ranks: each
+	// rank's stamp, and the sum of all ranks' stamps, differs from the
+	// previous call's, and blocks from different ranks differ where top
+	// leaves room.
+	iters, ranks int
+}
+
+// newValues returns the values for top, at least 1. The stamps take up to
+// 64 ranks' and 1024 calls' worth of room, as much as top leaves them:
+// their largest, (iters-1) + (ranks-1), is at most top, and iters is at
+// least 2, so that consecutive calls' stamps differ.
+func newValues(top int) values {
+	ranks := min(64, max(top/2, 1))
+	return values{top: top, ranks: ranks, iters: min(1024, top-ranks+2)}
+}
 
 // pattern is the value rank r sends at element i.
-func pattern(r, i int) float32 { return float32(r%64+1) + float32(i%7) }
+func (v values) pattern(r, i int) float32 {
+	// A multiplicative hash of (r, i), so that neighbouring elements and
+	// ranks differ.
+	x := uint32(r)*0x9e3779b1 ^ uint32(i)*0x85ebca77
+	x ^= x >> 15
+	x *= 0x2c1b3c6d
+	x ^= x >> 12
+	return float32(1 + x%uint32(v.top))
+}
 
 // stamp is the value rank r writes into the first element of each block
 // before call it, so that a call that leaves an earlier call's result in
 // place fails the check after it.
-func stamp(r, it int) float32 { return float32(it%1024) + float32(r%64) }
+func (v values) stamp(r, it int) float32 { return float32(it%v.iters + r%v.ranks) }
 
 // sumOver adds f(r) over the n ranks.
 func sumOver(n int, f func(r int) float32) float32 {
@@ -33,6 +84,7 @@ func sumOver(n int, f func(r int) float32) float32 {
 // A kernel is one point of a sweep on one rank: its buffers, the timed
 // call and the checks around it.
 type kernel struct {
+	values
 	ctx     context.Context
 	c       *comm.Comm
 	p       point
@@ -60,11 +112,17 @@ var builders = map[string]func(k *kernel){
 	"allgather_object": (*kernel).allgatherObject,
 }
 
+// newKernel sets up p on c, whose size p.top must allow (see
+// point.checkable).
 func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
-	k := &kernel{ctx: ctx, c: c, p: p, me: c.Rank(), n: c.Size(),
+	k := &kernel{values: newValues(p.top(c.Size())), ctx: ctx, c: c, p: p, me: c.Rank(), n: c.Size(),
 		prepare: func(int) {}, stamped: func(int) error { return nil }, check: func() error { return nil }}
+	// The codec is passed even when it is none, so that GOCOLL_CODEC or a
+	// tuning table cannot compress a point its codec column calls
+	// uncompressed.
+	k.opts = []collective.Option{collective.WithCompression(p.codec)}
 	if p.algo != collective.Auto {
-		k.opts = []collective.Option{collective.WithAlgorithm(p.algo)}
+		k.opts = append(k.opts, collective.WithAlgorithm(p.algo))
 	}
 	if p.chunk > 0 {
 		k.opts = append(k.opts, collective.WithChunkSize(p.chunk))
@@ -82,6 +140,7 @@ func (k *kernel) block() int { return k.elems() / k.n }
 type VerifyError struct {
 	Collective string
 	Algo       string
+	Codec      string
 	Bytes      int64
 	Rank       int // the rank that holds the wrong value
 	Index      int // the element of the rank's result
@@ -94,8 +153,12 @@ func (e *VerifyError) Error() string {
 	if e.Iteration >= 0 {
 		when = fmt.Sprintf("after call %d", e.Iteration)
 	}
+	with := e.Algo
+	if e.Codec != codec.CodecNone.String() {
+		with += " and " + e.Codec
+	}
 	return fmt.Sprintf("wrong result of %s of %d bytes with %s: rank %d holds %v at element %d, want %v (%s)",
-		e.Collective, e.Bytes, e.Algo, e.Rank, e.Got, e.Index, e.Want, when)
+		e.Collective, e.Bytes, with, e.Rank, e.Got, e.Index, e.Want, when)
 }
 
 // expect checks element i of the result against want after call it (-1:
@@ -104,7 +167,7 @@ func (k *kernel) expect(i, it int, want float32) error {
 	if k.out[i] == want {
 		return nil
 	}
-	return &VerifyError{Collective: k.p.collective, Algo: k.p.algoName(), Bytes: k.p.bytes,
+	return &VerifyError{Collective: k.p.collective, Algo: k.p.algoName(), Codec: k.p.codec.String(), Bytes: k.p.bytes,
 		Rank: k.me, Index: i, Iteration: it, Got: k.out[i], Want: want}
 }
 
@@ -139,10 +202,10 @@ func (k *kernel) expectAll(m int, want func(i int) float32) error {
 func (k *kernel) allreduce() {
 	send, out := make([]float32, k.elems()), make([]float32, k.elems())
 	for i := range send {
-		send[i] = pattern(k.me, i)
+		send[i] = k.pattern(k.me, i)
 	}
 	k.out = out
-	k.prepare = func(it int) { send[0] = stamp(k.me, it) }
+	k.prepare = func(it int) { send[0] = k.stamp(k.me, it) }
 	if k.p.collective == "reduce" {
 		k.call = func() error {
 			copy(out, send)
@@ -158,11 +221,11 @@ func (k *kernel) allreduce() {
 		}
 	}
 	k.stamped = func(it int) error {
-		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return stamp(r, it) }))
+		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return k.stamp(r, it) }))
 	}
 	k.check = func() error {
 		return k.expectAll(len(k.out), func(i int) float32 {
-			return sumOver(k.n, func(r int) float32 { return pattern(r, i) })
+			return sumOver(k.n, func(r int) float32 { return k.pattern(r, i) })
 		})
 	}
 }
@@ -173,19 +236,19 @@ func (k *kernel) bcast() {
 	buf := make([]float32, k.elems())
 	if k.me == 0 {
 		for i := range buf {
-			buf[i] = pattern(0, i)
+			buf[i] = k.pattern(0, i)
 		}
 	}
 	k.out = buf
 	k.prepare = func(it int) {
 		buf[0] = -1
 		if k.me == 0 {
-			buf[0] = stamp(0, it)
+			buf[0] = k.stamp(0, it)
 		}
 	}
 	k.call = func() error { return collective.Bcast(k.ctx, k.c, buf, 0, k.opts...) }
-	k.stamped = func(it int) error { return k.expect(0, it, stamp(0, it)) }
-	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return pattern(0, i) }) }
+	k.stamped = func(it int) error { return k.expect(0, it, k.stamp(0, it)) }
+	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return k.pattern(0, i) }) }
 }
 
 // gather collects every rank's block at rank 0, and allgather at every
@@ -194,7 +257,7 @@ func (k *kernel) gather() {
 	m, all := k.block(), k.p.collective == "allgather"
 	send := make([]float32, m)
 	for i := range send {
-		send[i] = pattern(k.me, i)
+		send[i] = k.pattern(k.me, i)
 	}
 	var out []float32
 	if all || k.me == 0 {
@@ -202,7 +265,7 @@ func (k *kernel) gather() {
 	}
 	k.out = out
 	k.prepare = func(it int) {
-		send[0] = stamp(k.me, it)
+		send[0] = k.stamp(k.me, it)
 		for q := range len(out) / m {
 			out[q*m] = -1
 		}
@@ -212,8 +275,8 @@ func (k *kernel) gather() {
 	} else {
 		k.call = func() error { return collective.Gather(k.ctx, k.c, send, out, 0, k.opts...) }
 	}
-	k.stamped = func(it int) error { return k.expectBlocks(m, it, stamp) }
-	k.check = func() error { return k.expectAll(m, func(i int) float32 { return pattern(i/m, i%m) }) }
+	k.stamped = func(it int) error { return k.expectBlocks(m, it, k.stamp) }
+	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(i/m, i%m) }) }
 }
 
 // scatter sends block q of rank 0's buffer to rank q; bytes is the whole
@@ -224,20 +287,20 @@ func (k *kernel) scatter() {
 	if k.me == 0 {
 		send = make([]float32, k.elems())
 		for i := range send {
-			send[i] = pattern(i/m, i%m)
+			send[i] = k.pattern(i/m, i%m)
 		}
 	}
 	out := make([]float32, m)
 	k.out = out
 	k.prepare = func(it int) {
 		for q := range len(send) / m {
-			send[q*m] = stamp(q, it)
+			send[q*m] = k.stamp(q, it)
 		}
 		out[0] = -1
 	}
 	k.call = func() error { return collective.Scatter(k.ctx, k.c, send, out, 0, k.opts...) }
-	k.stamped = func(it int) error { return k.expect(0, it, stamp(k.me, it)) }
-	k.check = func() error { return k.expectAll(m, func(i int) float32 { return pattern(k.me, i) }) }
+	k.stamped = func(it int) error { return k.expect(0, it, k.stamp(k.me, it)) }
+	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(k.me, i) }) }
 }
 
 // reduceScatter sums each rank's vector and leaves block q of the sum at
@@ -246,22 +309,22 @@ func (k *kernel) reduceScatter() {
 	m := k.block()
 	send, out := make([]float32, k.elems()), make([]float32, m)
 	for i := range send {
-		send[i] = pattern(k.me, i)
+		send[i] = k.pattern(k.me, i)
 	}
 	k.out = out
 	k.prepare = func(it int) {
 		for q := range k.n {
-			send[q*m] = stamp(k.me, it)
+			send[q*m] = k.stamp(k.me, it)
 		}
 		out[0] = -1
 	}
 	k.call = func() error { return collective.ReduceScatter(k.ctx, k.c, send, out, collective.Sum, k.opts...) }
 	k.stamped = func(it int) error {
-		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return stamp(r, it) }))
+		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return k.stamp(r, it) }))
 	}
 	k.check = func() error {
 		return k.expectAll(m, func(i int) float32 {
-			return sumOver(k.n, func(r int) float32 { return pattern(r, k.me*m+i) })
+			return sumOver(k.n, func(r int) float32 { return k.pattern(r, k.me*m+i) })
 		})
 	}
 }
@@ -272,19 +335,19 @@ func (k *kernel) alltoall() {
 	m := k.block()
 	send, out := make([]float32, k.elems()), make([]float32, k.elems())
 	for i := range send {
-		send[i] = pattern(k.me, i)
+		send[i] = k.pattern(k.me, i)
 	}
 	k.out = out
 	k.prepare = func(it int) {
 		for q := range k.n {
-			send[q*m] = stamp(k.me, it)
+			send[q*m] = k.stamp(k.me, it)
 			out[q*m] = -1
 		}
 	}
 	k.call = func() error { return collective.Alltoall(k.ctx, k.c, send, out, k.opts...) }
-	k.stamped = func(it int) error { return k.expectBlocks(m, it, stamp) }
+	k.stamped = func(it int) error { return k.expectBlocks(m, it, k.stamp) }
 	k.check = func() error {
-		return k.expectAll(m, func(i int) float32 { return pattern(i/m, k.me*m+i%m) })
+		return k.expectAll(m, func(i int) float32 { return k.pattern(i/m, k.me*m+i%m) })
 	}
 }
 

@@ -38,9 +38,9 @@ func (k *kernel) allreduceObject() {
 	v, out := vector{Data: make([]float32, k.elems())}, make([]float32, k.elems())
 	k.out = out
 	for i := range v.Data {
-		v.Data[i] = pattern(k.me, i)
+		v.Data[i] = k.pattern(k.me, i)
 	}
-	k.prepare = func(it int) { v.Data[0] = stamp(k.me, it) }
+	k.prepare = func(it int) { v.Data[0] = k.stamp(k.me, it) }
 	k.call = func() error {
 		all, err := k.gatherVectors(v, len(out))
 		if err != nil {
@@ -55,11 +55,11 @@ func (k *kernel) allreduceObject() {
 		return nil
 	}
 	k.stamped = func(it int) error {
-		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return stamp(r, it) }))
+		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return k.stamp(r, it) }))
 	}
 	k.check = func() error {
 		return k.expectAll(len(k.out), func(i int) float32 {
-			return sumOver(k.n, func(r int) float32 { return pattern(r, i) })
+			return sumOver(k.n, func(r int) float32 { return k.pattern(r, i) })
 		})
 	}
 }
@@ -70,9 +70,9 @@ func (k *kernel) allgatherObject() {
 	v, out := vector{Data: make([]float32, m)}, make([]float32, k.elems())
 	k.out = out
 	for i := range v.Data {
-		v.Data[i] = pattern(k.me, i)
+		v.Data[i] = k.pattern(k.me, i)
 	}
-	k.prepare = func(it int) { v.Data[0] = stamp(k.me, it) }
+	k.prepare = func(it int) { v.Data[0] = k.stamp(k.me, it) }
 	k.call = func() error {
 		all, err := k.gatherVectors(v, m)
 		if err != nil {
@@ -83,6 +83,6 @@ func (k *kernel) allgatherObject() {
 		}
 		return nil
 	}
-	k.stamped = func(it int) error { return k.expectBlocks(m, it, stamp) }
-	k.check = func() error { return k.expectAll(m, func(i int) float32 { return pattern(i/m, i%m) }) }
+	k.stamped = func(it int) error { return k.expectBlocks(m, it, k.stamp) }
+	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(i/m, i%m) }) }
 }

@@ -16,7 +16,7 @@ type Result struct {
 	Transport  string  `json:"transport"` // "tcp", "shm", "auto", "mem"
 	NP         int     `json:"np"`
 	Collective string  `json:"collective"` // "allreduce", "bcast", ...
-	Bytes      int64   `json:"bytes"`      // see BusFactor for what it counts
+	Bytes      int64   `json:"bytes"`      // of the data, not the wire; see BusFactor
 	AvgUS      float64 `json:"avg_us"`     // the largest per-rank average, µs
 	AlgBW      float64 `json:"algbw_GBps"` // Bytes / AvgUS, GB/s (1e9)
 	BusBW      float64 `json:"busbw_GBps"` // AlgBW × BusFactor
@@ -56,9 +56,12 @@ func (r *Result) SetTime(avgUS float64) {
 // the link's bandwidth means the collective used the link fully whatever
 // n. bytes counts the reduced vector (allreduce, reduce, reduce-scatter's
 // input), the broadcast buffer (bcast) and the whole gathered or
-// scattered buffer (gather, scatter, allgather, alltoall). An object
-// collective ("allreduce_object") moves the data of its typed counterpart
-// and has its factor. Barrier and unknown collectives have factor 0.
+// scattered buffer (gather, scatter, allgather, alltoall), in the bytes
+// of the elements themselves whatever the codec: a compressed point's
+// bandwidths are effective ones, what the data moved at rather than its
+// wire bytes, so that they compare across codecs. An object collective
+// ("allreduce_object") moves the data of its typed counterpart and has
+// its factor. Barrier and unknown collectives have factor 0.
 func BusFactor(collective string, n int) float64 {
 	if n < 1 {
 		return 0

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -33,8 +34,15 @@ type Config struct {
 	// named; the others, and auto, run with the default chunk. Empty
 	// means the default only.
 	Chunks []int
-	// Codecs are the wire codecs to measure. Only "none" exists yet;
-	// empty means none.
+	// Codecs are the wire codecs (collective.WithCompression) to measure
+	// each algorithm and chunk size with, as codec.ParseCodec spells
+	// them; empty means none. The shared-memory algorithms (shm,
+	// hierarchical) do not compress and are measured with none only; auto
+	// leaves the algorithm to the selector, which avoids them under a
+	// codec. Barrier and the object collectives take no codec and are
+	// measured once, uncompressed. The data are float32, which the lossy
+	// codecs (bf16, fp16) apply to; Bytes and the bandwidths still count
+	// the float32 bytes, not those on the wire (see BusFactor).
 	Codecs []string
 	// Iters fixes the timed calls per point; 0 means Iterations(bytes,
 	// Scale).
@@ -42,7 +50,8 @@ type Config struct {
 	// Scale multiplies the automatic iteration count; 0 means 1.
 	Scale float64
 	// Objects adds, after allreduce and allgather, their gob-encoded
-	// object counterparts (allreduce_object, allgather_object).
+	// object counterparts (allreduce_object, allgather_object). They take
+	// no codec, so Codecs must include none.
 	Objects bool
 	// Impl and Transport fill the columns of the same names; Impl
 	// defaults to "gocoll".
@@ -52,47 +61,63 @@ type Config struct {
 // DefaultCollectives are what a Config without Collectives measures.
 var DefaultCollectives = []string{"allreduce", "bcast", "gather"}
 
+// request is a parsed Config: its algorithms and codecs.
+type request struct {
+	algos  algoRequest
+	codecs []codec.CodecID
+}
+
 // withDefaults returns a copy of cfg with its defaults filled in and
-// checked, and its algorithms parsed.
-func (cfg Config) withDefaults() (Config, algoRequest, error) {
+// checked, and its algorithms and codecs parsed.
+func (cfg Config) withDefaults() (Config, request, error) {
 	if len(cfg.Collectives) == 0 {
 		cfg.Collectives = DefaultCollectives
 	}
 	for _, name := range cfg.Collectives {
 		if !slices.Contains(Collectives, name) {
-			return cfg, algoRequest{}, fmt.Errorf("unknown collective %q (want %s)", name, strings.Join(Collectives, ", "))
+			return cfg, request{}, fmt.Errorf("unknown collective %q (want %s)", name, strings.Join(Collectives, ", "))
 		}
 	}
 	if len(cfg.Sizes) == 0 {
-		return cfg, algoRequest{}, errors.New("no message sizes to measure")
+		return cfg, request{}, errors.New("no message sizes to measure")
 	}
 	for _, b := range cfg.Sizes {
 		if b < 1 {
-			return cfg, algoRequest{}, fmt.Errorf("message size %d: want at least 1 byte", b)
+			return cfg, request{}, fmt.Errorf("message size %d: want at least 1 byte", b)
 		}
 	}
+	if len(cfg.Codecs) == 0 {
+		cfg.Codecs = []string{codec.CodecNone.String()}
+	}
+	var req request
 	for _, name := range cfg.Codecs {
-		if name != "none" {
-			return cfg, algoRequest{}, fmt.Errorf("codec %q: wire compression comes with the compression issue (#6); only none can be measured yet", name)
+		c, err := codec.ParseCodec(name)
+		if err != nil {
+			return cfg, request{}, err
 		}
+		req.codecs = append(req.codecs, c)
 	}
 	for _, c := range cfg.Chunks {
 		if c < 1 {
-			return cfg, algoRequest{}, fmt.Errorf("chunk size %d: want at least 1 byte", c)
+			return cfg, request{}, fmt.Errorf("chunk size %d: want at least 1 byte", c)
 		}
 	}
 	if cfg.Iters < 0 {
-		return cfg, algoRequest{}, fmt.Errorf("iteration count %d: want a positive count, or 0 for the automatic one", cfg.Iters)
+		return cfg, request{}, fmt.Errorf("iteration count %d: want a positive count, or 0 for the automatic one", cfg.Iters)
 	}
 	if cfg.Scale < 0 || math.IsNaN(cfg.Scale) || math.IsInf(cfg.Scale, 0) {
-		return cfg, algoRequest{}, fmt.Errorf("iteration scale %v: want a positive factor", cfg.Scale)
+		return cfg, request{}, fmt.Errorf("iteration scale %v: want a positive factor", cfg.Scale)
 	}
 	if cfg.Scale == 0 {
 		cfg.Scale = 1
 	}
 	if cfg.Objects && !slices.ContainsFunc(cfg.Collectives, func(c string) bool { return objectCollectives[c] != "" }) {
-		return cfg, algoRequest{}, fmt.Errorf("the object sweep measures allreduce and allgather, and the collectives (%s) include neither",
+		return cfg, request{}, fmt.Errorf("the object sweep measures allreduce and allgather, and the collectives (%s) include neither",
 			strings.Join(cfg.Collectives, ", "))
+	}
+	if cfg.Objects && !slices.Contains(req.codecs, codec.CodecNone) {
+		return cfg, request{}, fmt.Errorf("the object collectives take no codec and are measured uncompressed, and the codecs (%s) leave out none",
+			strings.Join(cfg.Codecs, ", "))
 	}
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = []string{"auto"}
@@ -100,7 +125,8 @@ func (cfg Config) withDefaults() (Config, algoRequest, error) {
 	if cfg.Impl == "" {
 		cfg.Impl = "gocoll"
 	}
-	req, err := parseAlgorithms(cfg.Algorithms, cfg.Collectives)
+	var err error
+	req.algos, err = parseAlgorithms(cfg.Algorithms, cfg.Collectives)
 	return cfg, req, err
 }
 
@@ -127,7 +153,8 @@ func Warmup(iters int) int { return max(iters/10, 2) }
 type point struct {
 	collective string // as Result.Collective
 	algo       collective.Algorithm
-	chunk      int  // bytes per chunk of a pipelined algorithm; 0 for the default
+	chunk      int // bytes per chunk of a pipelined algorithm; 0 for the default
+	codec      codec.CodecID
 	object     bool // gob-encoded through the object collectives
 	bytes      int64
 }
@@ -141,20 +168,54 @@ func (p point) algoName() string {
 }
 
 func (p point) String() string {
+	s := fmt.Sprintf("%s of %d bytes with %s", p.collective, p.bytes, p.algoName())
 	if p.chunk > 0 {
-		return fmt.Sprintf("%s of %d bytes with %s in chunks of %d bytes", p.collective, p.bytes, p.algoName(), p.chunk)
+		s += fmt.Sprintf(" in chunks of %d bytes", p.chunk)
 	}
-	return fmt.Sprintf("%s of %d bytes with %s", p.collective, p.bytes, p.algoName())
+	if p.codec != codec.CodecNone {
+		s += " and " + p.codec.String()
+	}
+	return s
+}
+
+// sums reports whether the named collective adds the ranks' data.
+func sums(name string) bool {
+	switch strings.TrimSuffix(name, "_object") {
+	case "allreduce", "reduce", "reducescatter":
+		return true
+	}
+	return false
+}
+
+// top is the largest value one rank may put in an element of p among n
+// ranks for the results to be exact: exactUpTo(p.codec), shared among the
+// ranks where the collective sums.
+func (p point) top(n int) int {
+	if sums(p.collective) {
+		return exactUpTo(p.codec) / n
+	}
+	return exactUpTo(p.codec)
+}
+
+// checkable says why p's results cannot be checked exactly on n ranks, if
+// they cannot: a sum of n positive whole numbers passes exactUpTo.
+func (p point) checkable(n int) error {
+	if p.top(n) >= 1 {
+		return nil
+	}
+	return fmt.Errorf("%s cannot be checked on %d ranks: the sweep checks sums exactly, and %s holds whole numbers exactly only up to %d; measure it on at most %d ranks",
+		p, n, p.codec, exactUpTo(p.codec), exactUpTo(p.codec))
 }
 
 // plan lists the points of cfg on t, in the order they are measured:
 // collective by collective, each algorithm over all sizes, the object
-// counterpart last; a pipelined algorithm once per chunk size. Sizes a
-// collective cannot split evenly are left out.
-func (cfg Config) plan(req algoRequest, t topology) []point {
+// counterpart last; a pipelined algorithm once per chunk size, and each
+// algorithm and chunk size once per codec that it can compress with.
+// Sizes a collective cannot split evenly are left out.
+func (cfg Config) plan(req request, t topology) []point {
 	var pts []point
 	for _, name := range cfg.Collectives {
-		for _, a := range req.expand(name, t) {
+		for _, a := range req.algos.expand(name, t) {
 			if name == "barrier" {
 				pts = append(pts, point{collective: name, algo: a})
 				continue
@@ -164,9 +225,14 @@ func (cfg Config) plan(req algoRequest, t topology) []point {
 				chunks = cfg.Chunks
 			}
 			for _, chunk := range chunks {
-				for _, b := range cfg.Sizes {
-					if fits(name, b, t.ranks) {
-						pts = append(pts, point{collective: name, algo: a, chunk: chunk, bytes: b})
+				for _, c := range req.codecs {
+					if c != codec.CodecNone && !a.Compresses() {
+						continue
+					}
+					for _, b := range cfg.Sizes {
+						if fits(name, b, t.ranks) {
+							pts = append(pts, point{collective: name, algo: a, chunk: chunk, codec: c, bytes: b})
+						}
 					}
 				}
 			}
@@ -198,7 +264,10 @@ func fits(name string, bytes int64, n int) bool {
 // call alone between barriers, as the OSU benchmarks and the anchors time
 // them; its AvgUS is the largest per-rank average, MinUS and MaxUS the
 // fastest and slowest single call on any rank. Every call's result is
-// checked; a wrong value ends the sweep with a *VerifyError. progress, if
+// checked for equality, through a lossy codec too: the data are whole
+// numbers that the codec holds exactly, which bounds the ranks a lossy
+// codec can be measured on where the collective sums (256 for bf16, 2048
+// for fp16). A wrong value ends the sweep with a *VerifyError. progress, if
 // not nil, is called after each point with the points done and in all.
 // Every rank returns the same results. On an error Run aborts c, so that
 // the other ranks fail at once rather than wait for this one.
@@ -208,10 +277,15 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 		return nil, err
 	}
 	pts := cfg.plan(req, topologyOf(c))
+	// Every rank plans alike, so every rank stops at the same error.
 	if len(pts) == 0 {
-		// Every rank plans alike, so every rank stops here.
-		return nil, fmt.Errorf("nothing to measure: no size of %v bytes suits %s on %d ranks with %s",
-			cfg.Sizes, strings.Join(cfg.Collectives, ", "), c.Size(), strings.Join(cfg.Algorithms, ", "))
+		return nil, fmt.Errorf("nothing to measure: no size of %v bytes suits %s on %d ranks with %s and codec %s",
+			cfg.Sizes, strings.Join(cfg.Collectives, ", "), c.Size(), strings.Join(cfg.Algorithms, ", "), strings.Join(cfg.Codecs, ", "))
+	}
+	for _, p := range pts {
+		if err := p.checkable(c.Size()); err != nil {
+			return nil, err
+		}
 	}
 	results := make([]Result, 0, len(pts))
 	for i, p := range pts {
@@ -268,7 +342,7 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	if err := collective.Allreduce(ctx, c, t, collective.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
-	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: "none",
+	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: p.codec.String(),
 		MaxUS: t[1], MinUS: -t[2]}
 	r.SetTime(t[0])
 	return r, nil

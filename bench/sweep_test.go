@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -49,7 +51,9 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown collective", Config{Collectives: []string{"allreduce", "allsum"}, Sizes: sizes}, `unknown collective "allsum"`},
 		{"no sizes", Config{}, "no message sizes"},
 		{"zero size", Config{Sizes: []int64{0}}, "message size 0"},
-		{"codec", Config{Sizes: sizes, Codecs: []string{"none", "bf16"}}, `codec "bf16": wire compression comes with the compression issue`},
+		{"unknown codec", Config{Sizes: sizes, Codecs: []string{"none", "lz4"}}, `unknown codec "lz4" (want one of [none bf16 fp16 zstd s2])`},
+		{"objects without none", Config{Sizes: sizes, Codecs: []string{"bf16", "zstd"}, Objects: true},
+			"the object collectives take no codec and are measured uncompressed, and the codecs (bf16, zstd) leave out none"},
 		{"negative iters", Config{Sizes: sizes, Iters: -1}, "iteration count -1"},
 		{"negative scale", Config{Sizes: sizes, Scale: -2}, "iteration scale -2"},
 		{"unknown algorithm", Config{Sizes: sizes, Algorithms: []string{"ring", "fastest"}}, `unknown algorithm "fastest"`},
@@ -65,12 +69,19 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 	require.NoError(t, Config{Sizes: sizes, Algorithms: []string{"auto", "all", "ring"}, Codecs: []string{"none"}, Objects: true}.Validate())
+	require.NoError(t, Config{Sizes: sizes, Codecs: []string{"none", "bf16", "fp16", "zstd", "s2"}, Objects: true}.Validate())
+	require.NoError(t, Config{Sizes: sizes, Codecs: []string{"bf16"}}.Validate(), "a sweep without objects needs no none")
 }
 
-// names writes points as collective/algo/bytes.
+// names writes points as collective/algo/bytes, or
+// collective/algo/codec/bytes with a codec other than none.
 func names(pts []point) []string {
 	var s []string
 	for _, p := range pts {
+		if p.codec != codec.CodecNone {
+			s = append(s, fmt.Sprintf("%s/%s/%s/%d", p.collective, p.algoName(), p.codec, p.bytes))
+			continue
+		}
 		s = append(s, fmt.Sprintf("%s/%s/%d", p.collective, p.algoName(), p.bytes))
 	}
 	return s
@@ -105,6 +116,19 @@ func TestPlan(t *testing.T) {
 		{"objects after their typed collective", Config{Collectives: []string{"allgather", "allreduce"}, Sizes: []int64{8, 16}, Objects: true},
 			topology{ranks: 4}, []string{"allgather/auto/16", "allgather_object/gob/16", "allreduce/auto/8", "allreduce/auto/16",
 				"allreduce_object/gob/8", "allreduce_object/gob/16"}},
+		{"each codec after the algorithm and chunk", Config{Collectives: []string{"bcast"}, Sizes: []int64{8, 16}, Algorithms: []string{"auto", "chain"},
+			Chunks: []int{4}, Codecs: []string{"none", "bf16"}}, topology{ranks: 2},
+			[]string{"bcast/auto/8", "bcast/auto/16", "bcast/auto/bf16/8", "bcast/auto/bf16/16",
+				"bcast/chain/8", "bcast/chain/16", "bcast/chain/bf16/8", "bcast/chain/bf16/16"}},
+		{"shared memory takes no codec", Config{Collectives: []string{"allreduce"}, Sizes: []int64{8}, Algorithms: []string{"shm", "hierarchical", "ring"},
+			Codecs: []string{"none", "zstd", "fp16"}}, topology{ranks: 4, shared: true, hierarchical: true},
+			[]string{"allreduce/ring/8", "allreduce/ring/zstd/8", "allreduce/ring/fp16/8", "allreduce/shm/8", "allreduce/hierarchical/8"}},
+		{"barrier and objects once, uncompressed", Config{Collectives: []string{"barrier", "allgather"}, Sizes: []int64{8},
+			Codecs: []string{"none", "s2"}, Objects: true}, topology{ranks: 2},
+			[]string{"barrier/auto/0", "allgather/auto/8", "allgather/auto/s2/8", "allgather_object/gob/8"}},
+		{"a codec alone", Config{Collectives: []string{"allreduce"}, Sizes: []int64{8}, Algorithms: []string{"all"}, Codecs: []string{"bf16"}},
+			topology{ranks: 2, shared: true}, []string{"allreduce/recursive_doubling/bf16/8", "allreduce/ring/bf16/8",
+				"allreduce/ring_chunked/bf16/8", "allreduce/rabenseifner/bf16/8", "allreduce/tree/bf16/8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,27 +140,30 @@ func TestPlan(t *testing.T) {
 }
 
 // TestAlgorithmsMatchCollective: the algorithms bench forces on each
-// collective are exactly those collective accepts, on a communicator of
-// one rank (where shm needs no segment and hierarchical cannot run), and
-// bench names every collective it measures.
+// collective, uncompressed and with a codec, are exactly those collective
+// accepts, on a communicator of one rank (where shm needs no segment and
+// hierarchical cannot run), and bench names every collective it
+// measures.
 func TestAlgorithmsMatchCollective(t *testing.T) {
 	for name := range builders {
 		if strings.HasSuffix(name, "_object") || name == "barrier" {
 			continue
 		}
 		for a := collective.Algorithm(1); a.Valid(); a++ {
-			t.Run(name+"/"+a.String(), func(t *testing.T) {
-				comms, err := comm.NewLocal(1)
-				require.NoError(t, err)
-				defer comms[0].Close()
-				err = newKernel(t.Context(), comms[0], point{collective: name, algo: a, bytes: 16}).call()
-				want := slices.Contains(Algorithms(name), a) && (topology{ranks: 1}).runs(a)
-				if want {
+			for _, c := range []codec.CodecID{codec.CodecNone, codec.CodecBF16} {
+				t.Run(name+"/"+a.String()+"/"+c.String(), func(t *testing.T) {
+					comms, err := comm.NewLocal(1)
 					require.NoError(t, err)
-				} else {
-					require.ErrorIs(t, err, comm.ErrInvalid)
-				}
-			})
+					defer comms[0].Close()
+					err = newKernel(t.Context(), comms[0], point{collective: name, algo: a, codec: c, bytes: 16}).call()
+					want := slices.Contains(Algorithms(name), a) && (topology{ranks: 1}).runs(a) && (c == codec.CodecNone || a.Compresses())
+					if want {
+						require.NoError(t, err)
+					} else {
+						require.ErrorIs(t, err, comm.ErrInvalid)
+					}
+				})
+			}
 		}
 	}
 	for _, name := range Collectives {
@@ -215,6 +242,117 @@ func TestRun(t *testing.T) {
 	require.Equal(t, [2]int{len(got), len(got)}, progress[len(progress)-1])
 }
 
+// TestRunCodecs: a sweep over codecs measures each typed point once per
+// codec, in the order plan gives, says so in the codec column, and checks
+// every result exactly, lossy codecs included. Bytes and the bandwidths
+// count the float32 data, whatever the codec.
+func TestRunCodecs(t *testing.T) {
+	codecs := []string{"none", "bf16", "fp16", "zstd", "s2"}
+	cfg := Config{Collectives: Collectives, Sizes: []int64{12, 48, 96 << 10}, Algorithms: []string{"auto", "ring"},
+		Chunks: []int{4 << 10}, Codecs: codecs, Iters: 3, Objects: true, Transport: "mem"}
+	results := make([][]Result, 3)
+	errs := runAll(t, 3, func(c *comm.Comm) error {
+		var err error
+		results[c.Rank()], err = Run(t.Context(), c, cfg, nil)
+		return err
+	})
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, results[0], results[1], "every rank returns the same results")
+
+	count := map[string]int{}
+	for _, r := range results[0] {
+		count[r.Codec]++
+		require.InDelta(t, float64(r.Bytes)/(r.AvgUS*1e3), r.AlgBW, 1e-12, "%+v", r)
+		if r.Collective == "barrier" || strings.HasSuffix(r.Collective, "_object") {
+			require.Equal(t, "none", r.Codec, "%+v takes no codec", r)
+		}
+	}
+	typed := count["bf16"]
+	require.Positive(t, typed)
+	for _, c := range codecs[1:] {
+		require.Equal(t, typed, count[c], "codec %s", c)
+	}
+	// none also has the barrier and the two object collectives at their
+	// sizes (allgather's split 12 and 48 bytes; 96 KiB splits too).
+	require.Equal(t, typed+1+3+3, count["none"])
+}
+
+// TestValues: the data of every point, for every codec and a range of
+// rank counts, are whole numbers that the codec leaves unchanged, and so
+// is every sum over the ranks where the collective sums; a missing rank's
+// contribution changes every sum, the pattern being at least 1; and the
+// stamps, and their sums, change from call to call.
+func TestValues(t *testing.T) {
+	for _, c := range codec.Codecs() {
+		limit := exactUpTo(c)
+		if c.Lossy() {
+			// exactUpTo is the codec's own bound: every whole number up to
+			// it survives the rounding, and the next does not.
+			for v := range limit + 1 {
+				require.Equal(t, float32(v), round(c, float32(v)), "%s: %d", c, v)
+			}
+			require.NotEqual(t, float32(limit+1), round(c, float32(limit+1)), "%s: %d", c, limit+1)
+		}
+		for _, name := range []string{"allreduce", "reducescatter", "bcast", "alltoall"} {
+			for _, n := range []int{1, 2, 3, 4, 7, 64, 100, 128, 200, 256, 2048} {
+				p := point{collective: name, codec: c}
+				if p.top(n) < 1 {
+					require.True(t, sums(name) && n > limit, "%s on %d ranks with %s", name, n, c)
+					require.ErrorContains(t, p.checkable(n), fmt.Sprintf("measure it on at most %d ranks", limit))
+					continue
+				}
+				require.NoError(t, p.checkable(n))
+				v := newValues(p.top(n))
+				t.Run(fmt.Sprintf("%s/%s/%d", c, name, n), func(t *testing.T) {
+					requireExact(t, c, limit, n, 300, sums(name), 1, v.pattern)
+					requireExact(t, c, limit, n, 2100, sums(name), 0, v.stamp)
+					var prev float32 = -1
+					for it := range 2100 {
+						var sum float32
+						for r := range n {
+							sum += v.stamp(r, it)
+						}
+						if sum == prev {
+							t.Fatalf("the stamps of calls %d and %d both sum to %v", it-1, it, sum)
+						}
+						prev = sum
+					}
+				})
+			}
+		}
+	}
+}
+
+// requireExact checks f(r, i) for n ranks and m elements: each value is a
+// whole number from least to limit, and it, or with sum each running sum
+// over the ranks, is at most limit and unchanged by codec c.
+func requireExact(t *testing.T, c codec.CodecID, limit, n, m int, sum bool, least float32, f func(r, i int) float32) {
+	t.Helper()
+	for i := range m {
+		var s float32
+		for r := range n {
+			x := f(r, i)
+			if x != float32(math.Trunc(float64(x))) || x < least {
+				t.Fatalf("rank %d, element %d: %v, want a whole number of at least %v", r, i, x, least)
+			}
+			if !sum {
+				s = 0
+			}
+			s += x
+			if s > float32(limit) || round(c, s) != s {
+				t.Fatalf("rank %d, element %d: %v, which its %v makes, is not exact through %s", r, i, s, x, c)
+			}
+		}
+	}
+}
+
+// round returns x after a trip through c.
+func round(c codec.CodecID, x float32) float32 {
+	b := []float32{x}
+	codec.Round(c, b)
+	return b[0]
+}
+
 // TestVerifyCatchesAWrongValue: one wrong element on one rank, at the
 // first element after a call or elsewhere after the last, fails that rank
 // with an error that names the collective, size, rank and element, and
@@ -222,20 +360,25 @@ func TestRun(t *testing.T) {
 func TestVerifyCatchesAWrongValue(t *testing.T) {
 	tests := []struct {
 		collective string
+		codec      codec.CodecID
 		index      int
 		iteration  int
 	}{
-		{"allreduce", 0, 0},
-		{"allreduce", 5, -1},
-		{"bcast", 7, -1},
-		{"allgather", 4, 0}, // block 1 starts at 4 with 2 ranks of 16 bytes
-		{"alltoall", 3, -1},
-		{"reducescatter", 1, -1},
-		{"allreduce_object", 2, -1},
+		{"allreduce", codec.CodecNone, 0, 0},
+		{"allreduce", codec.CodecNone, 5, -1},
+		{"allreduce", codec.CodecBF16, 0, 0},
+		{"allreduce", codec.CodecFP16, 6, -1},
+		{"bcast", codec.CodecNone, 7, -1},
+		{"bcast", codec.CodecBF16, 7, -1},
+		{"allgather", codec.CodecNone, 4, 0}, // block 1 starts at 4 with 2 ranks of 16 bytes
+		{"alltoall", codec.CodecZstd, 3, -1},
+		{"reducescatter", codec.CodecNone, 1, -1},
+		{"reducescatter", codec.CodecBF16, 0, 0},
+		{"allreduce_object", codec.CodecNone, 2, -1},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%d", tt.collective, tt.index), func(t *testing.T) {
-			p := point{collective: tt.collective, object: strings.HasSuffix(tt.collective, "_object"), bytes: 32}
+		t.Run(fmt.Sprintf("%s/%s/%d", tt.collective, tt.codec, tt.index), func(t *testing.T) {
+			p := point{collective: tt.collective, codec: tt.codec, object: strings.HasSuffix(tt.collective, "_object"), bytes: 32}
 			errs := runAll(t, 2, func(c *comm.Comm) error {
 				k := newKernel(t.Context(), c, p)
 				if c.Rank() == 1 {
@@ -260,6 +403,7 @@ func TestVerifyCatchesAWrongValue(t *testing.T) {
 			require.Equal(t, tt.index, ve.Index)
 			require.Equal(t, tt.iteration, ve.Iteration)
 			require.Equal(t, ve.Want+100, ve.Got)
+			require.Equal(t, tt.codec.String(), ve.Codec)
 			require.ErrorContains(t, errs[1], fmt.Sprintf("wrong result of %s of 32 bytes", tt.collective))
 			require.ErrorContains(t, errs[1], fmt.Sprintf("rank 1 holds %v at element %d", ve.Got, tt.index))
 			require.ErrorIs(t, errs[0], comm.ErrAborted)
@@ -304,6 +448,18 @@ func TestWriteTable(t *testing.T) {
 		"collective        size    algo                   avg µs  min µs  max µs  algbw GB/s  busbw GB/s\n"+
 		"allreduce         8 B     auto                    12.35   10.00   20.00       0.001       0.001\n"+
 		"allgather_object  64 MiB  recursive_doubling  123456.70    1.00    2.00       5.400       2.700\n", b.String())
+
+	results = []Result{
+		{Collective: "allreduce", Bytes: 1 << 20, Algo: "ring_chunked", Chunk: 64 << 10, Codec: "none", AvgUS: 100, AlgBW: 10, BusBW: 15},
+		{Collective: "allreduce", Bytes: 1 << 20, Algo: "auto", Codec: "bf16", AvgUS: 50, AlgBW: 20, BusBW: 30},
+	}
+	b.Reset()
+	require.NoError(t, WriteTable(&b, results))
+	require.Equal(t, ""+
+		"collective  size   algo          chunk    codec  avg µs  min µs  max µs  algbw GB/s  busbw GB/s\n"+
+		"allreduce   1 MiB  ring_chunked  64 KiB   none   100.00    0.00    0.00      10.000      15.000\n"+
+		"allreduce   1 MiB  auto          default  bf16    50.00    0.00    0.00      20.000      30.000\n", b.String(),
+		"the chunk and codec columns appear when a result needs them")
 }
 
 func TestProgressBar(t *testing.T) {

@@ -3,20 +3,42 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
 // WriteTable writes results as a table for people: one row per result,
 // sizes as 8 B, 32 KiB, times in µs and bandwidths in GB/s, each column
-// aligned, text to the left and numbers to the right.
+// aligned, text to the left and numbers to the right. The chunk and codec
+// columns appear only when a result has a chunk size or a codec other
+// than none, so that a plain sweep's table stays narrow.
 func WriteTable(w io.Writer, results []Result) error {
-	header := []string{"collective", "size", "algo", "avg µs", "min µs", "max µs", "algbw GB/s", "busbw GB/s"}
-	const text = 3 // the first three columns are text
+	chunks := slices.ContainsFunc(results, func(r Result) bool { return r.Chunk > 0 })
+	codecs := slices.ContainsFunc(results, func(r Result) bool { return r.Codec != "" && r.Codec != "none" })
+	header := []string{"collective", "size", "algo"}
+	if chunks {
+		header = append(header, "chunk")
+	}
+	if codecs {
+		header = append(header, "codec")
+	}
+	text := len(header) // the text columns come first
+	header = append(header, "avg µs", "min µs", "max µs", "algbw GB/s", "busbw GB/s")
 	rows := [][]string{header}
 	for _, r := range results {
-		rows = append(rows, []string{r.Collective, FormatBytes(r.Bytes), r.Algo,
-			fmt.Sprintf("%.2f", r.AvgUS), fmt.Sprintf("%.2f", r.MinUS), fmt.Sprintf("%.2f", r.MaxUS),
-			fmt.Sprintf("%.3f", r.AlgBW), fmt.Sprintf("%.3f", r.BusBW)})
+		row := []string{r.Collective, FormatBytes(r.Bytes), r.Algo}
+		if chunks {
+			chunk := "default"
+			if r.Chunk > 0 {
+				chunk = FormatBytes(int64(r.Chunk))
+			}
+			row = append(row, chunk)
+		}
+		if codecs {
+			row = append(row, r.Codec)
+		}
+		rows = append(rows, append(row, fmt.Sprintf("%.2f", r.AvgUS), fmt.Sprintf("%.2f", r.MinUS), fmt.Sprintf("%.2f", r.MaxUS),
+			fmt.Sprintf("%.3f", r.AlgBW), fmt.Sprintf("%.3f", r.BusBW)))
 	}
 	widths := make([]int, len(header))
 	for _, row := range rows {

@@ -16,7 +16,7 @@ const DefaultNoise = 0.05
 // A Decision is what Tune chose for one collective at one size, and why.
 type Decision struct {
 	Chosen  Result // the fastest candidate, or the default when it was kept
-	Default Result // the selector's own choice (algo auto, default chunk)
+	Default Result // the selector's own choice (algo auto, default chunk, codec none)
 	Kept    bool   // the default stays: fastest, or within noise of it
 }
 
@@ -29,14 +29,19 @@ func (d Decision) Speedup() float64 {
 }
 
 // Tune picks, per collective and size of results, the fastest candidate,
-// keeping the default selection (Algo "auto", Chunk 0) unless a candidate
-// beats it by more than noise (a share, DefaultNoise when 0), so a tuned
-// choice is never slower than the default where it was measured. It
-// returns the decisions and a table of the sizes where the default was
-// not kept: a size covers the bytes from it to just below the next
-// measured size (only itself for the largest), and adjacent sizes with
-// the same choice become one range. Sizes without a default measurement
-// are an error: without one nothing can be shown to be faster.
+// keeping the default selection (Algo "auto", Chunk 0, Codec "none")
+// unless a candidate beats it by more than noise (a share, DefaultNoise
+// when 0), so a tuned choice is never slower than the default where it
+// was measured. A candidate is a named algorithm with any chunk size and
+// codec: a table entry names its algorithm, so the selector's choice
+// under a codec (auto with a codec) is no candidate. A lossy codec
+// (bf16, fp16) is a candidate like the others: the table rounds the
+// results of the calls it gives one to. Tune returns the decisions and a
+// table of the sizes where the default was not kept: a size covers the
+// bytes from it to just below the next measured size (only itself for
+// the largest), and adjacent sizes with the same choice become one range.
+// Sizes without a default measurement are an error: without one nothing
+// can be shown to be faster.
 func Tune(results []Result, noise float64) ([]Decision, *tuning.Table, error) {
 	if noise == 0 {
 		noise = DefaultNoise
@@ -89,13 +94,13 @@ func Tune(results []Result, noise float64) ([]Decision, *tuning.Table, error) {
 			if n := len(entries); n > 0 {
 				last := &entries[n-1]
 				if last.Collective == k.collective && last.Ranks == k.np && last.Transport == k.transport &&
-					last.MaxBytes+1 == b && last.Algorithm == d.Chosen.Algo && last.Chunk == d.Chosen.Chunk {
+					last.MaxBytes+1 == b && last.Algorithm == d.Chosen.Algo && last.Chunk == d.Chosen.Chunk && last.Codec == d.Chosen.Codec {
 					last.MaxBytes = hi
 					continue
 				}
 			}
 			entries = append(entries, tuning.Entry{Collective: k.collective, Ranks: k.np, Transport: k.transport,
-				MinBytes: b, MaxBytes: hi, Algorithm: d.Chosen.Algo, Chunk: d.Chosen.Chunk, Codec: "none"})
+				MinBytes: b, MaxBytes: hi, Algorithm: d.Chosen.Algo, Chunk: d.Chosen.Chunk, Codec: d.Chosen.Codec})
 		}
 	}
 	table, err := tuning.New(entries)
@@ -107,9 +112,9 @@ func Tune(results []Result, noise float64) ([]Decision, *tuning.Table, error) {
 
 // decide picks among the candidates of one size.
 func decide(candidates []Result, noise float64) (Decision, error) {
-	i := slices.IndexFunc(candidates, func(r Result) bool { return r.Algo == "auto" && r.Chunk == 0 })
+	i := slices.IndexFunc(candidates, func(r Result) bool { return r.Algo == "auto" && r.Chunk == 0 && r.Codec == "none" })
 	if i < 0 {
-		return Decision{}, fmt.Errorf("no measurement of the default selection (algo auto, default chunk) to compare with")
+		return Decision{}, fmt.Errorf("no measurement of the default selection (algo auto, default chunk, codec none) to compare with")
 	}
 	d := Decision{Default: candidates[i], Chosen: candidates[i], Kept: true}
 	for _, r := range candidates {

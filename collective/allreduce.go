@@ -34,11 +34,15 @@ func (k *call[T]) allreduce(buf []T) error {
 		err = allreduceRing(k, buf, k.cfg.chunkElems(k.size))
 	case Rabenseifner:
 		var lo, hi int
+		k.keep = false
 		if lo, hi, err = reduceScatterHalving(k, buf, 0); err == nil {
+			k.keep = true
 			err = allgatherDoubling(k, buf, lo, hi, halvingSteps)
 		}
 	case Tree:
+		k.keep = false
 		if err = reduceTree(k, buf, 0, 0); err == nil {
+			k.keep = true
 			err = bcastTree(k, buf, 0, phaseSteps)
 		}
 	case Shm:
@@ -107,6 +111,12 @@ func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
 			step++
 		}
 	}
+	// The partners of the last exchange each hold lower ∘ upper, the same
+	// bits, but with a lossy codec not yet rounded as the result that
+	// the unfold sends; rounding it here makes every rank's the same.
+	if p > 1 {
+		codec.Round(k.cfg.codec, buf)
+	}
 	// Unfold: the odd ranks hand the result back to their even partners.
 	if me < 2*rem {
 		last := phaseSteps - 1
@@ -141,6 +151,7 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 	// block still sends one empty message, so that a peer with a
 	// different count is told rather than left waiting.
 	chunksOf := func(m int) int { return max(1, (m+chunk-1)/chunk) }
+	k.keep = false
 	for s := range p - 1 {
 		sendLo, sendHi := block(n, p, (me-s+p)%p)
 		recvLo, recvHi := block(n, p, (me-s-1+2*p)%p)
@@ -148,6 +159,7 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 			return err
 		}
 	}
+	k.keep = true
 	for s := range p - 1 {
 		sendLo, sendHi := block(n, p, (me+1-s+p)%p)
 		recvLo, recvHi := block(n, p, (me-s+p)%p)
@@ -168,60 +180,50 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf func(int) int,
 	right, sendLo, sendHi, left, recvLo, recvHi int, reduce bool) error {
 	nSend, nRecv := chunksOf(sendHi-sendLo), chunksOf(recvHi-recvLo)
-	var reqs [ringWindow]*comm.Request
-	var bufs [ringWindow][]byte
-	post := func(i int) error {
+	var ins [ringWindow]inbound
+	defer withdrawAll(ins[:])
+	// dst is where chunk i of the receive lands: its place in buf, or in
+	// tmp when it is to be reduced into buf.
+	dst := func(i int) ([]T, int, int) {
 		lo, hi := chunkBounds(recvLo, recvHi, chunk, i)
-		dst := buf[lo:hi]
 		if reduce {
-			dst = tmp[lo-recvLo : hi-recvLo]
+			return tmp[lo-recvLo : hi-recvLo], lo, hi
 		}
-		bufs[i%ringWindow] = codec.Bytes(dst)
-		req, err := k.c.IrecvHeader(left, k.tag(step*ringMaxChunks+i), bufs[i%ringWindow])
-		reqs[i%ringWindow] = req
-		return err
+		return buf[lo:hi], lo, hi
 	}
-	fail := func(peer int, err error) error {
-		withdraw(reqs[:])
-		return k.wrap(peer, err)
+	post := func(i int) (err error) {
+		d, _, _ := dst(i)
+		ins[i%ringWindow], err = k.irecv(left, step*ringMaxChunks+i, d)
+		return err
 	}
 	for i := range min(nRecv, ringWindow) {
 		if err := post(i); err != nil {
-			return fail(left, err)
+			return err
 		}
 	}
 	for i := range max(nSend, nRecv) {
 		if i < nSend {
 			lo, hi := chunkBounds(sendLo, sendHi, chunk, i)
-			h := k.header(step*ringMaxChunks+i, hi-lo, lo)
-			if err := k.c.SendHeader(k.ctx, right, &h, codec.Bytes(buf[lo:hi])); err != nil {
-				withdraw(reqs[:])
-				return k.sendFailed(right, err)
+			if err := k.send(right, step*ringMaxChunks+i, buf[lo:hi], lo); err != nil {
+				return err
 			}
 		}
 		if i >= nRecv {
 			continue
 		}
-		lo, hi := chunkBounds(recvLo, recvHi, chunk, i)
-		n, h, err := reqs[i%ringWindow].WaitHeader(k.ctx)
-		reqs[i%ringWindow] = nil
-		if err = k.check(left, n, &h, hi-lo, lo, err); err != nil {
-			withdraw(reqs[:])
-			return err
-		}
+		got, lo, hi := dst(i)
+		var err error
 		if reduce {
-			got := tmp[lo-recvLo : hi-recvLo]
-			codec.Store(got, bufs[i%ringWindow])
-			if err := k.reduce(buf[lo:hi], got, true); err != nil {
-				withdraw(reqs[:])
-				return err
-			}
+			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, got, true)
 		} else {
-			codec.Store(buf[lo:hi], bufs[i%ringWindow])
+			err = k.await(&ins[i%ringWindow], left, got, lo)
+		}
+		if err != nil {
+			return err
 		}
 		if i+ringWindow < nRecv {
 			if err := post(i + ringWindow); err != nil {
-				return fail(left, err)
+				return err
 			}
 		}
 	}
@@ -239,13 +241,4 @@ const ringMaxChunks = 1 << 12
 func chunkBounds(lo, hi, chunk, i int) (int, int) {
 	a := lo + i*chunk
 	return min(a, hi), min(a+chunk, hi)
-}
-
-// withdraw cancels receives that are no longer wanted.
-func withdraw(reqs []*comm.Request) {
-	for _, r := range reqs {
-		if r != nil {
-			r.WaitHeader(canceled)
-		}
-	}
 }

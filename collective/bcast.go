@@ -93,52 +93,34 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 		}
 		return nil
 	}
-	var reqs [chainWindow]*comm.Request
-	var bufs [chainWindow][]byte
+	var ins [chainWindow]inbound
+	defer withdrawAll(ins[:])
+	post := func(i int) (err error) {
+		lo, hi := chunkBounds(0, n, chunk, i)
+		ins[i%chainWindow], err = k.irecv(prev, step0+i, buf[lo:hi])
+		return err
+	}
 	for i := range min(nc, chainWindow) {
-		if err := chainPost(k, buf, prev, step0, chunk, i, &reqs, &bufs); err != nil {
+		if err := post(i); err != nil {
 			return err
 		}
 	}
 	for i := range nc {
 		lo, hi := chunkBounds(0, n, chunk, i)
-		slot := i % chainWindow
-		got, h, err := reqs[slot].WaitHeader(k.ctx)
-		reqs[slot] = nil
-		if err = k.check(prev, got, &h, hi-lo, lo, err); err != nil {
-			withdraw(reqs[:])
+		if err := k.await(&ins[i%chainWindow], prev, buf[lo:hi], lo); err != nil {
 			return err
 		}
-		codec.Store(buf[lo:hi], bufs[slot])
 		if i+chainWindow < nc {
-			if err := chainPost(k, buf, prev, step0, chunk, i+chainWindow, &reqs, &bufs); err != nil {
+			if err := post(i + chainWindow); err != nil {
 				return err
 			}
 		}
 		if v < p-1 {
 			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
-				withdraw(reqs[:])
 				return err
 			}
 		}
 	}
-	return nil
-}
-
-// chainPost posts the receive of chunk i of a chain broadcast straight
-// into its place in buf. On failure it withdraws the receives already
-// posted.
-func chainPost[T codec.Elem](k *call[T], buf []T, prev, step0, chunk, i int,
-	reqs *[chainWindow]*comm.Request, bufs *[chainWindow][]byte) error {
-	lo, hi := chunkBounds(0, len(buf), chunk, i)
-	slot := i % chainWindow
-	bufs[slot] = codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(prev, k.tag(step0+i), bufs[slot])
-	if err != nil {
-		withdraw(reqs[:])
-		return k.wrap(prev, err)
-	}
-	reqs[slot] = req
 	return nil
 }
 

@@ -27,6 +27,12 @@ type call[T codec.Elem] struct {
 	// shared segment (Shm and Hierarchical).
 	ticket uint64
 	size   int // bytes per element
+	// keep says that the call keeps, as its result, the values it sends
+	// now, so that with a lossy codec send must round its copy as the
+	// receivers' is. It starts as keepsRounded says and the allreduce
+	// algorithms clear it for their reduce phases, whose partial sums the
+	// sender does not keep.
+	keep bool
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -66,7 +72,7 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 // reported as such and not as the mismatch it would cause.
 func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
 	dt := codec.DTypeOf[T]()
-	k := call[T]{ctx: ctx, c: c, op: op, size: dt.Size(),
+	k := call[T]{ctx: ctx, c: c, op: op, size: dt.Size(), keep: keepsRounded(kind),
 		me: Call{Kind: kind, DType: dt, Count: count, Root: -1}}
 	if c == nil {
 		return k, fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
@@ -88,14 +94,34 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, o
 		}
 		k.me.Op = op.ID()
 	}
+	if err := k.cfg.chooseCodec(dt); err != nil {
+		return k, k.invalid(err)
+	}
 	commutative := !reducing(kind) || op.Commutative()
-	algo, chunk, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
+	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
 	if err != nil {
 		return k, k.invalid(err)
 	}
-	k.cfg.tunedChunk = chunk
+	k.cfg.tunedChunk = tuned.Chunk
+	if !k.cfg.codecSet && tuned.Codec.Check(dt) == nil {
+		k.cfg.codec = tuned.Codec
+	}
 	k.me.Algorithm = algo
 	return k, nil
+}
+
+// chooseCodec settles the codec of a call of element type dt before its
+// algorithm: the call's own, which must apply to dt, else GOCOLL_CODEC's
+// where it applies. Where neither sets one the tuning table may, with
+// the algorithm it was measured with.
+func (c *config) chooseCodec(dt codec.DType) error {
+	if c.codecSet {
+		return c.codec.Check(dt)
+	}
+	if e := env(); e.codecSet && e.codec.Check(dt) == nil {
+		c.codec, c.codecSet = e.codec, true
+	}
+	return nil
 }
 
 // start registers the call with its communicator, which numbers it and
@@ -151,69 +177,17 @@ func (k *call[T]) header(step, n, off int) codec.Header {
 		Length: uint64(n * k.size)}
 }
 
-// send sends s, the elements at offset off of the operation's buffer, to
-// peer as step step of the algorithm.
-func (k *call[T]) send(peer, step int, s []T, off int) error {
-	h := k.header(step, len(s), off)
-	if err := k.c.SendHeader(k.ctx, peer, &h, codec.Bytes(s)); err != nil {
-		return k.sendFailed(peer, err)
-	}
-	return nil
-}
-
-// sendFailed wraps a send's error. A send refused as invalid (a header
-// this call built wrong) sent nothing, and the peer would wait for it, so
-// the job is aborted.
-func (k *call[T]) sendFailed(peer int, err error) error {
-	if errors.Is(err, codec.ErrInvalid) {
-		err = k.wrap(peer, err)
-		k.c.Abort(err)
-		return err
-	}
-	return k.wrap(peer, err)
-}
-
-// recv receives step step from peer into dst, the elements at offset off.
-func (k *call[T]) recv(peer, step int, dst []T, off int) error {
-	b := codec.Bytes(dst)
-	n, h, err := k.c.RecvHeader(k.ctx, peer, k.tag(step), b)
-	if err = k.check(peer, n, &h, len(dst), off, err); err != nil {
-		return err
-	}
-	codec.Store(dst, b)
-	return nil
-}
-
-// sendRecv sends s to dst and receives into r from src at once, the
-// receive posted first so that neither side waits for the other's send.
-func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int, r []T, roff int) error {
-	b := codec.Bytes(r)
-	req, err := k.c.IrecvHeader(from, k.tag(recvStep), b)
-	if err != nil {
-		return k.wrap(from, err)
-	}
-	if err := k.send(to, sendStep, s, soff); err != nil {
-		req.WaitHeader(canceled) // withdraw the receive
-		return err
-	}
-	n, h, err := req.WaitHeader(k.ctx)
-	if err = k.check(from, n, &h, len(r), roff, err); err != nil {
-		return err
-	}
-	codec.Store(r, b)
-	return nil
-}
-
 // recvReduce receives step step from peer and reduces it into dst: dst =
 // dst ∘ received when the peer's data comes after this rank's in rank
 // order (peerIsRight), received ∘ dst otherwise.
 func (k *call[T]) recvReduce(peer, step int, dst []T, off int, peerIsRight bool) error {
 	tmp, buf := scratch[T](len(dst))
 	defer buf.release()
-	if err := k.recv(peer, step, tmp, off); err != nil {
+	in, err := k.irecv(peer, step, tmp)
+	if err != nil {
 		return err
 	}
-	return k.reduce(dst, tmp, peerIsRight)
+	return k.awaitReduce(&in, peer, dst, off, tmp, peerIsRight)
 }
 
 // reduce combines src into dst: dst = dst ∘ src when src is the right
@@ -233,29 +207,6 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 	}
 	if err != nil {
 		return k.wrap(-1, err)
-	}
-	return nil
-}
-
-// check turns the outcome of a receive into this call's error: a sender
-// whose message differs from what this rank's call expects is a mismatch,
-// which aborts the job. comm compares the calls of every frame as it
-// arrives; this check adds what a call does not describe (lengths and
-// offsets, which chunk sizes decide) and covers operations too old for
-// comm to remember.
-func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
-	if err != nil {
-		if te := new(comm.TruncateError); errors.As(err, &te) {
-			return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
-		}
-		return k.wrap(peer, err)
-	}
-	if h.Call() != k.me {
-		return k.mismatch(peer, h, "")
-	}
-	if n != want*k.size || int(h.Offset) != off {
-		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different chunk sizes?)",
-			n/k.size, h.Offset, want, off))
 	}
 	return nil
 }

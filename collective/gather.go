@@ -192,8 +192,7 @@ type recvBatch struct {
 }
 
 type postedRecv struct {
-	req         *comm.Request
-	b           []byte // what the receive writes: the destination's bytes
+	in          inbound
 	peer        int
 	lo, hi, off int // the destination buf[lo:hi] and its wire offset
 }
@@ -206,9 +205,7 @@ func getRecvBatch() *recvBatch { return recvBatches.Get().(*recvBatch) }
 // the pool.
 func (b *recvBatch) release() {
 	for i := range b.recvs {
-		if r := b.recvs[i].req; r != nil {
-			r.WaitHeader(canceled)
-		}
+		b.recvs[i].in.withdraw()
 		b.recvs[i] = postedRecv{}
 	}
 	b.recvs = b.recvs[:0]
@@ -218,12 +215,11 @@ func (b *recvBatch) release() {
 // postRecv posts the receive of step step from peer into buf[lo:hi],
 // whose wire offset is off.
 func postRecv[T codec.Elem](k *call[T], b *recvBatch, peer, step int, buf []T, lo, hi, off int) error {
-	bytes := codec.Bytes(buf[lo:hi])
-	req, err := k.c.IrecvHeader(peer, k.tag(step), bytes)
+	in, err := k.irecv(peer, step, buf[lo:hi])
 	if err != nil {
-		return k.wrap(peer, err)
+		return err
 	}
-	b.recvs = append(b.recvs, postedRecv{req: req, b: bytes, peer: peer, lo: lo, hi: hi, off: off})
+	b.recvs = append(b.recvs, postedRecv{in: in, peer: peer, lo: lo, hi: hi, off: off})
 	return nil
 }
 
@@ -233,12 +229,9 @@ func postRecv[T codec.Elem](k *call[T], b *recvBatch, peer, step int, buf []T, l
 func waitRecvs[T codec.Elem](k *call[T], b *recvBatch, buf []T) error {
 	for i := range b.recvs {
 		r := &b.recvs[i]
-		n, h, err := r.req.WaitHeader(k.ctx)
-		r.req = nil
-		if err = k.check(r.peer, n, &h, r.hi-r.lo, r.off, err); err != nil {
+		if err := k.await(&r.in, r.peer, buf[r.lo:r.hi], r.off); err != nil {
 			return err
 		}
-		codec.Store(buf[r.lo:r.hi], r.b)
 	}
 	return nil
 }

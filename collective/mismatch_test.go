@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -53,6 +54,18 @@ func TestMismatch(t *testing.T) {
 				return Allreduce(ctx, c, make([]float64, 8), op)
 			},
 			want: []string{"8 × float64, sum", "8 × float64, max"},
+		},
+		{
+			name:  "codec",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				wire := codec.CodecNone
+				if c.Rank() == 0 {
+					wire = codec.CodecBF16
+				}
+				return Allreduce(ctx, c, make([]float32, 64), Sum, WithAlgorithm(Ring), WithCompression(wire))
+			},
+			want: []string{"bf16"},
 		},
 		{
 			name:  "algorithm",

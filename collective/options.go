@@ -40,6 +40,7 @@ type Option struct {
 	set   optionKind
 	algo  Algorithm
 	bytes int
+	codec codec.CodecID
 }
 
 type optionKind uint8
@@ -47,6 +48,7 @@ type optionKind uint8
 const (
 	setAlgorithm optionKind = iota + 1
 	setChunkSize
+	setCompression
 )
 
 type config struct {
@@ -55,6 +57,11 @@ type config struct {
 	// tunedChunk is the tuning table's chunk for the chosen algorithm,
 	// set by the selector; 0 means none.
 	tunedChunk int
+	// codec is the wire codec of the call's messages, and codecSet says
+	// that the call chose it (CodecNone included), which GOCOLL_CODEC and
+	// the tuning table then do not override.
+	codec    codec.CodecID
+	codecSet bool
 }
 
 func (o Option) apply(c *config) error {
@@ -69,8 +76,13 @@ func (o Option) apply(c *config) error {
 			return fmt.Errorf("%w: chunk size %d must be positive", codec.ErrInvalid, o.bytes)
 		}
 		c.chunk = o.bytes
+	case setCompression:
+		if !o.codec.Valid() {
+			return fmt.Errorf("%w: unknown codec %d", codec.ErrInvalid, uint8(o.codec))
+		}
+		c.codec, c.codecSet = o.codec, true
 	default:
-		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm and WithChunkSize", codec.ErrInvalid)
+		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize and WithCompression", codec.ErrInvalid)
 	}
 	return nil
 }
@@ -83,3 +95,23 @@ func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: 
 // (RingChunked, Chain). Every rank must pass the same size. The default
 // is DefaultChunkSize, or GOCOLL_CHUNK when set.
 func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: bytes} }
+
+// WithCompression sets the wire codec of a call's messages. Every rank
+// must pass the same one.
+//
+// codec.CodecBF16 and codec.CodecFP16 send float32 and float64 values as
+// 16-bit floats; other element types are refused. Reductions still
+// combine in the element type, and every value a lossy call leaves in a
+// result buffer has been rounded to the codec's precision, the rank's own
+// contribution included, so that all ranks hold the same bits (the
+// README derives the error bound). Send-only buffers are never written.
+//
+// codec.CodecZstd and codec.CodecS2 are lossless and apply to any type; a
+// message that does not shrink goes raw.
+//
+// The shared-memory algorithms (Shm, Hierarchical) move data through
+// memory, not messages, and do not compress: with a codec the selector
+// takes a link algorithm instead, and forcing one of them is an error.
+// The default is codec.CodecNone, or GOCOLL_CODEC, or the tuning table's
+// codec when set.
+func WithCompression(c codec.CodecID) Option { return Option{set: setCompression, codec: c} }

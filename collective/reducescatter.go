@@ -101,13 +101,12 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 	g := newHalving(k)
 	step := halvingSteps
 	from := g.owner(me)
-	var req *comm.Request
-	var rb []byte
+	var in inbound
+	defer in.withdraw()
 	if from != me {
-		rb = codec.Bytes(recv)
 		var err error
-		if req, err = k.c.IrecvHeader(from, k.tag(step), rb); err != nil {
-			return k.wrap(from, err)
+		if in, err = k.irecv(from, step, recv); err != nil {
+			return err
 		}
 	}
 	first, last := g.owned(me)
@@ -117,21 +116,13 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 			continue
 		}
 		if err := k.send(i, step, work[i*m:(i+1)*m], i*m); err != nil {
-			if req != nil {
-				req.WaitHeader(canceled) // withdraw the receive
-			}
 			return err
 		}
 	}
-	if req == nil {
+	if from == me {
 		return nil
 	}
-	n, h, err := req.WaitHeader(k.ctx)
-	if err = k.check(from, n, &h, m, me*m, err); err != nil {
-		return err
-	}
-	codec.Store(recv, rb)
-	return nil
+	return k.await(&in, from, recv, me*m)
 }
 
 // reduceScatterHalving is recursive halving, in place: buf holds this

@@ -65,29 +65,36 @@ func topologyOf(c *comm.Comm) topology {
 // choose picks the algorithm of one call: the one the call asked for, else
 // the one GOCOLL_ALGO names for this collective, else the tuning table's
 // entry for the call, else the selector's. With a table's algorithm it
-// returns the entry's chunk size (0 otherwise), which applies when
-// neither the call nor GOCOLL_CHUNK sets one. Where the ranks share
-// memory the selector takes the shared-memory algorithms, which move
-// every byte through memory at most a few times and wait on memory
-// instead of on messages.
-func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, int, error) {
+// also returns the entry's chunk size and codec (zero otherwise), which
+// apply when neither the call nor the environment sets them. Where the
+// ranks share memory the selector takes the shared-memory algorithms,
+// which move every byte through memory at most a few times and wait on
+// memory instead of on messages, unless the call compresses: those
+// algorithms send no messages to compress.
+func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, tuning.Choice, error) {
 	a, err := chooseAlgorithm(kind, cfg, ranks, commutative, topo)
 	if err != nil || a != Auto {
-		return a, 0, err
+		return a, tuning.Choice{}, err
 	}
-	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok && runnable(kind, t.Algorithm, ranks, commutative, topo) {
-		return t.Algorithm, t.Chunk, nil
+	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok {
+		with := cfg
+		if !with.codecSet {
+			with.codec = t.Codec
+		}
+		if runnable(kind, t.Algorithm, with, ranks, commutative, topo) {
+			return t.Algorithm, t, nil
+		}
 	}
-	return defaultAlgorithm(kind, ranks, bytes, commutative, topo), 0, nil
+	return defaultAlgorithm(kind, ranks, bytes, commutative, cfg.codec != codec.CodecNone, topo), tuning.Choice{}, nil
 }
 
 // runnable reports whether a tuning table's algorithm can run this call.
 // A table is measured on one machine and job shape; where the
 // communicator lacks what the algorithm needs (a shared segment, a
-// hierarchy, a commutative op) the call falls back to the built-in
-// selection instead of failing.
-func runnable(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo topology) bool {
-	return checkForced(kind, a, ranks, commutative, topo) == nil
+// hierarchy, a commutative op, messages to compress) the call falls back
+// to the built-in selection instead of failing.
+func runnable(kind codec.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) bool {
+	return checkForced(kind, a, cfg, ranks, commutative, topo) == nil
 }
 
 // chooseAlgorithm returns the algorithm the call or GOCOLL_ALGO forces,
@@ -100,15 +107,17 @@ func chooseAlgorithm(kind codec.Kind, cfg config, ranks int, commutative bool, t
 	if a == Auto {
 		return Auto, nil
 	}
-	if err := checkForced(kind, a, ranks, commutative, topo); err != nil {
+	if err := checkForced(kind, a, cfg, ranks, commutative, topo); err != nil {
 		return 0, err
 	}
 	return a, nil
 }
 
 // checkForced says why a cannot run the call, if it cannot.
-func checkForced(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo topology) error {
+func checkForced(kind codec.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) error {
 	switch {
+	case cfg.codec != codec.CodecNone && !a.Compresses():
+		return fmt.Errorf("%w: %s with %s moves data through shared memory, which %s compression cannot apply to; drop the codec or choose a link algorithm", codec.ErrInvalid, kind, a, cfg.codec)
 	case !codec.Accepts(kind, a):
 		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, codec.Algorithms(kind))
 	case !commutative && slices.Contains(reorders[kind], a):
@@ -122,11 +131,11 @@ func checkForced(kind codec.Kind, a Algorithm, ranks int, commutative bool, topo
 }
 
 // defaultAlgorithm is the built-in selection, by the cost model.
-func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative bool, topo topology) Algorithm {
-	if topo.shared && codec.Accepts(kind, Shm) {
+func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative, compress bool, topo topology) Algorithm {
+	if topo.shared && !compress && codec.Accepts(kind, Shm) {
 		return Shm
 	}
-	if topo.hierarchical && kind == codec.KindAllreduce && commutative {
+	if topo.hierarchical && !compress && kind == codec.KindAllreduce && commutative {
 		return Hierarchical
 	}
 	switch kind {
@@ -188,19 +197,30 @@ func (c config) chunkElems(elemSize int) int {
 
 // GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
 // "allreduce:ring,bcast:tree". GOCOLL_CHUNK sets the default chunk size
-// in bytes. Both are read once; entries that do not parse are reported on
-// stderr and ignored.
-var env = sync.OnceValues(func() (map[codec.Kind]Algorithm, int) {
-	algos, chunk, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"))
+// in bytes, and GOCOLL_CODEC the default wire codec ("bf16", "zstd", ...)
+// of every call whose element type it applies to. They are read once;
+// entries that do not parse are reported on stderr and ignored.
+var env = sync.OnceValue(func() envSettings {
+	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"))
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "gocoll:", p)
 	}
-	return algos, chunk
+	return e
 })
 
-// parseEnv parses GOCOLL_ALGO and GOCOLL_CHUNK and says what it ignored.
-func parseEnv(algoVar, chunkVar string) (map[codec.Kind]Algorithm, int, []string) {
-	algos := map[codec.Kind]Algorithm{}
+// envSettings is what the environment overrides; zero values override
+// nothing.
+type envSettings struct {
+	algos    map[codec.Kind]Algorithm
+	chunk    int
+	codec    codec.CodecID
+	codecSet bool
+}
+
+// parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK and GOCOLL_CODEC and says
+// what it ignored.
+func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
+	e := envSettings{algos: map[codec.Kind]Algorithm{}}
 	var problems []string
 	for _, item := range strings.Split(algoVar, ",") {
 		if item = strings.TrimSpace(item); item == "" {
@@ -215,18 +235,25 @@ func parseEnv(algoVar, chunkVar string) (map[codec.Kind]Algorithm, int, []string
 		case !codec.Accepts(kind, a):
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: %s has no %s algorithm", item, kind, a))
 		default:
-			algos[kind] = a
+			e.algos[kind] = a
 		}
 	}
-	chunk := 0
 	if chunkVar != "" {
-		if _, err := fmt.Sscan(chunkVar, &chunk); err != nil || chunk <= 0 {
+		if _, err := fmt.Sscan(chunkVar, &e.chunk); err != nil || e.chunk <= 0 {
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_CHUNK=%q: want a positive number of bytes", chunkVar))
-			chunk = 0
+			e.chunk = 0
 		}
 	}
-	return algos, chunk, problems
+	if codecVar != "" {
+		c, err := codec.ParseCodec(strings.TrimSpace(codecVar))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_CODEC=%q: %v", codecVar, err))
+		} else {
+			e.codec, e.codecSet = c, true
+		}
+	}
+	return e, problems
 }
 
-func envAlgorithm(kind codec.Kind) Algorithm { a, _ := env(); return a[kind] }
-func envChunk() int                          { _, c := env(); return c }
+func envAlgorithm(kind codec.Kind) Algorithm { return env().algos[kind] }
+func envChunk() int                          { return env().chunk }

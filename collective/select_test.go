@@ -13,8 +13,10 @@ func TestParseEnv(t *testing.T) {
 		name      string
 		algo      string
 		chunk     string
+		codec     string
 		want      map[codec.Kind]Algorithm
 		wantChunk int
+		wantCodec codec.CodecID
 		problems  int
 	}{
 		{name: "empty", want: map[codec.Kind]Algorithm{}},
@@ -27,12 +29,17 @@ func TestParseEnv(t *testing.T) {
 		{name: "no colon", algo: "ring", want: map[codec.Kind]Algorithm{}, problems: 1},
 		{name: "bad chunk", chunk: "big", want: map[codec.Kind]Algorithm{}, problems: 1},
 		{name: "negative chunk", chunk: "-4", want: map[codec.Kind]Algorithm{}, problems: 1},
+		{name: "codec", codec: "bf16", want: map[codec.Kind]Algorithm{}, wantCodec: codec.CodecBF16},
+		{name: "codec none", codec: "none", want: map[codec.Kind]Algorithm{}},
+		{name: "unknown codec", codec: "gzip", want: map[codec.Kind]Algorithm{}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			algos, chunk, problems := parseEnv(tt.algo, tt.chunk)
-			require.Equal(t, tt.want, algos)
-			require.Equal(t, tt.wantChunk, chunk)
+			e, problems := parseEnv(tt.algo, tt.chunk, tt.codec)
+			require.Equal(t, tt.want, e.algos)
+			require.Equal(t, tt.wantChunk, e.chunk)
+			require.Equal(t, tt.wantCodec, e.codec)
+			require.Equal(t, tt.codec != "" && tt.problems == 0, e.codecSet)
 			require.Len(t, problems, tt.problems, "%q", problems)
 		})
 	}

@@ -51,10 +51,10 @@ func TestChooseTuning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, chunk, err := choose(codec.KindAllreduce, tt.cfg, tt.ranks, tt.bytes, tt.commutative, tt.topo)
+			got, tuned, err := choose(codec.KindAllreduce, tt.cfg, tt.ranks, tt.bytes, tt.commutative, tt.topo)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
-			require.Equal(t, tt.wantChunk, chunk)
+			require.Equal(t, tt.wantChunk, tuned.Chunk)
 		})
 	}
 }
@@ -94,10 +94,10 @@ func TestTuningOnCommunicator(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	cs := job(t, 3, comm.WithTuning(path))
-	a, chunk, err := choose(codec.KindAllreduce, config{}, 3, 400, true, topologyOf(cs[0]))
+	a, tuned, err := choose(codec.KindAllreduce, config{}, 3, 400, true, topologyOf(cs[0]))
 	require.NoError(t, err)
 	require.Equal(t, RingChunked, a, "the cost model would take recursive doubling")
-	require.Equal(t, 64, chunk)
+	require.Equal(t, 64, tuned.Chunk)
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		buf := make([]float32, 100)
 		for i := range buf {
@@ -113,4 +113,61 @@ func TestTuningOnCommunicator(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestTuningCodec: a table's codec applies to the calls whose element
+// type it suits, unless the call sets its own; and a call with a codec
+// where the table says shm falls back to the thresholds instead of
+// running an algorithm that cannot compress.
+func TestTuningCodec(t *testing.T) {
+	if env().codecSet {
+		t.Skip("GOCOLL_CODEC is set")
+	}
+	path := filepath.Join(t.TempDir(), "tuning.json")
+	tab, err := tuning.New([]tuning.Entry{
+		{Collective: "allreduce", Ranks: 3, Transport: "auto", MinBytes: 0, MaxBytes: 1 << 10, Algorithm: "ring", Codec: "bf16"},
+		{Collective: "allreduce", Ranks: 3, Transport: "auto", MinBytes: 1<<10 + 1, MaxBytes: 1 << 20, Algorithm: "shm"},
+	})
+	require.NoError(t, err)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, tab.Write(f))
+	require.NoError(t, f.Close())
+	cs := job(t, 3, comm.WithTuning(path), comm.WithTransport("auto"))
+
+	tests := []struct {
+		name      string
+		prepare   func(ctx context.Context, c *comm.Comm) (config, Algorithm, error)
+		wantCodec codec.CodecID
+		wantAlgo  Algorithm
+	}{
+		{"float32 takes the table's codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
+			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 100, -1, nil)
+			return k.cfg, k.me.Algorithm, err
+		}, codec.CodecBF16, Ring},
+		{"int32 does not take a lossy codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
+			k, err := prepare[int32](ctx, c, codec.KindAllreduce, Sum, 100, -1, nil)
+			return k.cfg, k.me.Algorithm, err
+		}, codec.CodecNone, Ring},
+		{"the call's codec first", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
+			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 100, -1, []Option{WithCompression(codec.CodecNone)})
+			return k.cfg, k.me.Algorithm, err
+		}, codec.CodecNone, Ring},
+		{"shm without a codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
+			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1000, -1, nil)
+			return k.cfg, k.me.Algorithm, err
+		}, codec.CodecNone, Shm},
+		{"shm with a codec falls back", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
+			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1000, -1, []Option{WithCompression(codec.CodecZstd)})
+			return k.cfg, k.me.Algorithm, err
+		}, codec.CodecZstd, RecursiveDoubling},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, algo, err := tt.prepare(context.Background(), cs[0])
+			require.NoError(t, err)
+			require.Equal(t, tt.wantCodec, cfg.codec)
+			require.Equal(t, tt.wantAlgo, algo)
+		})
+	}
 }

@@ -32,8 +32,9 @@ type Entry struct {
 	Chunk      int    `json:"chunk"`
 	Codec      string `json:"codec"`
 
-	kind codec.Kind
-	algo codec.Algorithm
+	kind  codec.Kind
+	algo  codec.Algorithm
+	codec codec.CodecID
 }
 
 // A Table is a checked list of entries. The zero Table has no entries and
@@ -46,6 +47,10 @@ type Table struct {
 type Choice struct {
 	Algorithm codec.Algorithm
 	Chunk     int // bytes; 0 for the default
+	// Codec is the wire codec. A lossy one (codec.CodecBF16,
+	// codec.CodecFP16) applies to float32 and float64 calls only; package
+	// collective sends other element types uncompressed.
+	Codec codec.CodecID
 }
 
 // Load reads and checks the table in the file at path. Its errors name
@@ -140,10 +145,19 @@ func (e *Entry) check() error {
 		return fmt.Errorf("%w: chunk %d: want 0 (the default) or 1 to %d bytes", codec.ErrInvalid, e.Chunk, MaxChunk)
 	case e.Chunk > 0 && !e.algo.Pipelined():
 		return fmt.Errorf("%w: chunk %d with %s: only the pipelined algorithms (ring_chunked, chain) take a chunk size", codec.ErrInvalid, e.Chunk, e.algo)
-	case e.Codec != "" && e.Codec != "none":
-		return fmt.Errorf("%w: codec %q: wire compression does not exist yet; want none", codec.ErrInvalid, e.Codec)
 	}
-	e.Codec = "none"
+	if e.Codec == "" {
+		e.Codec = codec.CodecNone.String()
+	}
+	if e.codec, err = codec.ParseCodec(e.Codec); err != nil {
+		return err
+	}
+	// The shared-memory algorithms move data through memory, not
+	// messages, and package collective refuses to force them with a
+	// codec: such an entry could never run as written.
+	if e.codec != codec.CodecNone && !e.algo.Compresses() {
+		return fmt.Errorf("%w: codec %s with %s: the shared-memory algorithms do not compress; want codec none", codec.ErrInvalid, e.codec, e.algo)
+	}
 	return nil
 }
 
@@ -157,11 +171,15 @@ func (t *Table) Lookup(kind codec.Kind, ranks int, transport string, bytes int64
 	for i := range t.Entries {
 		e := &t.Entries[i]
 		if e.kind == kind && e.Ranks == ranks && e.Transport == transport && e.MinBytes <= bytes && bytes <= e.MaxBytes {
-			return Choice{Algorithm: e.algo, Chunk: e.Chunk}, true
+			return e.Choice(), true
 		}
 	}
 	return Choice{}, false
 }
+
+// Choice returns what e chooses. e must be an entry of a Table, whose
+// checks fill in what Choice reads from the entry's fields.
+func (e *Entry) Choice() Choice { return Choice{Algorithm: e.algo, Chunk: e.Chunk, Codec: e.codec} }
 
 // Write writes t as indented JSON, the format Load reads.
 func (t *Table) Write(w io.Writer) error {

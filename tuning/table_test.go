@@ -16,7 +16,9 @@ const validTable = `{"entries": [
  {"collective": "allreduce", "ranks": 4, "transport": "tcp", "min_bytes": 0, "max_bytes": 8191, "algorithm": "tree", "chunk": 0, "codec": "none"},
  {"collective": "Allreduce", "ranks": 4, "transport": "tcp", "min_bytes": 1048576, "max_bytes": 16777215, "algorithm": "ring_chunked", "chunk": 1048576},
  {"collective": "allreduce", "ranks": 2, "transport": "tcp", "min_bytes": 0, "max_bytes": 100, "algorithm": "ring", "chunk": 0, "codec": "none"},
- {"collective": "bcast", "ranks": 4, "transport": "shm", "min_bytes": 0, "max_bytes": 100, "algorithm": "chain", "chunk": 65536, "codec": "none"}
+ {"collective": "bcast", "ranks": 4, "transport": "shm", "min_bytes": 0, "max_bytes": 100, "algorithm": "chain", "chunk": 65536, "codec": "none"},
+ {"collective": "allreduce", "ranks": 4, "transport": "tcp", "min_bytes": 16777216, "max_bytes": 67108864, "algorithm": "ring_chunked", "chunk": 0, "codec": "bf16"},
+ {"collective": "allgather", "ranks": 4, "transport": "tcp", "min_bytes": 0, "max_bytes": 100, "algorithm": "ring", "chunk": 0, "codec": "zstd"}
 ]}`
 
 func writeFile(t *testing.T, text string) string {
@@ -28,8 +30,9 @@ func writeFile(t *testing.T, text string) string {
 func TestLoadValid(t *testing.T) {
 	tab, err := Load(writeFile(t, validTable))
 	require.NoError(t, err)
-	require.Len(t, tab.Entries, 4)
+	require.Len(t, tab.Entries, 6)
 	require.Equal(t, "none", tab.Entries[1].Codec, "an omitted codec is none")
+	require.Equal(t, Choice{Algorithm: codec.AlgoRingChunked, Codec: codec.CodecBF16}, tab.Entries[4].Choice())
 
 	var buf bytes.Buffer
 	require.NoError(t, tab.Write(&buf))
@@ -69,7 +72,12 @@ func TestLoadInvalid(t *testing.T) {
 		{"negative chunk", `{"entries": [` + entry(`algorithm="ring_chunked";chunk=-1`) + `]}`, "entry 0: invalid input: chunk -1"},
 		{"huge chunk", `{"entries": [` + entry(`algorithm="ring_chunked";chunk=2147483648`) + `]}`, "entry 0: invalid input: chunk 2147483648"},
 		{"chunk of an unpipelined algorithm", `{"entries": [` + entry(`chunk=65536`) + `]}`, "entry 0: invalid input: chunk 65536 with ring"},
-		{"codec", `{"entries": [` + entry(`codec="bf16"`) + `]}`, `entry 0: invalid input: codec "bf16": wire compression does not exist yet`},
+		{"unknown codec", `{"entries": [` + ok + `, ` + entry(`codec="lz4";transport="shm"`) + `]}`, `entry 1: invalid input: unknown codec "lz4"`},
+		{"codec names are lower case", `{"entries": [` + entry(`codec="BF16"`) + `]}`, `entry 0: invalid input: unknown codec "BF16"`},
+		{"codec with shm", `{"entries": [` + entry(`algorithm="shm";codec="s2"`) + `]}`,
+			"entry 0: invalid input: codec s2 with shm: the shared-memory algorithms do not compress"},
+		{"codec with hierarchical", `{"entries": [` + entry(`algorithm="hierarchical";codec="bf16"`) + `]}`,
+			"entry 0: invalid input: codec bf16 with hierarchical"},
 		{"overlap", `{"entries": [` + ok + `, ` + entry(`transport="shm"`) + `, ` + entry(`min_bytes=100;max_bytes=200`) + `]}`,
 			"entry 2 (allreduce, 2 ranks, tcp, 100 to 200 bytes) overlaps entry 0 (0 to 100 bytes)"},
 	}
@@ -102,15 +110,17 @@ func TestLookup(t *testing.T) {
 		want      Choice
 		found     bool
 	}{
-		{"low end of a range", codec.KindAllreduce, 4, "tcp", 0, Choice{codec.AlgoTree, 0}, true},
-		{"high end of a range", codec.KindAllreduce, 4, "tcp", 8191, Choice{codec.AlgoTree, 0}, true},
+		{"low end of a range", codec.KindAllreduce, 4, "tcp", 0, Choice{Algorithm: codec.AlgoTree}, true},
+		{"high end of a range", codec.KindAllreduce, 4, "tcp", 8191, Choice{Algorithm: codec.AlgoTree}, true},
 		{"between ranges", codec.KindAllreduce, 4, "tcp", 8192, Choice{}, false},
-		{"with a chunk", codec.KindAllreduce, 4, "tcp", 4 << 20, Choice{codec.AlgoRingChunked, 1 << 20}, true},
-		{"above every range", codec.KindAllreduce, 4, "tcp", 16 << 20, Choice{}, false},
-		{"other rank count", codec.KindAllreduce, 2, "tcp", 50, Choice{codec.AlgoRing, 0}, true},
+		{"with a chunk", codec.KindAllreduce, 4, "tcp", 4 << 20, Choice{Algorithm: codec.AlgoRingChunked, Chunk: 1 << 20}, true},
+		{"above every range", codec.KindAllreduce, 4, "tcp", 64<<20 + 1, Choice{}, false},
+		{"other rank count", codec.KindAllreduce, 2, "tcp", 50, Choice{Algorithm: codec.AlgoRing}, true},
 		{"ranks match exactly", codec.KindAllreduce, 3, "tcp", 50, Choice{}, false},
 		{"other transport", codec.KindAllreduce, 4, "shm", 50, Choice{}, false},
-		{"other collective", codec.KindBcast, 4, "shm", 50, Choice{codec.AlgoChain, 65536}, true},
+		{"other collective", codec.KindBcast, 4, "shm", 50, Choice{Algorithm: codec.AlgoChain, Chunk: 65536}, true},
+		{"a lossy codec", codec.KindAllreduce, 4, "tcp", 64 << 20, Choice{Algorithm: codec.AlgoRingChunked, Codec: codec.CodecBF16}, true},
+		{"a lossless codec", codec.KindAllgather, 4, "tcp", 100, Choice{Algorithm: codec.AlgoRing, Codec: codec.CodecZstd}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,17 +34,20 @@ const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collective
 
 Bench starts a job of n ranks on this machine and sweeps collectives over
 message sizes the way the OSU micro-benchmarks and ../shared/anchors time
-them: for each collective, algorithm and size it makes a few warm-up calls,
-then times each call alone, between barriers. A rank's figure is its
-average; the one reported is the largest over the ranks, with the fastest
-and the slowest single call on any rank. Every call's result is checked
-against the data each rank sent, and one wrong value fails the run.
+them: for each collective, algorithm, chunk size, codec and size it makes
+a few warm-up calls, then times each call alone, between barriers. A
+rank's figure is its average; the one reported is the largest over the
+ranks, with the fastest and the slowest single call on any rank. Every
+call's result is checked against the data each rank sent, and one wrong
+value fails the run.
 
-The table goes to stdout: per point the average, fastest and slowest call
-in µs, and the algorithm and bus bandwidths in GB/s (1e9 bytes/s). algbw
-is bytes/avg; busbw is algbw times nccl-tests' factor for n ranks, which
-makes figures of different rank counts comparable and comes close to a
-link's bandwidth when the collective uses the link fully:
+The table goes to stdout: per point its algorithm (with its chunk size
+and codec when --chunks or a codec other than none is given), the
+average, fastest and slowest call in µs, and the algorithm and bus
+bandwidths in GB/s (1e9 bytes/s). algbw is bytes/avg; busbw is algbw
+times nccl-tests' factor for n ranks, which makes figures of different
+rank counts comparable and comes close to a link's bandwidth when the
+collective uses the link fully:
 
 	allreduce                                 2(n-1)/n
 	reducescatter, allgather, gather,
@@ -54,10 +57,15 @@ link's bandwidth when the collective uses the link fully:
 
 bytes counts the reduced vector (allreduce, reduce, reducescatter), the
 broadcast buffer (bcast), the whole gathered or scattered buffer (gather,
-scatter, allgather) and one rank's send buffer (alltoall). The data are
-float32, summed where reduced; a size that is not a whole number of
-elements, or of n equal blocks for the collectives that split their
-buffer, is skipped for that collective.
+scatter, allgather) and one rank's send buffer (alltoall). With a codec
+(--codec), bytes and both bandwidths still count the float32 data, not
+the compressed bytes on the wire: they are effective bandwidths, which
+compare across codecs. The data are float32, summed where reduced; a
+size that is not a whole number of elements, or of n equal blocks for
+the collectives that split their buffer, is skipped for that collective.
+They are pseudo-random whole numbers, so that the lossless codecs meet
+data that shrinks little rather than a repeating pattern, and small
+enough that every sum, and every value a lossy codec rounds, is exact.
 
 The flags are:
 
@@ -88,7 +96,17 @@ The flags are:
 		pipelined algorithm (ring_chunked, chain) with, named in the
 		chunk column; the default chunk only when not given
 	--codec list
-		wire codecs; only none until compression exists
+		comma-separated wire codecs to measure each algorithm and chunk
+		size with, named in the codec column: none (the default), the
+		lossy bf16 and fp16, which send the float32 data as 16-bit
+		floats and round the results, and the lossless zstd and s2.
+		Every call is given its point's codec, so GOCOLL_CODEC does not
+		change a sweep. shm and hierarchical do not compress and are
+		measured with none only; barrier and the object collectives
+		(--objects, which then needs none in the list) take no codec.
+		Lossy results are checked exactly too, which limits a lossy
+		allreduce, reduce or reducescatter to 256 ranks with bf16 and
+		2048 with fp16
 	--iters auto|N
 		timed calls per point; auto is mpi_coll_bench.c's count, enough
 		calls to move about 256 MiB, at least 10 and at most 1000 (the
@@ -105,7 +123,7 @@ The flags are:
 		also measure allreduce and allgather of the same data inside a Go
 		value sent through gob (allreduce_object, allgather_object, algo
 		gob), as mpi4py's lowercase methods pickle, to show what
-		serialisation costs
+		serialisation costs; uncompressed, whatever --codec says
 	--progress
 		draw a progress bar on stderr even when stderr is not a terminal
 	--cpuprofile file

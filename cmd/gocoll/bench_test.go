@@ -35,7 +35,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--iters", "0"}, 2, `--iters "0": want auto or a positive number of calls`},
 		{[]string{"bench", "--iters", "many"}, 2, `--iters "many"`},
 		{[]string{"bench", "--scale", "0"}, 2, "--scale 0: want a positive factor"},
-		{[]string{"bench", "--codec", "none,bf16"}, 2, "compression comes with the compression issue"},
+		{[]string{"bench", "--codec", "none,lz4"}, 2, `unknown codec "lz4" (want one of [none bf16 fp16 zstd s2])`},
+		{[]string{"bench", "--codec", "BF16"}, 2, `unknown codec "BF16"`},
+		{[]string{"bench", "--codec", "bf16", "--objects"}, 2, "the object collectives take no codec and are measured uncompressed, and the codecs (bf16) leave out none"},
 		{[]string{"bench", "--collectives", "allreduce,allsum"}, 2, `unknown collective "allsum"`},
 		{[]string{"bench", "--algos", "bruck", "--collectives", "allreduce"}, 2, "algorithm bruck applies to none of allreduce"},
 		{[]string{"bench", "--objects", "--collectives", "bcast"}, 2, "the object sweep measures allreduce and allgather"},
@@ -112,6 +114,32 @@ func TestBenchMem(t *testing.T) {
 	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+gob\s+[0-9.]+`, out)
 	checkOutputs(t, csvPath, jsonPath, "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
 		"allreduce_object/8", "allreduce_object/12", "allreduce_object/48", "gather/12", "gather/48"})
+}
+
+// TestBenchMemCodecs sweeps codecs over in-memory links: each point is
+// measured once per codec, and the table and the CSV name the codec.
+func TestBenchMemCodecs(t *testing.T) {
+	csvPath := filepath.Join(t.TempDir(), "out.csv")
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"bench", "-n", "2", "--transport", "mem", "--collectives", "allreduce,allgather", "--sizes", "8,64",
+		"--iters", "2", "--codec", "none,bf16,zstd", "--csv", csvPath}, &stdout, &stderr)
+	require.Zero(t, code, stderr.String())
+	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+codec\s+avg µs`, stdout.String())
+	require.Regexp(t, `(?m)^allgather\s+64 B\s+auto\s+zstd\s+[0-9.]+`, stdout.String())
+
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	require.NoError(t, err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s/%s/%d", r.Collective, r.Codec, r.Bytes))
+	}
+	require.Equal(t, []string{
+		"allreduce/none/8", "allreduce/none/64", "allreduce/bf16/8", "allreduce/bf16/64", "allreduce/zstd/8", "allreduce/zstd/64",
+		"allgather/none/8", "allgather/none/64", "allgather/bf16/8", "allgather/bf16/64", "allgather/zstd/8", "allgather/zstd/64",
+	}, got)
 }
 
 // TestBenchEndToEnd builds gocoll and runs a sweep of two processes over

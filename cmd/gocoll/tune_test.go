@@ -58,6 +58,50 @@ func TestTuneEndToEnd(t *testing.T) {
 	require.NoError(t, errs[1])
 }
 
+// TestTuneCodecs tunes over codecs, none left out of the list: tune
+// measures it anyway, as the default's codec, and every entry's codec is
+// one of those measured.
+func TestTuneCodecs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tuning.json")
+	var stdout, stderr bytes.Buffer
+	code := tuneMain([]string{"-n", "2", "--transport", "mem", "--collectives", "allreduce", "--sizes", "64,64K",
+		"--chunks", "16K", "--codecs", "bf16,zstd", "--iters", "3", "-o", path}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Regexp(t, `(?m)^\s*collective\s+bytes\s+chosen\s+chunk\s+codec\s+us\s+default us\s+speedup$`, stdout.String())
+
+	table, err := tuning.Load(path)
+	require.NoError(t, err)
+	for _, e := range table.Entries {
+		require.Contains(t, []string{"none", "bf16", "zstd"}, e.Codec)
+		choice, ok := table.Lookup(codec.KindAllreduce, 2, "mem", e.MinBytes)
+		require.True(t, ok)
+		require.Equal(t, e.Codec, choice.Codec.String())
+		if choice.Codec.Lossy() {
+			require.Contains(t, stdout.String(), e.Codec+" chosen for allreduce of")
+		}
+	}
+}
+
+func TestWriteLossy(t *testing.T) {
+	table, err := tuning.New([]tuning.Entry{
+		{Collective: "allreduce", Ranks: 4, Transport: "tcp", MinBytes: 0, MaxBytes: 1023, Algorithm: "tree", Codec: "zstd"},
+		{Collective: "allreduce", Ranks: 4, Transport: "tcp", MinBytes: 16 << 20, MaxBytes: 64 << 20, Algorithm: "ring_chunked", Codec: "bf16"},
+		{Collective: "bcast", Ranks: 4, Transport: "tcp", MinBytes: 1024, MaxBytes: 4095, Algorithm: "chain", Codec: "fp16"},
+	})
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, writeLossy(&b, table))
+	require.Equal(t, "\n"+
+		"bf16 chosen for allreduce of 16777216 to 67108864 bytes: float32 and float64 results rounded to bf16 precision\n"+
+		"fp16 chosen for bcast of 1024 to 4095 bytes: float32 and float64 results rounded to fp16 precision\n", b.String())
+
+	b.Reset()
+	table, err = tuning.New(table.Entries[:1])
+	require.NoError(t, err)
+	require.NoError(t, writeLossy(&b, table))
+	require.Empty(t, b.String(), "a lossless codec changes no result")
+}
+
 func TestTuneFlags(t *testing.T) {
 	tests := []struct {
 		name string
@@ -67,6 +111,7 @@ func TestTuneFlags(t *testing.T) {
 		{"noise", []string{"--noise", "2"}, "--noise 2"},
 		{"chunks", []string{"--chunks", "x"}, "--chunks"},
 		{"transport", []string{"--transport", "ib"}, "unknown transport"},
+		{"codecs", []string{"--codecs", "none,lz4"}, `unknown codec "lz4"`},
 		{"argument", []string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,246 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
+)
+
+// Every message of a call goes through send and irecv/await, which is
+// where the call's wire codec (WithCompression) applies: without one a
+// payload is the elements' own bytes, sent from and received into the
+// caller's slices; with one, each message is encoded into a pooled wire
+// buffer as it is sent and decoded out of one as it is received. The
+// algorithms send a chunk or a block per message, so the pipelined ones
+// encode chunk i+1 while chunk i is on the wire, and the scratch a link
+// needs is one message per receive in flight.
+
+// send sends s, the elements at offset off of the operation's buffer, to
+// peer as step step of the algorithm. With a lossy codec and a call that
+// keeps what it sends (k.keep), s is replaced by the values the peer
+// decodes, so that both hold the same bits.
+func (k *call[T]) send(peer, step int, s []T, off int) error {
+	h := k.header(step, len(s), off)
+	payload := codec.Bytes(s)
+	var wire scratchBuf
+	if c := k.cfg.codec; c != codec.CodecNone {
+		var w []byte
+		w, wire = scratch[byte](codec.EncodeScratchLen(c, k.me.DType, len(s)))
+		payload, h.Codec = codec.Encode(c, w, s)
+		h.Length = uint64(len(payload))
+		if h.Codec.Lossy() && k.keep {
+			// Decoding what was just encoded cannot fail.
+			_ = codec.Decode(h.Codec, s, payload)
+		}
+	}
+	err := k.c.SendHeader(k.ctx, peer, &h, payload)
+	wire.release()
+	if err != nil {
+		return k.sendFailed(peer, err)
+	}
+	return nil
+}
+
+// keepsRounded reports whether a collective keeps in its result buffer
+// the values it sends, so that every rank ends with them: the sender's
+// copy must then be rounded as the receivers' is. The others send from
+// scratch or from buffers that are theirs to read only, and each of their
+// results lives on one rank. Bcast's and Allgather's forwarders send
+// values they received, which are rounded already; rounding them again
+// changes nothing.
+func keepsRounded(kind codec.Kind) bool {
+	switch kind {
+	case codec.KindAllreduce, codec.KindBcast, codec.KindAllgather, codec.KindAllgatherv:
+		return true
+	}
+	return false
+}
+
+// sendFailed wraps a send's error. A send refused as invalid (a header
+// this call built wrong) sent nothing, and the peer would wait for it, so
+// the job is aborted.
+func (k *call[T]) sendFailed(peer int, err error) error {
+	if errors.Is(err, codec.ErrInvalid) {
+		err = k.wrap(peer, err)
+		k.c.Abort(err)
+		return err
+	}
+	return k.wrap(peer, err)
+}
+
+// inbound is a posted receive of a call. Its payload lands in b: the
+// destination's own bytes when the call sends raw, a pooled wire buffer
+// (wire) when it compresses.
+type inbound struct {
+	req  *comm.Request
+	b    []byte
+	wire scratchBuf
+}
+
+// irecv posts the receive of step step from peer, for the elements dst.
+func (k *call[T]) irecv(peer, step int, dst []T) (inbound, error) {
+	var in inbound
+	if c := k.cfg.codec; c == codec.CodecNone {
+		in.b = codec.Bytes(dst)
+	} else {
+		in.b, in.wire = scratch[byte](codec.MaxWireLen(c, k.me.DType, len(dst)))
+	}
+	req, err := k.c.IrecvHeader(peer, k.tag(step), in.b)
+	if err != nil {
+		in.wire.release()
+		return inbound{}, k.wrap(peer, err)
+	}
+	in.req = req
+	return in, nil
+}
+
+// await waits for in, the receive from peer, checks the message against
+// this rank's call and leaves its elements in dst, the elements at
+// offset off of the operation's buffer.
+func (k *call[T]) await(in *inbound, peer int, dst []T, off int) error {
+	defer in.withdraw()
+	n, h, err := k.arrive(in, peer, len(dst), off)
+	if err != nil {
+		return err
+	}
+	if in.wire.p == nil {
+		codec.Store(dst, in.b)
+		return nil
+	}
+	if err := codec.Decode(h.Codec, dst, in.b[:n]); err != nil {
+		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not decode to the %d elements expected (different chunk sizes?): %v",
+			h.Codec, n, h.Offset, len(dst), err))
+	}
+	return nil
+}
+
+// arrive waits for in, the receive from peer of want elements at offset
+// off, and checks what arrived: its payload's length and header.
+func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, codec.Header, error) {
+	n, h, err := in.req.WaitHeader(k.ctx)
+	in.req = nil
+	return n, h, k.check(peer, n, &h, want, off, err)
+}
+
+// awaitReduce waits for in, the receive from peer posted for tmp, checks
+// it, and reduces its elements into dst (see reduce): the elements at
+// offset off of the operation's buffer, len(tmp) == len(dst). A lossy
+// codec's payload is decoded a few KiB at a time, each piece reduced
+// while it is still in the cache, instead of decoding it all into tmp
+// and reading it back.
+func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, peerIsRight bool) error {
+	if !k.cfg.codec.Lossy() {
+		if err := k.await(in, peer, tmp, off); err != nil {
+			return err
+		}
+		return k.reduce(dst, tmp, peerIsRight)
+	}
+	defer in.withdraw()
+	n, h, err := k.arrive(in, peer, len(dst), off)
+	if err != nil {
+		return err
+	}
+	if n != 2*len(dst) {
+		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not hold the %d elements expected (different chunk sizes?)",
+			h.Codec, n, h.Offset, len(dst)))
+	}
+	blk, sb := scratch[T](decodeBlock)
+	defer sb.release()
+	for lo := 0; lo < len(dst); lo += decodeBlock {
+		hi := min(lo+decodeBlock, len(dst))
+		// The length is checked above, so Decode cannot fail.
+		_ = codec.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
+		if err := k.reduce(dst[lo:hi], blk[:hi-lo], peerIsRight); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeBlock is the elements awaitReduce decodes at a time: 16 KiB of
+// float64, which stays in a core's first-level cache.
+const decodeBlock = 2048
+
+// withdraw cancels in if it is still posted and returns its wire buffer.
+func (in *inbound) withdraw() {
+	if in.req != nil {
+		in.req.WaitHeader(canceled)
+		in.req = nil
+	}
+	in.wire.release()
+	in.wire = scratchBuf{}
+}
+
+// withdrawAll withdraws every receive of ins.
+func withdrawAll(ins []inbound) {
+	for i := range ins {
+		ins[i].withdraw()
+	}
+}
+
+// recv receives step step from peer into dst, the elements at offset off.
+func (k *call[T]) recv(peer, step int, dst []T, off int) error {
+	in, err := k.irecv(peer, step, dst)
+	if err != nil {
+		return err
+	}
+	return k.await(&in, peer, dst, off)
+}
+
+// sendRecv sends s to dst and receives into r from src at once, the
+// receive posted first so that neither side waits for the other's send.
+func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int, r []T, roff int) error {
+	in, err := k.irecv(from, recvStep, r)
+	if err != nil {
+		return err
+	}
+	if err := k.send(to, sendStep, s, soff); err != nil {
+		in.withdraw()
+		return err
+	}
+	return k.await(&in, from, r, roff)
+}
+
+// check turns the outcome of a receive into this call's error: a sender
+// whose message differs from what this rank's call expects is a mismatch,
+// which aborts the job. comm compares the calls of every frame as it
+// arrives; this check adds what a call does not describe (codecs,
+// lengths and offsets, which chunk sizes decide) and covers operations
+// too old for comm to remember. A compressed payload's length is checked
+// by decoding it.
+func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
+	if err != nil {
+		if te := new(comm.TruncateError); errors.As(err, &te) {
+			if k.codecDiffers(h) {
+				return k.codecMismatch(peer, h)
+			}
+			return k.mismatch(peer, h, fmt.Sprintf("it sent %d bytes where %d were expected", te.Len, te.Cap))
+		}
+		return k.wrap(peer, err)
+	}
+	if h.Call() != k.me {
+		return k.mismatch(peer, h, "")
+	}
+	if k.codecDiffers(h) {
+		return k.codecMismatch(peer, h)
+	}
+	if (h.Codec == codec.CodecNone && n != want*k.size) || int(h.Offset) != off {
+		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different chunk sizes?)",
+			n/k.size, h.Offset, want, off))
+	}
+	return nil
+}
+
+// codecDiffers reports whether h's payload is in a codec this call does
+// not send. A lossless codec's payload that did not shrink goes raw; any
+// other difference is two ranks passing different codecs.
+func (k *call[T]) codecDiffers(h *codec.Header) bool {
+	mine := k.cfg.codec
+	return h.Codec != mine && !(h.Codec == codec.CodecNone && !mine.Lossy())
+}
+
+func (k *call[T]) codecMismatch(peer int, h *codec.Header) error {
+	return k.mismatch(peer, h, fmt.Sprintf("it sent %s-coded data where this rank's call uses %s", h.Codec, k.cfg.codec))
+}
