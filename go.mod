@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/gofuzz v1.2.0
+	github.com/klauspost/compress v1.20.3
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/plot v0.17.0
@@ -16,7 +17,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect

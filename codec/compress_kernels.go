@@ -21,9 +21,10 @@ import (
 // through encoding/binary.
 //
 // Each word kernel computes exactly what the function of half.go named in
-// its comment computes, bit for bit (TestKernelsMatchScalar checks): the
-// float16 and float64 ones inline the same helpers (fp16FromBits32 and the
-// like) that those functions call.
+// its comment computes, bit for bit (TestKernelsMatchScalar checks): they
+// inline the helpers of half.go that those functions are made of
+// (fp16Normal32 for the normal range, fp16FromBits32 for every input, and
+// their float64 and BF16 counterparts).
 
 // Word masks of the SWAR bf16 kernels, which work on two float32 bit
 // patterns in one uint64: lanes are its low and high 32 bits.
@@ -122,12 +123,6 @@ func allBelow4[U uint32 | uint64](a0, a1, a2, a3, span U) bool {
 	return max(a0, a1, a2, a3) < span
 }
 
-// fp16Normal32 is fp16FromBits32 for a float32 whose magnitude a is in
-// binary16's normal range, [2^-14, 65520).
-func fp16Normal32(b, a uint32) uint16 {
-	return uint16(b>>16)&f16SignMask | uint16((a-f32ToF16Bias+0xfff+a>>13&1)>>13)
-}
-
 // encodeFP16F32 is Float16FromFloat32 of each src[i] as float32 bits.
 func encodeFP16F32(dst []uint16, src []uint32) {
 	dst = dst[:len(src)]
@@ -184,16 +179,6 @@ func decodeFP16F32(dst []uint32, src []uint16) {
 	for i := range dst {
 		dst[i] = math.Float32bits(Float16(src[i]).Float32())
 	}
-}
-
-// bf16Normal64 and fp16Normal64 are bf16FromBits64 and fp16FromBits64 for
-// a float64 whose magnitude a is in the target's normal range.
-func bf16Normal64(b, a uint64) uint16 {
-	return uint16(b>>48)&0x8000 | uint16((a-f64ToBF16Bias+(1<<44-1)+a>>45&1)>>45)
-}
-
-func fp16Normal64(b, a uint64) uint16 {
-	return uint16(b>>48)&f16SignMask | uint16((a-f64ToF16Bias+(1<<41-1)+a>>42&1)>>42)
 }
 
 // encodeBF16F64 is BF16FromFloat64 of each src[i] as float64 bits.

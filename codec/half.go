@@ -11,12 +11,11 @@ import (
 // stays a NaN with its sign and the top bits of its payload, made quiet:
 // truncating a signalling NaN whose payload sits in the low bits would
 // otherwise give ±Inf.
-//
-// The body has no branch the compiler keeps (both results are computed and
-// one is picked with a conditional move): it inlines, and costs the same
-// on every input.
 func BF16FromFloat32(f float32) BF16 {
 	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return BF16(b>>16) | 0x0040
+	}
 	// Adding just under half a BF16 unit, plus one when the kept part is
 	// odd, carries into bit 16 exactly when the dropped part is above half,
 	// or exactly half with an odd kept part: round to nearest, ties to even.
@@ -24,12 +23,11 @@ func BF16FromFloat32(f float32) BF16 {
 	// up to and including the step from the largest finite value to Inf,
 	// and float32 subnormals round to BF16 subnormals the same way, since
 	// the two share an exponent field. Only a NaN could carry into the
-	// exponent or the sign, so it takes the other result.
-	r := (b + 0x7fff + (b>>16)&1) >> 16
-	if b&0x7fffffff > 0x7f800000 {
-		r = b>>16 | 0x0040
-	}
-	return BF16(r)
+	// exponent or the sign, and it went above. (The NaN test is a branch
+	// rather than a conditional move because that is faster in scalar
+	// loops: data rarely holds NaNs.)
+	b += 0x7fff + (b>>16)&1
+	return BF16(b >> 16)
 }
 
 // Float32 returns x as a float32. Every BF16 is exactly a float32.
@@ -68,25 +66,35 @@ const (
 // even, with gradual underflow to subnormals and ±0. Finite values of 65520
 // and beyond in magnitude round to ±Inf. A NaN stays a NaN with its sign
 // and the top bits of its payload, made quiet.
-//
-// Like BF16FromFloat32 it computes the result of each range and picks one
-// with conditional moves, so that it never mispredicts a branch on data
-// that mixes zeros, normals and tiny values.
 func Float16FromFloat32(f float32) Float16 {
-	return Float16(fp16FromBits32(math.Float32bits(f)))
+	b := math.Float32bits(f)
+	if a := b & 0x7fffffff; a-f32HalfMinNormal < f32HalfOverflow-f32HalfMinNormal {
+		return Float16(fp16Normal32(b, a)) // the common case: one predictable branch
+	}
+	return Float16(fp16FromBits32(b))
 }
 
-// fp16FromBits32 is Float16FromFloat32 on the bits of a float32. Its cost
-// is at the compiler's inlining budget, so that the kernels of
-// compress_kernels.go can inline it: adding to it moves it out of their
-// loops (go build -gcflags=-m says whether it still inlines).
+// fp16Normal32 is fp16FromBits32 for a float32 whose magnitude a is in
+// binary16's normal range, [2^-14, 65520): rebias the exponent and round
+// the 23-bit mantissa to 10 bits the way BF16FromFloat32 does. A carry out
+// of the mantissa correctly steps up the exponent, and below 65520 it
+// never reaches the Inf pattern.
+func fp16Normal32(b, a uint32) uint16 {
+	return uint16(b>>16)&f16SignMask | uint16((a-f32ToF16Bias+0xfff+a>>13&1)>>13)
+}
+
+// fp16FromBits32 is Float16FromFloat32 on the bits of a float32, for every
+// input. It computes the result of each range and picks one with
+// conditional moves, so that it never mispredicts a branch on data that
+// mixes zeros, normals and tiny values. Its cost is at the compiler's
+// inlining budget, so that the kernels of compress_kernels.go can inline
+// it: adding to it moves it out of their loops (go build -gcflags=-m says
+// whether it still inlines).
 func fp16FromBits32(b uint32) uint16 {
 	a := b & 0x7fffffff
-	// Normal: rebias the exponent and round the 23-bit mantissa to 10
-	// bits the way BF16FromFloat32 does; a carry out of the mantissa
-	// correctly steps up the exponent, and the overflow case below
-	// takes every input whose rounding would reach the Inf pattern. Below
-	// the smallest normal the subtraction wraps and r is garbage.
+	// Normal: as fp16Normal32. The overflow case below takes every input
+	// whose rounding would reach the Inf pattern; below the smallest
+	// normal the subtraction wraps and r is garbage.
 	r := (a - f32ToF16Bias + 0xfff + a>>13&1) >> 13
 	// Subnormal or zero: the result is m·2^-24 with m <= 2^10. Adding 0.5,
 	// whose float32 unit is 2^-24, makes the FPU round |f| to a multiple of
@@ -174,14 +182,27 @@ const (
 // (multiples of 2^-133) or ±0 with their sign. A NaN stays a NaN with its
 // sign and the top bits of its payload, made quiet, as BF16FromFloat32
 // gives for float32(f).
-func BF16FromFloat64(f float64) BF16 { return BF16(bf16FromBits64(math.Float64bits(f))) }
+func BF16FromFloat64(f float64) BF16 {
+	b := math.Float64bits(f)
+	if a := b &^ f64SignMask; a-f64BF16MinNormal < f64BF16Overflow-f64BF16MinNormal {
+		return BF16(bf16Normal64(b, a))
+	}
+	return BF16(bf16FromBits64(b))
+}
 
-// bf16FromBits64 is BF16FromFloat64 on the bits of a float64, at the
-// inlining budget like fp16FromBits32.
+// bf16Normal64 is bf16FromBits64 for a float64 whose magnitude a is in
+// BF16's normal range: rebias and round the 52-bit mantissa to 7 bits, as
+// BF16FromFloat32 does with 23.
+func bf16Normal64(b, a uint64) uint16 {
+	return uint16(b>>48)&0x8000 | uint16((a-f64ToBF16Bias+(1<<44-1)+a>>45&1)>>45)
+}
+
+// bf16FromBits64 is BF16FromFloat64 on the bits of a float64, for every
+// input, with conditional moves and at the inlining budget like
+// fp16FromBits32.
 func bf16FromBits64(b uint64) uint16 {
 	a := b &^ f64SignMask
-	// Normal range: rebias and round the 52-bit mantissa to 7 bits, as
-	// BF16FromFloat32 does with 23 (see there). Garbage below 2^-126.
+	// Normal range: as bf16Normal64. Garbage below 2^-126.
 	r := (a - f64ToBF16Bias + (1<<44 - 1) + a>>45&1) >> 45
 	// Below 2^-126 the result is a multiple of 2^-133, what the FPU
 	// rounds |f| to when it adds 2^-81 (see fp16FromBits32).
@@ -204,13 +225,24 @@ func bf16FromBits64(b uint64) uint16 {
 // to ±Inf. A NaN stays a NaN with its sign and the top bits of its
 // payload, made quiet.
 func Float16FromFloat64(f float64) Float16 {
-	return Float16(fp16FromBits64(math.Float64bits(f)))
+	b := math.Float64bits(f)
+	if a := b &^ f64SignMask; a-f64HalfMinNormal < f64HalfOverflow-f64HalfMinNormal {
+		return Float16(fp16Normal64(b, a))
+	}
+	return Float16(fp16FromBits64(b))
 }
 
-// fp16FromBits64 is Float16FromFloat64 on the bits of a float64, at the
-// inlining budget like fp16FromBits32, which it follows step by step with
-// the float64 layout: 42 mantissa bits to drop instead of 13, and 2^28,
-// whose float64 unit is 2^-24, as the addend that rounds tiny values.
+// fp16Normal64 is fp16FromBits64 for a float64 whose magnitude a is in
+// binary16's normal range.
+func fp16Normal64(b, a uint64) uint16 {
+	return uint16(b>>48)&f16SignMask | uint16((a-f64ToF16Bias+(1<<41-1)+a>>42&1)>>42)
+}
+
+// fp16FromBits64 is Float16FromFloat64 on the bits of a float64, for every
+// input, with conditional moves and at the inlining budget like
+// fp16FromBits32, which it follows step by step with the float64 layout:
+// 42 mantissa bits to drop instead of 13, and 2^28, whose float64 unit is
+// 2^-24, as the addend that rounds tiny values.
 func fp16FromBits64(b uint64) uint16 {
 	a := b &^ f64SignMask
 	r := (a - f64ToF16Bias + (1<<41 - 1) + a>>42&1) >> 42
