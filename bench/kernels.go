@@ -25,9 +25,11 @@ import (
 // in a result of a call with codec c: float32 holds whole numbers exactly
 // up to 2^24, bf16 (8 significant bits) up to 2^8 and fp16 (11) up to
 // 2^11.
+// With codecAuto the call may get either lossy codec, so the stricter
+// bound holds.
 func exactUpTo(c codec.CodecID) int {
 	switch c {
-	case codec.CodecBF16:
+	case codec.CodecBF16, codecAuto:
 		return 1 << 8
 	case codec.CodecFP16:
 		return 1 << 11
@@ -119,8 +121,10 @@ func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
 		prepare: func(int) {}, stamped: func(int) error { return nil }, check: func() error { return nil }}
 	// The codec is passed even when it is none, so that GOCOLL_CODEC or a
 	// tuning table cannot compress a point its codec column calls
-	// uncompressed.
-	k.opts = []collective.Option{collective.WithCompression(p.codec)}
+	// uncompressed; only codecAuto leaves the choice to them.
+	if p.codec != codecAuto {
+		k.opts = []collective.Option{collective.WithCompression(p.codec)}
+	}
 	if p.algo != collective.Auto {
 		k.opts = append(k.opts, collective.WithAlgorithm(p.algo))
 	}
@@ -167,7 +171,7 @@ func (k *kernel) expect(i, it int, want float32) error {
 	if k.out[i] == want {
 		return nil
 	}
-	return &VerifyError{Collective: k.p.collective, Algo: k.p.algoName(), Codec: k.p.codec.String(), Bytes: k.p.bytes,
+	return &VerifyError{Collective: k.p.collective, Algo: k.p.algoName(), Codec: codecName(k.p.codec), Bytes: k.p.bytes,
 		Rank: k.me, Index: i, Iteration: it, Got: k.out[i], Want: want}
 }
 

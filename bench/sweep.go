@@ -36,7 +36,9 @@ type Config struct {
 	Chunks []int
 	// Codecs are the wire codecs (collective.WithCompression) to measure
 	// each algorithm and chunk size with, as codec.ParseCodec spells
-	// them; empty means none. The shared-memory algorithms (shm,
+	// them, or "auto", which passes no codec and so leaves it to
+	// GOCOLL_CODEC or the tuning table (to measure a table against the
+	// defaults); empty means none. The shared-memory algorithms (shm,
 	// hierarchical) do not compress and are measured with none only; auto
 	// leaves the algorithm to the selector, which avoids them under a
 	// codec. Barrier and the object collectives take no codec and are
@@ -91,7 +93,7 @@ func (cfg Config) withDefaults() (Config, request, error) {
 	}
 	var req request
 	for _, name := range cfg.Codecs {
-		c, err := codec.ParseCodec(name)
+		c, err := parseCodec(name)
 		if err != nil {
 			return cfg, request{}, err
 		}
@@ -149,6 +151,27 @@ func Iterations(bytes int64, scale float64) int {
 // least 2, as mpi_coll_bench.c warms up.
 func Warmup(iters int) int { return max(iters/10, 2) }
 
+// codecAuto stands for "auto" in Config.Codecs: the call passes no
+// codec, so GOCOLL_CODEC or the communicator's tuning table chooses it,
+// which is how a tuned table is measured against the defaults.
+const codecAuto = codec.CodecID(255)
+
+// parseCodec is codec.ParseCodec that also knows "auto".
+func parseCodec(name string) (codec.CodecID, error) {
+	if name == "auto" {
+		return codecAuto, nil
+	}
+	return codec.ParseCodec(name)
+}
+
+// codecName is what Result.Codec says of c.
+func codecName(c codec.CodecID) string {
+	if c == codecAuto {
+		return "auto"
+	}
+	return c.String()
+}
+
 // A point is one measurement of a sweep.
 type point struct {
 	collective string // as Result.Collective
@@ -173,7 +196,7 @@ func (p point) String() string {
 		s += fmt.Sprintf(" in chunks of %d bytes", p.chunk)
 	}
 	if p.codec != codec.CodecNone {
-		s += " and " + p.codec.String()
+		s += " and codec " + codecName(p.codec)
 	}
 	return s
 }
@@ -204,7 +227,7 @@ func (p point) checkable(n int) error {
 		return nil
 	}
 	return fmt.Errorf("%s cannot be checked on %d ranks: the sweep checks sums exactly, and %s holds whole numbers exactly only up to %d; measure it on at most %d ranks",
-		p, n, p.codec, exactUpTo(p.codec), exactUpTo(p.codec))
+		p, n, codecName(p.codec), exactUpTo(p.codec), exactUpTo(p.codec))
 }
 
 // plan lists the points of cfg on t, in the order they are measured:
@@ -226,7 +249,7 @@ func (cfg Config) plan(req request, t topology) []point {
 			}
 			for _, chunk := range chunks {
 				for _, c := range req.codecs {
-					if c != codec.CodecNone && !a.Compresses() {
+					if c != codec.CodecNone && c != codecAuto && !a.Compresses() {
 						continue
 					}
 					for _, b := range cfg.Sizes {
@@ -342,7 +365,7 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	if err := collective.Allreduce(ctx, c, t, collective.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
-	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: p.codec.String(),
+	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: codecName(p.codec),
 		MaxUS: t[1], MinUS: -t[2]}
 	r.SetTime(t[0])
 	return r, nil

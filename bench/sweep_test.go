@@ -247,7 +247,7 @@ func TestRun(t *testing.T) {
 // every result exactly, lossy codecs included. Bytes and the bandwidths
 // count the float32 data, whatever the codec.
 func TestRunCodecs(t *testing.T) {
-	codecs := []string{"none", "bf16", "fp16", "zstd", "s2"}
+	codecs := []string{"none", "bf16", "fp16", "zstd", "s2", "auto"}
 	cfg := Config{Collectives: Collectives, Sizes: []int64{12, 48, 96 << 10}, Algorithms: []string{"auto", "ring"},
 		Chunks: []int{4 << 10}, Codecs: codecs, Iters: 3, Objects: true, Transport: "mem"}
 	results := make([][]Result, 3)

@@ -159,8 +159,10 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 			return err
 		}
 	}
-	k.keep = true
 	for s := range p - 1 {
+		// Only the first allgather step sends this rank's own reduced
+		// block; the later ones pass on blocks received, rounded already.
+		k.keep = s == 0
 		sendLo, sendHi := block(n, p, (me+1-s+p)%p)
 		recvLo, recvHi := block(n, p, (me-s+p)%p)
 		if err := ringStep(k, buf, tmp, p-1+s, chunk, chunksOf, right, sendLo, sendHi, left, recvLo, recvHi, false); err != nil {

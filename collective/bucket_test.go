@@ -553,7 +553,7 @@ func TestBucketAllocations(t *testing.T) {
 // 1 MiB buckets (four, overlapping).
 func BenchmarkBucketer(b *testing.B) {
 	const tensors, elems = 1000, 1024
-	for _, tr := range []string{"mem", "auto"} {
+	for _, tr := range []string{"mem", "auto", "tcp"} {
 		for _, way := range []string{"per tensor", "bucketed 25MiB", "bucketed 1MiB"} {
 			b.Run(tr+"/"+way, func(b *testing.B) {
 				cs := job(b, 2, comm.WithTransport(tr))

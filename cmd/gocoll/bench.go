@@ -101,7 +101,10 @@ The flags are:
 		lossy bf16 and fp16, which send the float32 data as 16-bit
 		floats and round the results, and the lossless zstd and s2.
 		Every call is given its point's codec, so GOCOLL_CODEC does not
-		change a sweep. shm and hierarchical do not compress and are
+		change a sweep, except with auto, which passes no codec and
+		leaves it to GOCOLL_CODEC or the tuning table (GOCOLL_TUNING):
+		a tuned table against the defaults is --codec auto with the
+		table against --codec none without it. shm and hierarchical do not compress and are
 		measured with none only; barrier and the object collectives
 		(--objects, which then needs none in the list) take no codec.
 		Lossy results are checked exactly too, which limits a lossy

@@ -134,6 +134,9 @@ func tuneMain(args []string, stdout, stderr io.Writer) int {
 	// and the default, so its flags are checked, and passed on, as
 	// bench's. The default is uncompressed, so none is always measured.
 	codecList := splitList(*codecs)
+	if err == nil && slices.Contains(codecList, "auto") {
+		err = errors.New("--codecs auto: a table entry names its codec; auto (the selector's codec) is for gocoll bench")
+	}
 	if !slices.Contains(codecList, "none") {
 		codecList = append([]string{"none"}, codecList...)
 	}

@@ -112,6 +112,7 @@ func TestTuneFlags(t *testing.T) {
 		{"chunks", []string{"--chunks", "x"}, "--chunks"},
 		{"transport", []string{"--transport", "ib"}, "unknown transport"},
 		{"codecs", []string{"--codecs", "none,lz4"}, `unknown codec "lz4"`},
+		{"codec auto", []string{"--codecs", "bf16,auto"}, "--codecs auto: a table entry names its codec"},
 		{"argument", []string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
