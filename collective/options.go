@@ -77,9 +77,7 @@ func (o Option) apply(c *config) error {
 		}
 		c.chunk = o.bytes
 	case setCompression:
-		if !o.codec.Valid() {
-			return fmt.Errorf("%w: unknown codec %d", codec.ErrInvalid, uint8(o.codec))
-		}
+		// Validated with the element type, by chooseCodec.
 		c.codec, c.codecSet = o.codec, true
 	default:
 		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize and WithCompression", codec.ErrInvalid)

@@ -76,14 +76,11 @@ func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, top
 	if err != nil || a != Auto {
 		return a, tuning.Choice{}, err
 	}
-	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok {
-		with := cfg
-		if !with.codecSet {
-			with.codec = t.Codec
-		}
-		if runnable(kind, t.Algorithm, with, ranks, commutative, topo) {
-			return t.Algorithm, t, nil
-		}
+	// A table pairs a codec only with algorithms that compress (package
+	// tuning refuses the others), so its codec cannot make its algorithm
+	// unrunnable: the call's codec is what to check.
+	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok && runnable(kind, t.Algorithm, cfg, ranks, commutative, topo) {
+		return t.Algorithm, t, nil
 	}
 	return defaultAlgorithm(kind, ranks, bytes, commutative, cfg.codec != codec.CodecNone, topo), tuning.Choice{}, nil
 }

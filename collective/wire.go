@@ -138,19 +138,16 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, 
 		return k.reduce(dst, tmp, peerIsRight)
 	}
 	defer in.withdraw()
-	n, h, err := k.arrive(in, peer, len(dst), off)
+	_, h, err := k.arrive(in, peer, len(dst), off)
 	if err != nil {
 		return err
-	}
-	if n != 2*len(dst) {
-		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not hold the %d elements expected (different chunk sizes?)",
-			h.Codec, n, h.Offset, len(dst)))
 	}
 	blk, sb := scratch[T](decodeBlock)
 	defer sb.release()
 	for lo := 0; lo < len(dst); lo += decodeBlock {
 		hi := min(lo+decodeBlock, len(dst))
-		// The length is checked above, so Decode cannot fail.
+		// check has held the payload to 2 bytes an element, so Decode
+		// cannot fail.
 		_ = codec.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
 		if err := k.reduce(dst[lo:hi], blk[:hi-lo], peerIsRight); err != nil {
 			return err
@@ -208,8 +205,7 @@ func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int
 // which aborts the job. comm compares the calls of every frame as it
 // arrives; this check adds what a call does not describe (codecs,
 // lengths and offsets, which chunk sizes decide) and covers operations
-// too old for comm to remember. A compressed payload's length is checked
-// by decoding it.
+// too old for comm to remember.
 func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
 	if err != nil {
 		if te := new(comm.TruncateError); errors.As(err, &te) {
@@ -226,9 +222,13 @@ func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) 
 	if k.codecDiffers(h) {
 		return k.codecMismatch(peer, h)
 	}
-	if (h.Codec == codec.CodecNone && n != want*k.size) || int(h.Offset) != off {
+	// Raw and lossy payloads take a fixed number of bytes per element; a
+	// lossless one's length is checked by decoding it.
+	per := codec.MaxWireLen(h.Codec, k.me.DType, 1)
+	fixed := h.Codec == codec.CodecNone || h.Codec.Lossy()
+	if (fixed && n != want*per) || int(h.Offset) != off {
 		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different chunk sizes?)",
-			n/k.size, h.Offset, want, off))
+			n/per, h.Offset, want, off))
 	}
 	return nil
 }
