@@ -89,7 +89,9 @@ var (
 )
 
 // NewOp returns a user reduction op on elements of type T, named name in
-// errors and traces ("user" if empty). It panics if fn is nil.
+// errors and traces ("user" if empty). With a nil fn the op exists but
+// reduces nothing: Check, and every collective given it, reject it with
+// an error wrapping ErrInvalid.
 //
 // fn(dst, src) must store dst[i] = dst[i] ∘ src[i] for every i, where dst
 // holds the LEFT operand: the combined contribution of lower ranks, src
@@ -104,13 +106,14 @@ var (
 // an algorithm combine in any order. Floating-point sums are commutative
 // but not associative; declaring them commutative is what MPI does too.
 func NewOp[T Elem](name string, fn func(dst, src []T), commutative bool) Op {
-	if fn == nil {
-		panic("codec: NewOp " + name + " with a nil function")
-	}
 	if name == "" {
 		name = "user"
 	}
-	return Op{id: OpUser, name: name, fn: &userFunc[T]{fn}, dtype: DTypeOf[T](), commutative: commutative}
+	op := Op{id: OpUser, name: name, dtype: DTypeOf[T](), commutative: commutative}
+	if fn != nil {
+		op.fn = &userFunc[T]{fn}
+	}
+	return op
 }
 
 // ID is the op's wire identifier; every user op has OpUser.
@@ -137,6 +140,8 @@ func (op Op) Check(dt DType) error {
 		return fmt.Errorf("%w: op %s on unknown element type %s", ErrInvalid, op, dt)
 	case op.id == OpNone || op.id >= numOps:
 		return fmt.Errorf("%w: reduction of %s without an op", ErrInvalid, dt)
+	case op.id == OpUser && op.fn == nil:
+		return fmt.Errorf("%w: user op %q has no function (NewOp was given nil)", ErrInvalid, op.name)
 	case op.id == OpUser && op.dtype != dt:
 		return fmt.Errorf("%w: user op %q reduces %s, not %s", ErrInvalid, op.name, op.dtype, dt)
 	case isBitwise(op.id) && dt.IsFloat():

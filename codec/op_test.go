@@ -393,7 +393,16 @@ func TestOpIdentity(t *testing.T) {
 	require.False(t, a == b)
 	require.False(t, a == Sum)
 	require.True(t, Sum == Op{id: OpSum, name: "sum", commutative: true})
-	require.Panics(t, func() { NewOp[int8]("nil", nil, true) })
+
+	// An op without a function is refused where it is used, not by a
+	// panic where it is made.
+	none := NewOp[int8]("nil", nil, true)
+	require.ErrorIs(t, none.Check(Int8), ErrInvalid)
+	require.ErrorContains(t, none.Check(Int8), `user op "nil" has no function`)
+	dst := []int8{1, 2}
+	require.ErrorIs(t, Reduce(none, dst, []int8{3, 4}), ErrInvalid)
+	require.ErrorIs(t, ReduceLeft(none, []int8{3, 4}, dst, nil), ErrInvalid)
+	require.Equal(t, []int8{1, 2}, dst)
 }
 
 // TestUserOpOrder checks that user ops see their operands in rank order:

@@ -17,7 +17,7 @@ import (
 // in total), Ring (p-1 steps, each byte sent once; the default above) and
 // RecursiveDoubling (lg p steps, plus two for a rank count that is not a
 // power of two).
-func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) error {
+func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
 	p := 0
 	if c != nil {
 		p = c.Size()
@@ -30,9 +30,10 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 		return k.invalid(fmt.Errorf("%w: recv has %d elements, want Size()·len(send) = %d·%d = %d",
 			codec.ErrInvalid, len(recv), p, len(send), p*len(send)))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	switch k.me.Algorithm {
 	case Ring:
 		return allgatherRing(&k, send, recv)
@@ -170,7 +171,7 @@ func allgatherDoubling[T codec.Elem](k *call[T], buf []T, lo, hi int, step0 int)
 // counts[i] elements (len(send) must be counts[Rank()]), and recv, of
 // sum(counts) elements, holds them in rank order without gaps. Every rank
 // passes the same counts. Algorithm: Ring.
-func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, opts ...Option) error {
+func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, opts ...Option) (err error) {
 	total := 0
 	for _, n := range counts {
 		total += n
@@ -194,9 +195,10 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 	if len(recv) != total {
 		return k.invalid(fmt.Errorf("%w: recv has %d elements, want sum(counts) = %d", codec.ErrInvalid, len(recv), total))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	return allgathervRing(&k, send, recv, counts)
 }
 

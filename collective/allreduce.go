@@ -16,11 +16,12 @@ import (
 // (recursive halving then doubling) and Tree (binomial reduce then
 // bcast). A non-commutative op is applied in rank order, r0∘r1∘…; the
 // ring algorithms refuse it.
-func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	return k.allreduce(buf)
 }
 
@@ -142,8 +143,7 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 	right, left := (me+1)%p, (me+p-1)%p
 	n := len(buf)
 	maxBlock := (n + p - 1) / p
-	// A block may not take more chunks than its step has tags.
-	chunk = max(chunk, 1, (maxBlock+ringMaxChunks-1)/ringMaxChunks)
+	chunk = capChunk(chunk, maxBlock)
 	tmp, sb := scratch[T](maxBlock)
 	defer sb.release()
 
@@ -236,8 +236,9 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 const ringWindow = 8
 
 // ringMaxChunks spaces the steps of the ring in the tag space: step s's
-// chunk i has step number s·ringMaxChunks + i.
-const ringMaxChunks = 1 << 12
+// chunk i has step number s·ringMaxChunks + i; a block has at most
+// MaxChunks chunks.
+const ringMaxChunks = MaxChunks
 
 // chunkBounds is chunk i of the range [lo, hi) cut in chunks of size chunk.
 func chunkBounds(lo, hi, chunk, i int) (int, int) {

@@ -13,7 +13,7 @@ import (
 // rank i's send[j·b:(j+1)·b] ends up in rank j's recv[i·b:(i+1)·b]. send
 // and recv have the same length, a multiple of Size(), and must not
 // overlap. Algorithm: Pairwise (p-1 steps, one block each way per step).
-func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) error {
+func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, codec.KindAlltoall, codec.Op{}, len(send), -1, opts)
 	if err != nil {
 		return err
@@ -23,9 +23,10 @@ func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, o
 		return k.invalid(fmt.Errorf("%w: send has %d elements and recv %d; both need the same multiple of Size() = %d",
 			codec.ErrInvalid, len(send), len(recv), p))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	return alltoallPairwise(&k, send, recv)
 }
 

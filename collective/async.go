@@ -32,7 +32,10 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // need. It costs one goroutine and one Request per call.
 func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) *Request {
 	r := &Request{done: make(chan struct{})}
-	k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	k, err := prepare[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	if err == nil {
+		err = k.register() // not start: an async call holds no communicator
+	}
 	if err != nil {
 		r.err = err
 		close(r.done)

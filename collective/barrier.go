@@ -11,11 +11,12 @@ import (
 // Algorithms: Dissemination (ceil(lg p) rounds of empty messages) and,
 // where the ranks share a host, Shm (every rank waits on the others'
 // counters in shared memory).
-func Barrier(ctx context.Context, c *comm.Comm) error {
+func Barrier(ctx context.Context, c *comm.Comm) (err error) {
 	k, err := begin[uint8](ctx, c, codec.KindBarrier, codec.Op{}, 0, -1, nil)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if k.me.Algorithm == Shm {
 		return barrierShm(&k)
 	}

@@ -14,11 +14,12 @@ import (
 // default for large buffers) and ScatterAllgather (root scatters one
 // block to each rank down a binomial tree, then a ring allgather; the
 // default in between, as it sends each byte about twice whatever p).
-func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) error {
+func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, codec.KindBcast, codec.Op{}, len(buf), root, opts)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	switch k.me.Algorithm {
 	case Chain:
 		return bcastChain(&k, buf, root, 0)
@@ -61,13 +62,9 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 // forwarded.
 const chainWindow = 8
 
-// chainMaxChunks bounds the chunks of one chain broadcast, so that their
-// step numbers stay within one phase of the tag space.
-const chainMaxChunks = phaseSteps
-
 // bcastChain broadcasts root's buf along the chain root → root+1 → … →
 // root-1 (mod p), in chunks of the configured size, using steps step0 to
-// step0+chainMaxChunks-1. Each rank keeps receives posted for the next
+// step0+MaxChunks-1. Each rank keeps receives posted for the next
 // chainWindow chunks, so chunks land straight in buf, and forwards chunk
 // i as soon as it has it while later chunks are still arriving: after
 // the first chunk crosses the chain, every link carries data at once.
@@ -79,7 +76,7 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	v := (me - root + p) % p
 	next, prev := (me+1)%p, (me-1+p)%p
 	n := len(buf)
-	chunk := max(k.cfg.chunkElems(k.size), (n+chainMaxChunks-1)/chainMaxChunks)
+	chunk := capChunk(k.cfg.chunkElems(k.size), n)
 	// An empty buffer still goes down the chain as one empty message, so
 	// that a rank with a different count is told instead of left waiting.
 	nc := max(1, (n+chunk-1)/chunk)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -102,4 +105,43 @@ func TestBcastRefusesBadArguments(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestChunkCap: however small the chunk size, a pipelined algorithm cuts
+// a buffer into at most MaxChunks chunks (RingChunked: each block), and
+// the result is still right.
+func TestChunkCap(t *testing.T) {
+	const n, count = 3, 1 << 16 // 256 KiB of int32: 262144 one-byte chunks uncapped
+	tests := []struct {
+		name string
+		call func(ctx context.Context, c *comm.Comm, buf []int32) error
+		// most is the messages all ranks may send in all: MaxChunks per
+		// link a chunked buffer crosses.
+		most int
+	}{
+		{"chain bcast", func(ctx context.Context, c *comm.Comm, buf []int32) error {
+			return Bcast(ctx, c, buf, 1, WithAlgorithm(Chain), WithChunkSize(1))
+		}, (n - 1) * MaxChunks},
+		{"ring chunked allreduce", func(ctx context.Context, c *comm.Comm, buf []int32) error {
+			return Allreduce(ctx, c, buf, Sum, WithAlgorithm(RingChunked), WithChunkSize(1))
+		}, n * 2 * (n - 1) * MaxChunks},
+	}
+	cs := job(t, n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sent atomic.Int64
+			sentHook = func() { sent.Add(1) }
+			defer func() { sentHook = nil }()
+			bufs := make([][]int32, n)
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				bufs[c.Rank()] = input[int32](1, count, 7)
+				return tt.call(ctx, c, bufs[c.Rank()])
+			})
+			require.LessOrEqual(t, sent.Load(), int64(tt.most))
+			require.Greater(t, sent.Load(), int64(tt.most/2), "the chunks are not as small as the cap allows")
+			for r := 1; r < n; r++ {
+				require.NoError(t, equalBits(bufs[r], bufs[0]), "rank %d", r)
+			}
+		})
+	}
 }

@@ -33,6 +33,8 @@ type call[T codec.Elem] struct {
 	// algorithms clear it for their reduce phases, whose partial sums the
 	// sender does not keep.
 	keep bool
+	// entered says that the call holds its communicator (start).
+	entered bool
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -124,9 +126,42 @@ func (c *config) chooseCodec(dt codec.DType) error {
 	return nil
 }
 
-// start registers the call with its communicator, which numbers it and
-// checks it against the calls of the other ranks.
+// start starts a blocking call: it enters the communicator, which no
+// other blocking collective may hold at once (comm.EnterCall; leave
+// undoes it), and registers the call.
 func (k *call[T]) start() error {
+	if err := k.c.EnterCall(k.me.Kind); err != nil {
+		return k.invalid(err)
+	}
+	k.entered = true
+	if err := k.register(); err != nil {
+		k.leave(&err)
+		return err
+	}
+	return nil
+}
+
+// leave ends a blocking call that start entered, turning *err into an
+// error, and the job into an aborted one, when another goroutine called a
+// collective on the communicator meanwhile.
+func (k *call[T]) leave(err *error) {
+	if !k.entered {
+		return
+	}
+	k.entered = false
+	if e := k.c.LeaveCall(); e != nil && *err == nil {
+		*err = k.invalid(e)
+	}
+}
+
+// register registers the call with its communicator, which numbers it
+// and checks it against the calls of the other ranks. A context that
+// has ended already ends the call here, on every transport, before it
+// waits for anybody (a segment's root would otherwise finish without).
+func (k *call[T]) register() error {
+	if k.ctx.Err() != nil {
+		return k.wrap(-1, context.Cause(k.ctx))
+	}
 	h := k.header(0, 0, 0)
 	if err := k.c.StartCall(&h); err != nil {
 		return k.wrap(-1, err)
@@ -192,8 +227,8 @@ func (k *call[T]) recvReduce(peer, step int, dst []T, off int, peerIsRight bool)
 
 // reduce combines src into dst: dst = dst ∘ src when src is the right
 // operand, src ∘ dst when it is the left one.
-func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
-	var err error
+func (k *call[T]) reduce(dst, src []T, srcIsRight bool) (err error) {
+	defer k.recoverOp(&err)
 	if srcIsRight {
 		err = codec.Reduce(k.op, dst, src)
 	} else {
@@ -209,6 +244,19 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 		return k.wrap(-1, err)
 	}
 	return nil
+}
+
+// recoverOp turns a panic of a user op into *err, and aborts the job with
+// it, naming this rank and the op: the other ranks would otherwise wait
+// for this one until the timeout. A panic of anything else is a bug of
+// gocoll's and goes on.
+func (k *call[T]) recoverOp(err *error) {
+	if k.op.ID() != codec.OpUser {
+		return
+	}
+	if p := recover(); p != nil {
+		*err = k.invalid(fmt.Errorf("%w: user op %q panicked on rank %d: %v", codec.ErrInvalid, k.op, k.c.Rank(), p))
+	}
 }
 
 func (k *call[T]) mismatch(peer int, h *codec.Header, detail string) error {

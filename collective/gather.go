@@ -19,7 +19,7 @@ import (
 // and Linear (root receives from every rank at once; the default for
 // large ones, where the tree's forwarding costs more than its fewer
 // messages save).
-func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
+func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
 	k, err := prepare[T](ctx, c, codec.KindGather, codec.Op{}, p*len(send), root, opts)
 	if err != nil {
@@ -30,9 +30,10 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; it needs %d (%d ranks × %d elements sent)",
 			codec.ErrInvalid, len(recv), root, p*len(send), p, len(send)))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	switch k.me.Algorithm {
 	case Linear:
 		return gatherLinear(&k, send, recv, root)
@@ -47,7 +48,7 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 // Every rank passes the same counts, with counts[Rank()] == len(send);
 // at root recv must hold at least their sum (it is ignored elsewhere).
 // The algorithm is Linear.
-func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) error {
+func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, codec.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
@@ -61,9 +62,10 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 		return k.invalid(fmt.Errorf("%w: recv has %d elements at root %d; the counts add up to %d",
 			codec.ErrInvalid, len(recv), root, total))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if me != root {
 		return k.send(root, 0, send, countsBefore(counts, me))
 	}

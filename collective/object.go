@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -19,6 +20,9 @@ import (
 
 // BcastObject sets *v on every rank to root's *v.
 func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int) error {
+	if err := nilComm(c, "BcastObject"); err != nil {
+		return err
+	}
 	var payload []byte
 	if c.Rank() == root {
 		var err error
@@ -44,6 +48,9 @@ func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int) error
 
 // AllgatherObject returns every rank's v, in rank order, on every rank.
 func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T) ([]T, error) {
+	if err := nilComm(c, "AllgatherObject"); err != nil {
+		return nil, err
+	}
 	payload, err := encode(c, "AllgatherObject", &v)
 	if err != nil {
 		return nil, err
@@ -63,6 +70,9 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T) ([]T, error)
 // GatherObject returns every rank's v, in rank order, at root, and nil on
 // the other ranks.
 func GatherObject[T any](ctx context.Context, c *comm.Comm, v T, root int) ([]T, error) {
+	if err := nilComm(c, "GatherObject"); err != nil {
+		return nil, err
+	}
 	payload, err := encode(c, "GatherObject", &v)
 	if err != nil {
 		return nil, err
@@ -93,6 +103,14 @@ func GatherObject[T any](ctx context.Context, c *comm.Comm, v T, root int) ([]T,
 		return nil, nil
 	}
 	return decodeAll[T](all, counts)
+}
+
+// nilComm refuses a nil communicator, as the typed collectives do.
+func nilComm(c *comm.Comm, call string) error {
+	if c == nil {
+		return fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, call)
+	}
+	return nil
 }
 
 func encode[T any](c *comm.Comm, call string, v *T) ([]byte, error) {

@@ -91,7 +91,8 @@ func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: 
 
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
 // (RingChunked, Chain). Every rank must pass the same size. The default
-// is DefaultChunkSize, or GOCOLL_CHUNK when set.
+// is DefaultChunkSize, or GOCOLL_CHUNK when set. A size that would cut a
+// buffer into more than MaxChunks chunks is raised to fit.
 func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: bytes} }
 
 // WithCompression sets the wire codec of a call's messages. Every rank

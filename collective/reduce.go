@@ -11,11 +11,12 @@ import (
 // root's buf; every other rank's buf is left as it was. The one
 // algorithm is Tree, a binomial tree: lg p steps, each rank sends once.
 // A non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
-func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) error {
+func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, codec.KindReduce, op, len(buf), root, opts)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if k.me.Algorithm == Shm {
 		err = reduceShm(&k, c.Segment(), buf, root, nil)
 	} else {

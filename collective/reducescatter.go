@@ -17,7 +17,7 @@ import (
 // (lg p steps, plus two when p is not a power of two). RecursiveHalving
 // keeps rank order, r0∘r1∘…, so it also serves non-commutative ops, at
 // the price of one more step that moves each block to its rank.
-func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) error {
+func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, codec.KindReduceScatter, op, len(send), -1, opts)
 	if err != nil {
 		return err
@@ -27,9 +27,10 @@ func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 		return k.invalid(fmt.Errorf("%w: send has %d elements, want Size()·len(recv) = %d·%d = %d",
 			codec.ErrInvalid, len(send), p, len(recv), p*len(recv)))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	switch k.me.Algorithm {
 	case Ring:
 		err = reduceScatterRing(&k, send, recv)

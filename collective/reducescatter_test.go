@@ -164,13 +164,14 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 			inputs[r] = in(r, count, count)
 		}
 		want := reference(op, inputs)
-		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) (err error) {
 			me := c.Rank()
 			buf := slices.Clone(inputs[me])
 			k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, nil)
 			if err != nil {
 				return err
 			}
+			defer k.leave(&err)
 			lo, hi, err := reduceScatterHalving(&k, buf, 0)
 			if err != nil {
 				return err

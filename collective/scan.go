@@ -11,11 +11,12 @@ import (
 // combined in rank order, so non-commutative ops are welcome. Avg divides
 // rank r's sum by r+1, the number of ranks it combines (MPI has no Avg;
 // this is the running mean). Algorithm: RecursiveDoubling (lg p steps).
-func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, codec.KindScan, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if err := scanDoubling(&k, buf, true); err != nil {
 		return err
 	}
@@ -27,11 +28,12 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 // r0∘…∘r(r-1), in rank order; rank 0's buf is left untouched, as MPI
 // leaves it undefined. Avg divides rank r's sum by r. Algorithm:
 // RecursiveDoubling.
-func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) error {
+func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, codec.KindExscan, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if err := scanDoubling(&k, buf, false); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // lg p steps, ranks with children pass their subtree's blocks on; the
 // default for small buffers) and Linear (root sends to every rank in
 // turn; the default for large ones).
-func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) error {
+func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
 	k, err := prepare[T](ctx, c, codec.KindScatter, codec.Op{}, p*len(recv), root, opts)
 	if err != nil {
@@ -27,9 +27,10 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; it needs %d (%d ranks × %d elements received)",
 			codec.ErrInvalid, len(send), root, p*len(recv), p, len(recv)))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if k.me.Algorithm == Linear {
 		return scatterLinear(&k, send, recv, root)
 	}
@@ -40,7 +41,7 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 // ones at send[counts[0]+…+counts[r-1]:]. Every rank passes the same
 // counts, with counts[Rank()] == len(recv); at root send must hold at
 // least their sum (it is ignored elsewhere). The algorithm is Linear.
-func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) error {
+func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, codec.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
@@ -54,9 +55,10 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 		return k.invalid(fmt.Errorf("%w: send has %d elements at root %d; the counts add up to %d",
 			codec.ErrInvalid, len(send), root, total))
 	}
-	if err := k.start(); err != nil {
+	if err = k.start(); err != nil {
 		return err
 	}
+	defer k.leave(&err)
 	if me != root {
 		return k.recv(root, 0, recv, countsBefore(counts, me))
 	}

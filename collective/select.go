@@ -33,7 +33,20 @@ const (
 	// ring 1.3-1.8x and the chain 1.4-2x faster than 256 KiB ones, and only
 	// with them did the pipelined ring beat the plain one over tcp.
 	DefaultChunkSize = 4 << 20
+
+	// MaxChunks is the most chunks a pipelined algorithm cuts one buffer
+	// into (Chain: the whole buffer; RingChunked: each rank's block).
+	// A smaller chunk size, given or tuned, is raised to fit: every
+	// message costs a header and a wake-up, and a 1 MiB Chain Bcast with
+	// 1-byte chunks took minutes in a million messages.
+	MaxChunks = 1024
 )
+
+// capChunk raises chunk, the elements per chunk of a pipelined buffer of
+// n elements, so that the buffer takes at most MaxChunks chunks.
+func capChunk(chunk, n int) int {
+	return max(chunk, 1, (n+MaxChunks-1)/MaxChunks)
+}
 
 // Algorithms returns the algorithms that WithAlgorithm may force on the
 // collective of the given kind, whatever the communicator (Shm needs a

@@ -112,7 +112,9 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 					return k.wrap(-1, err)
 				}
 				copy(part, segView[T](s.Slot(0, half)))
-				k.combine(part, s, half, 0, m)
+				if err := k.combine(part, s, half, 0, m); err != nil {
+					return err
+				}
 			}
 			// Nobody waits for this round's Done: the next In says it.
 		} else {
@@ -122,7 +124,9 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 			if me < owners {
 				lo, hi := segShare(m, owners, me, k.size)
 				acc := segView[T](s.Slot(0, half))[lo:hi]
-				k.combine(acc, s, half, lo, hi)
+				if err := k.combine(acc, s, half, lo, hi); err != nil {
+					return err
+				}
 				if h != nil {
 					if err := Allreduce(k.ctx, h.Cross, acc, across); err != nil {
 						return err
@@ -145,10 +149,12 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 
 // combine sets acc, which holds elements lo to hi of slot 0 of half, to
 // slot 0 ∘ slot 1 ∘ … of those elements.
-func (k *call[T]) combine(acc []T, s *comm.Segment, half, lo, hi int) {
+func (k *call[T]) combine(acc []T, s *comm.Segment, half, lo, hi int) (err error) {
+	defer k.recoverOp(&err)
 	for j := 1; j < s.Size(); j++ {
 		codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
 	}
+	return nil
 }
 
 // bcastShm copies root's buf to every rank through the segment, a whole

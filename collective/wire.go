@@ -35,6 +35,9 @@ func (k *call[T]) send(peer, step int, s []T, off int) error {
 			_ = codec.Decode(h.Codec, s, payload)
 		}
 	}
+	if sentHook != nil {
+		sentHook()
+	}
 	err := k.c.SendHeader(k.ctx, peer, &h, payload)
 	wire.release()
 	if err != nil {
@@ -42,6 +45,10 @@ func (k *call[T]) send(peer, step int, s []T, off int) error {
 	}
 	return nil
 }
+
+// sentHook, when set (by tests), is called for every message a call
+// sends over a link.
+var sentHook func()
 
 // keepsRounded reports whether a collective keeps in its result buffer
 // the values it sends, so that every rank ends with them: the sender's

@@ -14,7 +14,9 @@ import (
 
 // Comm is a communicator: a group of ranks that exchange messages. The
 // world communicator that Init and NewLocal return holds every rank of the
-// job; Split makes smaller ones. All methods are safe for concurrent use.
+// job; Split makes smaller ones. Its methods may be called from several
+// goroutines at once, but blocking collectives of one communicator may
+// not overlap (see EnterCall and the package doc's Concurrency section).
 type Comm struct {
 	ep     *endpoint
 	id     uint64
@@ -25,6 +27,8 @@ type Comm struct {
 	closed atomic.Bool
 	seg    *Segment   // shared memory of a communicator on one host
 	hier   *Hierarchy // levels of a communicator across hosts
+
+	busy atomic.Uint32 // the blocking call running (EnterCall)
 }
 
 // worldID is the id of the world communicator. Split derives the ids of

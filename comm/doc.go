@@ -56,6 +56,21 @@
 // each other nothing are compared too. Any difference aborts the job with
 // a *MismatchError naming both ranks and both calls.
 //
+// # Concurrency
+//
+// A Comm may be used from several goroutines at once: Rank, Size, Send,
+// Recv, Irecv, Abort and Close are safe concurrently, and messages of
+// concurrent sends to one peer with one tag arrive in some order of the
+// sends. Operations are another matter: ranks match them by the order in
+// which each rank starts them (StartCall), so two goroutines that start
+// operations on one communicator at once make that order the scheduler's.
+// Blocking collectives therefore bracket themselves with EnterCall and
+// LeaveCall, and one that overlaps another on the same communicator fails
+// with ErrInvalid, as does the one it overlapped, and aborts the job.
+// Split a communicator per goroutine to run collectives concurrently, or
+// issue asynchronous ones from one goroutine; Split itself must be called
+// in the same order on every rank, like a collective.
+//
 // # Shared memory
 //
 // With the auto and shm transports, ranks that run on one host (by the

@@ -1,0 +1,60 @@
+// Package collective runs MPI-style collectives (Allreduce, Bcast, Gather,
+// Scatter, Allgather, ReduceScatter, Scan, Alltoall, Barrier and their v
+// variants) on typed Go slices over a comm.Comm. Every rank of the
+// communicator makes the same calls in the same order; each call chooses
+// an algorithm by the communicator's size, the message size and the
+// transport (WithAlgorithm forces one), and sends the slices' own memory.
+//
+// # Concurrency
+//
+// Ranks match their collectives by the order in which each rank issues
+// them, so that order must be the same on every rank:
+//
+//   - Blocking collectives of one communicator must not overlap. A
+//     blocking collective called while another runs on the same
+//     communicator in another goroutine fails with an error wrapping
+//     ErrInvalid, and so does the one it overlapped; the job is aborted,
+//     since the ranks may have matched the wrong calls. No rank returns
+//     data of another goroutine's call.
+//   - To run collectives concurrently, use AllreduceAsync (its place in
+//     the order is taken when it is issued, so issue from one goroutine,
+//     or in an order every rank shares) or Split the communicator, one
+//     per goroutine: communicators never match each other's traffic.
+//   - Different communicators may be used from different goroutines
+//     freely, and so may Rank, Size and the point-to-point calls of
+//     package comm, as its doc says.
+//
+// # Agreement
+//
+// Every rank must make the same call: collective, element type, count,
+// op, root, algorithm, chunk size and codec. Ranks that disagree get an
+// error wrapping ErrMismatch (a *MismatchError naming both ranks and both
+// calls, or the *comm.AbortError it causes on the ranks that learn it
+// from the rank that found it), never a result built from another call's
+// data. The ranks that disagree, and the root of a rooted collective,
+// fail inside the call; a rank whose own part matched every rank it
+// exchanged data with may return and fail in its next call, since the
+// job is aborted. Over links every message carries its call, and a rank
+// that would receive nothing in a call (a root that only sends, a leaf
+// that only contributes) receives a header from the rank it sent to; in
+// a shared segment every rank compares every rank's call before it
+// returns.
+//
+// # Errors
+//
+// Errors are *comm.OpError values naming the call, the rank and the
+// communicator, and wrap the sentinels of package comm and codec:
+// codec.ErrInvalid (also comm.ErrInvalid) for bad arguments, which abort the job as
+// MPI's default error handler does (a root out of range, a buffer of the
+// wrong length, an op that cannot reduce the type, a user op that
+// panics, overlapping calls); ErrMismatch for disagreeing ranks;
+// comm.ErrAborted, comm.ErrPeerLost, comm.ErrPeerClosed and
+// comm.ErrTimeout for the job's failures; and the context's error when
+// the call's context ends, also when it has ended before the call.
+//
+// # Pipelining
+//
+// The pipelined algorithms (Chain, RingChunked) cut a buffer into chunks
+// of WithChunkSize bytes, at most MaxChunks of them: a smaller chunk size
+// is raised to fit.
+package collective
