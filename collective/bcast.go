@@ -44,12 +44,25 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			if err := k.recv((v-mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
 				return err
 			}
+			if v == mask && k.me.Kind == codec.KindBcast {
+				// Root's child. (Allreduce's root heard in its reduce.)
+				if err := k.ack(root); err != nil {
+					return err
+				}
+			}
 			break
 		}
 	}
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if v+mask < p {
 			if err := k.send((v+mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if v == 0 && k.me.Kind == codec.KindBcast {
+		for mask := 1; mask < p; mask <<= 1 {
+			if err := k.awaitAck((mask + root) % p); err != nil {
 				return err
 			}
 		}
@@ -88,7 +101,7 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 				return err
 			}
 		}
-		return nil
+		return k.awaitAck(next)
 	}
 	var ins [chainWindow]inbound
 	defer withdrawAll(ins[:])
@@ -114,6 +127,12 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 		}
 		if v < p-1 {
 			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
+				return err
+			}
+		}
+		if v == 1 && i == 0 {
+			// Root hears from nobody else.
+			if err := k.ack(prev); err != nil {
 				return err
 			}
 		}

@@ -67,7 +67,10 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 	}
 	defer k.leave(&err)
 	if me != root {
-		return k.send(root, 0, send, countsBefore(counts, me))
+		if err := k.send(root, 0, send, countsBefore(counts, me)); err != nil {
+			return err
+		}
+		return k.awaitAck(root)
 	}
 	batch := getRecvBatch()
 	defer batch.release()
@@ -82,7 +85,7 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 	}
 	at := countsBefore(counts, root)
 	copy(recv[at:at+len(send)], send)
-	return waitRecvs(&k, batch, recv)
+	return waitRecvsAck(&k, batch, recv, true)
 }
 
 // gatherLinear: every rank sends straight to root, which has posted all
@@ -90,7 +93,10 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 func gatherLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	p, me, m := k.c.Size(), k.c.Rank(), len(send)
 	if me != root {
-		return k.send(root, 0, send, me*m)
+		if err := k.send(root, 0, send, me*m); err != nil {
+			return err
+		}
+		return k.awaitAck(root)
 	}
 	batch := getRecvBatch()
 	defer batch.release()
@@ -102,7 +108,7 @@ func gatherLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		}
 	}
 	copy(recv[root*m:(root+1)*m], send)
-	return waitRecvs(k, batch, recv)
+	return waitRecvsAck(k, batch, recv, true)
 }
 
 // gatherTree gathers up a binomial tree over virtual ranks v = rank -
@@ -155,7 +161,8 @@ func gatherTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if v == 0 {
 		copy(recv[root*m:(root+1)*m], send)
 	}
-	if err := waitRecvs(k, batch, acc); err != nil {
+	// A leaf child received nothing: acknowledge it.
+	if err := waitRecvsAck(k, batch, acc, false); err != nil {
 		return err
 	}
 	if v == 0 {
@@ -171,7 +178,12 @@ func gatherTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	}
 	if b1 > 0 {
 		lo = subtreeAt(p, root, v, 0, m)
-		return k.send(to, step+1, acc[lo:lo+b1*m], 0)
+		if err := k.send(to, step+1, acc[lo:lo+b1*m], 0); err != nil {
+			return err
+		}
+	}
+	if size == 1 {
+		return k.awaitAck(to)
 	}
 	return nil
 }
@@ -233,6 +245,28 @@ func waitRecvs[T codec.Elem](k *call[T], b *recvBatch, buf []T) error {
 		r := &b.recvs[i]
 		if err := k.await(&r.in, r.peer, buf[r.lo:r.hi], r.off); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// waitRecvsAck is waitRecvs, then acknowledges (ack) the senders that
+// receive nothing in the call: every one with all, else the leaves of
+// Gather's tree.
+func waitRecvsAck[T codec.Elem](k *call[T], b *recvBatch, buf []T, all bool) error {
+	if err := waitRecvs(k, b, buf); err != nil {
+		return err
+	}
+	p, root := k.c.Size(), k.me.Root
+	for i := range b.recvs {
+		peer := b.recvs[i].peer
+		if i > 0 && peer == b.recvs[i-1].peer {
+			continue // the second message of one sender
+		}
+		if all || treeLeaf((peer-root+p)%p, p) {
+			if err := k.ack(peer); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

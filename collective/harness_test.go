@@ -217,22 +217,29 @@ func requireRefused(t *testing.T, n int, bad []int, call rankCall, want ...strin
 
 // requireMismatch runs call, in which the ranks disagree, on every rank
 // of a fresh job of n ranks (with opts), followed by a Barrier. Every
-// rank must fail, in call or, if its part only sent and ended before the
-// news reached it, in the Barrier, with the mismatch itself or the abort
-// it causes, naming both calls: each of want must be in its error. None
-// may fail by the timeout, which is left long (the watchdog) so that a
-// mismatch the check misses shows as a timeout error, not as a pass.
+// rank must fail with an error wrapping ErrMismatch (the mismatch itself
+// or the abort it causes) that names both calls: each of want must be in
+// its error. Of two ranks both fail inside call; of more, a rank whose
+// part matched the ranks it exchanged data with may fail in the Barrier
+// instead, with the abort. None may fail by the timeout, which is left
+// long (the watchdog) so that a mismatch the check misses shows as a
+// timeout error, not as a pass.
 func requireMismatch(t *testing.T, n int, call rankCall, want []string, opts ...comm.Option) {
 	t.Helper()
 	cs := job(t, n, append([]comm.Option{comm.WithTimeout(watchdog)}, opts...)...)
+	inCall := make([]bool, n)
 	for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		if err := call(ctx, c); err != nil {
+			inCall[c.Rank()] = true
 			return err
 		}
 		return Barrier(ctx, c)
 	}) {
 		require.Error(t, err, "rank %d", r)
-		require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+		require.ErrorIs(t, err, ErrMismatch, "rank %d", r)
+		if n == 2 {
+			require.True(t, inCall[r], "rank %d returned nil from the call; it failed after: %v", r, err)
+		}
 		require.NotErrorIs(t, err, comm.ErrTimeout, "rank %d", r)
 		require.GreaterOrEqual(t, strings.Count(err.Error(), " called "), 2, "rank %d: %v does not name both calls", r, err)
 		for _, w := range want {

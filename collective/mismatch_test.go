@@ -141,7 +141,7 @@ func TestMismatch(t *testing.T) {
 			// Gather's leaves only send; the root is the only one that
 			// receives, and it gathers to another rank than they do.
 			name:  "gather roots",
-			ranks: []int{3, 4},
+			ranks: []int{2, 3, 4},
 			call: func(ctx context.Context, c *comm.Comm) error {
 				p := c.Size()
 				root := 0
@@ -151,6 +151,56 @@ func TestMismatch(t *testing.T) {
 				return Gather(ctx, c, make([]float64, 2), make([]float64, 2*p), root, WithAlgorithm(Linear))
 			},
 			want: []string{"root 0)", "with linear"},
+		},
+		{
+			// Each self-declared root only sends down a chain.
+			name:  "chain bcast roots",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return Bcast(ctx, c, make([]int32, 64), c.Rank()%2, WithAlgorithm(Chain), WithChunkSize(64))
+			},
+			want: []string{"root 0) with chain", "root 1) with chain"},
+		},
+		{
+			name:  "scatter roots",
+			ranks: []int{2, 3, 4},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return Scatter(ctx, c, make([]int16, 3*c.Size()), make([]int16, 3), c.Rank()%2, WithAlgorithm(Tree))
+			},
+			want: []string{"root 0) with tree", "root 1) with tree"},
+		},
+		{
+			name:  "linear scatter roots",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return Scatter(ctx, c, make([]int16, 3*c.Size()), make([]int16, 3), c.Rank()%2, WithAlgorithm(Linear))
+			},
+			want: []string{"root 0) with linear", "root 1) with linear"},
+		},
+		{
+			// The leaves of the tree only send.
+			name:  "reduce leaf count",
+			ranks: []int{2, 3, 4},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				n := 6
+				if c.Rank() == c.Size()-1 {
+					n = 5
+				}
+				return Reduce(ctx, c, make([]int64, n), Sum, 0, WithAlgorithm(Tree))
+			},
+			want: []string{"Reduce(6 × int64, sum, root 0)", "Reduce(5 × int64, sum, root 0)"},
+		},
+		{
+			name:  "gather leaf count",
+			ranks: []int{2, 3, 4},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				n := 2
+				if c.Rank() == c.Size()-1 {
+					n = 3
+				}
+				return Gather(ctx, c, make([]float64, n), make([]float64, n*c.Size()), 0, WithAlgorithm(Tree))
+			},
+			want: []string{"Gather(", "root 0) with tree"},
 		},
 		{
 			// Rank 0 comes late: the others' messages are there before
@@ -206,12 +256,12 @@ func TestMismatch(t *testing.T) {
 			want: []string{"rank 0 called Bcast(3 × float32, root 0)", "rank 1 called Bcast(4 × float32, root 0)"},
 		},
 	}
-	// Over mem the calls meet in messages; with auto, whatever has a
+	// Over links the calls meet in messages; with auto, whatever has a
 	// shared-memory algorithm meets in the segment, against the other
 	// ranks' calls there or against their messages.
 	for _, tt := range tests {
 		for _, n := range tt.ranks {
-			for _, tr := range []string{"mem", "auto"} {
+			for _, tr := range transports {
 				t.Run(fmt.Sprintf("%s/n=%d/%s", tt.name, n, tr), func(t *testing.T) {
 					requireMismatch(t, n, tt.call, tt.want, comm.WithTransport(tr))
 				})

@@ -67,9 +67,16 @@ func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	acc := buf
 	var sb scratchBuf
 	var err error
+	// A leaf receives nothing (in a Reduce; Allreduce's bcast follows),
+	// so its parent acknowledges it.
+	acks := k.me.Kind == codec.KindReduce
 	for level, mask := 0, 1; mask < p; level, mask = level+1, mask<<1 {
 		if v&mask != 0 {
-			err = k.send((v-mask+top)%p, step0+level, acc, 0)
+			parent := (v - mask + top) % p
+			err = k.send(parent, step0+level, acc, 0)
+			if err == nil && acks && treeLeaf(v, p) {
+				err = k.awaitAck(parent)
+			}
 			break
 		}
 		if v+mask >= p {
@@ -79,8 +86,14 @@ func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			acc, sb = scratch[T](len(buf))
 			copy(acc, buf)
 		}
-		if err = k.recvReduce((v+mask+top)%p, step0+level, acc, 0, true); err != nil {
+		child := (v + mask + top) % p
+		if err = k.recvReduce(child, step0+level, acc, 0, true); err != nil {
 			break
+		}
+		if acks && treeLeaf(v+mask, p) {
+			if err = k.ack(child); err != nil {
+				break
+			}
 		}
 	}
 	if err == nil && top != root {

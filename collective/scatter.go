@@ -60,7 +60,10 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 	}
 	defer k.leave(&err)
 	if me != root {
-		return k.recv(root, 0, recv, countsBefore(counts, me))
+		if err := k.recv(root, 0, recv, countsBefore(counts, me)); err != nil {
+			return err
+		}
+		return k.ack(root)
 	}
 	off := 0
 	for r, m := range counts {
@@ -73,7 +76,7 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 	}
 	at := countsBefore(counts, root)
 	copy(recv, send[at:at+len(recv)])
-	return nil
+	return awaitAcks(&k, root)
 }
 
 // scatterLinear: root sends each rank its block in turn; the others
@@ -81,7 +84,10 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 func scatterLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	p, me, m := k.c.Size(), k.c.Rank(), len(recv)
 	if me != root {
-		return k.recv(root, 0, recv, me*m)
+		if err := k.recv(root, 0, recv, me*m); err != nil {
+			return err
+		}
+		return k.ack(root)
 	}
 	for r := range p {
 		if r != root {
@@ -91,6 +97,19 @@ func scatterLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		}
 	}
 	copy(recv, send[root*m:(root+1)*m])
+	return awaitAcks(k, root)
+}
+
+// awaitAcks awaits the acknowledgement (ack) of every rank but root, the
+// rank that sent to all of them and received nothing.
+func awaitAcks[T codec.Elem](k *call[T], root int) error {
+	for r := range k.c.Size() {
+		if r != root {
+			if err := k.awaitAck(r); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -130,12 +149,18 @@ func scatterTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			lo = subtreeAt(p, root, v, 0, m)
 			err = k.recv(from, step+1, acc[lo:lo+b1*m], 0)
 		}
+		if err == nil && v == mask {
+			err = k.ack(root) // root's child: root hears from nobody else
+		}
 		if err != nil {
 			sb.release()
 			return err
 		}
 	}
 	err := scatterTreeDown(k, acc, v, size, root, m)
+	for mask := 1; err == nil && v == 0 && mask < p; mask <<= 1 {
+		err = k.awaitAck((mask + root) % p)
+	}
 	if err == nil {
 		lo := subtreeAt(p, root, v, me, m)
 		copy(recv, acc[lo:lo+m])

@@ -59,6 +59,15 @@ func (k *call[T]) segBegin(s *comm.Segment) (comm.SegmentOp, error) {
 	return op, nil
 }
 
+// segFinish checks, at the end of the call's operation on a segment,
+// that every rank made this call (SegmentOp.Finish).
+func (k *call[T]) segFinish(op *comm.SegmentOp) error {
+	if err := op.Finish(); err != nil {
+		return k.wrap(-1, err)
+	}
+	return nil
+}
+
 // segShare is rank r's part of a round of m elements among p ranks: whole
 // 64-byte lines, so that no two ranks write one line, the last rank taking
 // the rest.
@@ -142,7 +151,7 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 			}
 		}
 		if off += m; off >= len(buf) {
-			return nil
+			return k.segFinish(&op)
 		}
 	}
 }
@@ -192,7 +201,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 			copy(buf[off:off+m], area)
 		}
 		if off += m; off >= len(buf) {
-			return nil
+			return k.segFinish(&op)
 		}
 	}
 }
@@ -239,7 +248,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			}
 		}
 		if off += m; off >= n {
-			return nil
+			return k.segFinish(&op)
 		}
 	}
 }

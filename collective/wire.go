@@ -251,3 +251,40 @@ func (k *call[T]) codecDiffers(h *codec.Header) bool {
 func (k *call[T]) codecMismatch(peer int, h *codec.Header) error {
 	return k.mismatch(peer, h, fmt.Sprintf("it sent %s-coded data where this rank's call uses %s", h.Codec, k.cfg.codec))
 }
+
+// A rank that receives nothing in a call (a Bcast's or Scatter's root, a
+// leaf of a Reduce or Gather) has compared its call with nobody's, and
+// would return as if every rank agreed. The rank it sends to therefore
+// acknowledges with a header that carries its own call (ack), which the
+// sender awaits before it returns (awaitAck): one more one-way latency for
+// that rank only, while the acknowledging rank goes on at once.
+
+// ackStep is the step of acknowledgements, above every step an algorithm
+// of a rooted collective uses.
+const ackStep = comm.MaxTagStep
+
+// ack acknowledges peer's part of the call.
+func (k *call[T]) ack(peer int) error {
+	h := k.header(ackStep, 0, 0)
+	h.Codec = k.cfg.codec
+	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
+		return k.sendFailed(peer, err)
+	}
+	return nil
+}
+
+// awaitAck waits for peer's acknowledgement and checks the call it
+// carries against this rank's.
+func (k *call[T]) awaitAck(peer int) error {
+	in, err := k.irecv(peer, ackStep, nil)
+	if err != nil {
+		return err
+	}
+	defer in.withdraw()
+	_, _, err = k.arrive(&in, peer, 0, 0)
+	return err
+}
+
+// treeLeaf reports whether virtual rank v > 0 of a binomial tree of p
+// ranks (Reduce's, Gather's) has no children: v+1 would be its first.
+func treeLeaf(v, p int) bool { return v&1 == 1 || v+1 >= p }

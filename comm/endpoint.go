@@ -108,7 +108,7 @@ func (ep *endpoint) watchStore() {
 		case rendezvous.Lost:
 			ep.fail(&PeerError{Rank: ev.Rank, Err: errors.New(ev.Reason)})
 		case rendezvous.Aborted:
-			ep.fail(&AbortError{Rank: ev.Rank, Reason: ev.Reason})
+			ep.fail(remoteAbort(ev.Rank, ev.Reason))
 		}
 	}
 }

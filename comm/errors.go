@@ -112,7 +112,8 @@ type AbortError struct {
 	Rank   int
 	Reason string
 	// Err is the cause, on the rank that aborted; on the others, which
-	// learn only the Reason text, it is nil.
+	// learn only the Reason text, it is ErrMismatch for an abort because
+	// of a mismatch and nil otherwise.
 	Err error
 }
 

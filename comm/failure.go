@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
@@ -74,7 +75,7 @@ func parseFailure(src, size int, b []byte) (error, error) {
 	reason := string(b[failureHead:])
 	switch b[0] {
 	case failAborted:
-		return &AbortError{Rank: rank, Reason: reason}, nil
+		return remoteAbort(rank, reason), nil
 	case failLost:
 		return &PeerError{Rank: rank, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
 	}
@@ -133,9 +134,27 @@ func (ep *endpoint) abort(cause error) {
 // call of this rank succeeds from now on, and returns the abort for the
 // caller to announce; nil when an earlier failure stands.
 func (ep *endpoint) abortHere(cause error) *AbortError {
-	failure := &AbortError{Rank: ep.rank, Reason: cause.Error(), Err: cause}
+	reason := cause.Error()
+	if errors.Is(cause, ErrMismatch) {
+		reason = mismatchReason + reason
+	}
+	failure := &AbortError{Rank: ep.rank, Reason: reason, Err: cause}
 	if !ep.fail(failure) {
 		return nil
+	}
+	return failure
+}
+
+// mismatchReason starts the reason of an abort because of a mismatch, so
+// that the ranks that learn only the reason (from a failure frame or the
+// rendezvous) still tell it by ErrMismatch.
+const mismatchReason = "collective mismatch: "
+
+// remoteAbort is the abort of rank for reason, as another rank learns it.
+func remoteAbort(rank int, reason string) *AbortError {
+	failure := &AbortError{Rank: rank, Reason: reason}
+	if strings.HasPrefix(reason, mismatchReason) {
+		failure.Err = ErrMismatch
 	}
 	return failure
 }

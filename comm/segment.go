@@ -187,6 +187,14 @@ func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (Se
 	return op, nil
 }
 
+// Finish compares every rank's call with this rank's, once each has
+// started the operation: a rank that waited for some ranks only (a
+// Bcast's non-root) or for none (its root) has not compared the others,
+// and ranks that disagree must all fail inside the call. Call it before
+// End when the operation's work is done; it costs a wait for the slowest
+// rank to start.
+func (op *SegmentOp) Finish() error { return op.waitAll(2*op.first - 1) }
+
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {
 	op.s.round = op.round
