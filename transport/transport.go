@@ -74,6 +74,13 @@ type Config struct {
 // client does not hold a listener's goroutine for long.
 const DefaultHandshakeTimeout = 10 * time.Second
 
+// MaxHandshakes bounds the connections a listener holds in their
+// handshake at once. When one more arrives, the oldest is cut: a flood of
+// connections that never finish their handshake costs a bounded number of
+// goroutines and descriptors, while a real peer's handshake, a round trip
+// or two, completes long before it could become the oldest.
+const MaxHandshakes = 64
+
 // Listener accepts links from peers.
 type Listener interface {
 	// Accept waits for the next peer that completed the handshake. A

@@ -44,22 +44,26 @@ const (
 const MaxReason = 255
 
 // Version is the protocol version this package speaks.
-const Version = 1
+const Version = 2
 
 const (
-	magic     = "GCAUTH1"
+	magic     = "GCAUTH2"
 	nonceSize = 32
 	macSize   = sha256.Size
 
-	helloSize = len(magic) + 1 + 1 + 8 + 8 + 8 + nonceSize // 65
-	replySize = 8 + 8 + nonceSize + macSize                // 80, after the status byte
-	proofSize = macSize                                    // after the status byte
+	helloSize     = len(magic) + 1 + 1 + nonceSize // 41
+	challengeSize = nonceSize + macSize            // 64, after the status byte
+	claimSize     = 8 + 8 + 8                      // from, want, jobID
+	proofSize     = claimSize + macSize            // 56, after the status byte
+	answerSize    = 8 + 8                          // rank, jobID
+	replySize     = answerSize + macSize           // 48, after the status byte
 
 	statusOK      = 0
 	statusRefused = 1
 
-	labelAcceptor = "acceptor"
-	labelDialer   = "dialer"
+	labelChallenge = "acceptor challenge"
+	labelDialer    = "dialer"
+	labelAcceptor  = "acceptor"
 )
 
 // RefusedError is the error of a refused handshake. It wraps
@@ -86,54 +90,53 @@ func (e *RefusedError) Unwrap() error { return transport.ErrRefused }
 // end sent bytes that break the protocol.
 var ErrProtocol = errors.New("auth: protocol violation")
 
-// hello is the dialer's opening message.
-type hello struct {
-	version byte
-	service byte
-	jobID   uint64
-	from    int64
-	want    int64
-}
-
-func (h *hello) marshal(b *[helloSize]byte, nonce *[nonceSize]byte) {
-	copy(b[:], magic)
-	i := len(magic)
-	b[i] = h.version
-	b[i+1] = h.service
-	binary.LittleEndian.PutUint64(b[i+2:], h.jobID)
-	binary.LittleEndian.PutUint64(b[i+10:], uint64(h.from))
-	binary.LittleEndian.PutUint64(b[i+18:], uint64(h.want))
-	copy(b[i+26:], nonce[:])
-}
-
-// unmarshal decodes b; a non-empty reason means the hello is refused.
-func (h *hello) unmarshal(b *[helloSize]byte) (reason string) {
+// unmarshalHello checks the dialer's opening message; a non-empty reason
+// means it is refused. It returns the service asked for, which the
+// acceptor only acts on once the dialer has proven the secret.
+func unmarshalHello(b *[helloSize]byte) (service byte, reason string) {
 	if string(b[:len(magic)]) != magic {
-		return "not a gocoll handshake (bad magic)"
+		return 0, "not a gocoll handshake (bad magic)"
 	}
-	i := len(magic)
-	h.version = b[i]
-	h.service = b[i+1]
-	h.jobID = binary.LittleEndian.Uint64(b[i+2:])
-	h.from = int64(binary.LittleEndian.Uint64(b[i+10:]))
-	h.want = int64(binary.LittleEndian.Uint64(b[i+18:]))
+	if v := b[len(magic)]; v != Version {
+		return 0, fmt.Sprintf("unsupported handshake version %d (this end speaks %d)", v, Version)
+	}
+	return b[len(magic)+1], ""
+}
+
+// claim is what the dialer says about itself once the acceptor has proven
+// the secret: its rank, the rank it wants and the job.
+type claim struct {
+	from, want int64
+	jobID      uint64
+}
+
+func (c *claim) marshal(b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(c.from))
+	binary.LittleEndian.PutUint64(b[8:], uint64(c.want))
+	binary.LittleEndian.PutUint64(b[16:], c.jobID)
+}
+
+func (c *claim) unmarshal(b []byte) (reason string) {
+	c.from = int64(binary.LittleEndian.Uint64(b[0:]))
+	c.want = int64(binary.LittleEndian.Uint64(b[8:]))
+	c.jobID = binary.LittleEndian.Uint64(b[16:])
 	switch {
-	case h.version != Version:
-		return fmt.Sprintf("unsupported handshake version %d (this end speaks %d)", h.version, Version)
-	case h.from < -1 || h.from > math.MaxInt32:
-		return fmt.Sprintf("invalid dialer rank %d", h.from)
-	case h.want < -1 || h.want > math.MaxInt32:
-		return fmt.Sprintf("invalid wanted rank %d", h.want)
+	case c.from < -1 || c.from > math.MaxInt32:
+		return fmt.Sprintf("invalid dialer rank %d", c.from)
+	case c.want < -1 || c.want > math.MaxInt32:
+		return fmt.Sprintf("invalid wanted rank %d", c.want)
 	}
 	return ""
 }
 
-// mac computes HMAC-SHA256(secret, label | hello | body) into out.
-func mac(out *[macSize]byte, secret []byte, label string, hello, body []byte) {
+// mac computes HMAC-SHA256(secret, label | parts...) into out: each MAC
+// covers the whole conversation up to it.
+func mac(out *[macSize]byte, secret []byte, label string, parts ...[]byte) {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(label))
-	m.Write(hello)
-	m.Write(body)
+	for _, p := range parts {
+		m.Write(p)
+	}
 	m.Sum(out[:0])
 }
 
@@ -153,16 +156,42 @@ func Client(rw io.ReadWriter, p Params, wantPeer int) (peer int, jobID uint64, e
 	if wantPeer < -1 || wantPeer > math.MaxInt32 {
 		return -1, 0, fmt.Errorf("auth: invalid wanted rank %d", wantPeer)
 	}
-	var nonce [nonceSize]byte
-	rand.Read(nonce[:])
-	h := hello{version: Version, service: p.Service, jobID: p.JobID, from: int64(p.Rank), want: int64(wantPeer)}
 	var hb [helloSize]byte
-	h.marshal(&hb, &nonce)
+	copy(hb[:], magic)
+	hb[len(magic)] = Version
+	hb[len(magic)+1] = p.Service
+	rand.Read(hb[len(magic)+2:])
 	if _, err := rw.Write(hb[:]); err != nil {
 		return -1, 0, fmt.Errorf("auth: sending hello: %w", err)
 	}
 
-	// The acceptor's reply, or its refusal.
+	// The acceptor proves the secret before this end says anything about
+	// itself.
+	var ch [1 + challengeSize]byte
+	if err := readStatus(rw, ch[:1], "challenge"); err != nil {
+		return -1, 0, err
+	}
+	if _, err := io.ReadFull(rw, ch[1:]); err != nil {
+		return -1, 0, fmt.Errorf("auth: reading challenge: %w", noEOF(err))
+	}
+	nonceA := ch[1 : 1+nonceSize]
+	var want [macSize]byte
+	mac(&want, p.Secret, labelChallenge, hb[:], nonceA)
+	if !hmac.Equal(want[:], ch[1+nonceSize:]) {
+		return -1, 0, refuse(rw, "acceptor failed authentication (wrong secret or another job?)")
+	}
+
+	var proof [1 + proofSize]byte
+	proof[0] = statusOK
+	c := claim{from: int64(p.Rank), want: int64(wantPeer), jobID: p.JobID}
+	c.marshal(proof[1:])
+	var md [macSize]byte
+	mac(&md, p.Secret, labelDialer, hb[:], ch[1:], proof[1:1+claimSize])
+	copy(proof[1+claimSize:], md[:])
+	if _, err := rw.Write(proof[:]); err != nil {
+		return -1, 0, fmt.Errorf("auth: sending proof: %w", err)
+	}
+
 	var reply [1 + replySize]byte
 	if err := readStatus(rw, reply[:1], "reply"); err != nil {
 		return -1, 0, err
@@ -170,15 +199,13 @@ func Client(rw io.ReadWriter, p Params, wantPeer int) (peer int, jobID uint64, e
 	if _, err := io.ReadFull(rw, reply[1:]); err != nil {
 		return -1, 0, fmt.Errorf("auth: reading reply: %w", noEOF(err))
 	}
-	body := reply[1 : 1+8+8+nonceSize]
-	rankA := int64(binary.LittleEndian.Uint64(body[0:]))
-	jobA := binary.LittleEndian.Uint64(body[8:])
-	var want, got [macSize]byte
-	mac(&want, p.Secret, labelAcceptor, hb[:], body)
-	copy(got[:], reply[1+len(body):])
-	if !hmac.Equal(want[:], got[:]) {
-		return -1, 0, refuse(rw, "acceptor failed authentication (wrong secret?)")
+	answer := reply[1 : 1+answerSize]
+	mac(&want, p.Secret, labelAcceptor, hb[:], ch[1:], proof[1:], answer)
+	if !hmac.Equal(want[:], reply[1+answerSize:]) {
+		return -1, 0, refuse(rw, "acceptor's reply failed authentication")
 	}
+	rankA := int64(binary.LittleEndian.Uint64(answer[0:]))
+	jobA := binary.LittleEndian.Uint64(answer[8:])
 	switch {
 	case rankA < 0 || rankA > math.MaxInt32:
 		return -1, 0, refuse(rw, fmt.Sprintf("acceptor claims invalid rank %d", rankA))
@@ -187,19 +214,8 @@ func Client(rw io.ReadWriter, p Params, wantPeer int) (peer int, jobID uint64, e
 	case p.JobID != 0 && jobA != p.JobID:
 		return -1, 0, refuse(rw, fmt.Sprintf("acceptor belongs to job %#x, not %#x", jobA, p.JobID))
 	}
-
-	// Prove that we know the secret too.
-	var proof [1 + proofSize]byte
-	proof[0] = statusOK
-	var md [macSize]byte
-	mac(&md, p.Secret, labelDialer, hb[:], body)
-	copy(proof[1:], md[:])
-	if _, err := rw.Write(proof[:]); err != nil {
-		return -1, 0, fmt.Errorf("auth: sending proof: %w", err)
-	}
-	var result [1]byte
-	if err := readStatus(rw, result[:], "result"); err != nil {
-		return -1, 0, err
+	if _, err := rw.Write([]byte{statusOK}); err != nil {
+		return -1, 0, fmt.Errorf("auth: sending result: %w", err)
 	}
 	return int(rankA), jobA, nil
 }
@@ -219,22 +235,21 @@ func Server(rw io.ReadWriter, p Params, admit func(peerRank int) error) (peer in
 	if _, err := io.ReadFull(rw, hb[:]); err != nil {
 		return -1, fmt.Errorf("auth: reading hello: %w", noEOF(err))
 	}
-	var h hello
-	if reason := h.unmarshal(&hb); reason != "" {
+	service, reason := unmarshalHello(&hb)
+	if reason != "" {
 		return -1, refuse(rw, reason)
 	}
 
-	var reply [1 + replySize]byte
-	reply[0] = statusOK
-	body := reply[1 : 1+8+8+nonceSize]
-	binary.LittleEndian.PutUint64(body[0:], uint64(int64(p.Rank)))
-	binary.LittleEndian.PutUint64(body[8:], p.JobID)
-	rand.Read(body[16:])
+	// The challenge proves the secret and says nothing else: no rank, no
+	// job id for a dialer that has not proven it too.
+	var ch [1 + challengeSize]byte
+	ch[0] = statusOK
+	rand.Read(ch[1 : 1+nonceSize])
 	var ma [macSize]byte
-	mac(&ma, p.Secret, labelAcceptor, hb[:], body)
-	copy(reply[1+len(body):], ma[:])
-	if _, err := rw.Write(reply[:]); err != nil {
-		return -1, fmt.Errorf("auth: sending reply: %w", err)
+	mac(&ma, p.Secret, labelChallenge, hb[:], ch[1:1+nonceSize])
+	copy(ch[1+nonceSize:], ma[:])
+	if _, err := rw.Write(ch[:]); err != nil {
+		return -1, fmt.Errorf("auth: sending challenge: %w", err)
 	}
 
 	var proof [1 + proofSize]byte
@@ -244,28 +259,45 @@ func Server(rw io.ReadWriter, p Params, admit func(peerRank int) error) (peer in
 	if _, err := io.ReadFull(rw, proof[1:]); err != nil {
 		return -1, fmt.Errorf("auth: reading proof: %w", noEOF(err))
 	}
+	var c claim
+	reason = c.unmarshal(proof[1 : 1+claimSize])
 	var md [macSize]byte
-	mac(&md, p.Secret, labelDialer, hb[:], body)
-	if !hmac.Equal(md[:], proof[1:]) {
-		return -1, refuse(rw, fmt.Sprintf("dialer claiming rank %d failed authentication (wrong secret?)", h.from))
+	mac(&md, p.Secret, labelDialer, hb[:], ch[1:], proof[1:1+claimSize])
+	if !hmac.Equal(md[:], proof[1+claimSize:]) {
+		return -1, refuse(rw, fmt.Sprintf("dialer claiming rank %d failed authentication (wrong secret or another job?)", c.from))
 	}
 	switch {
-	case h.service != p.Service:
-		return -1, refuse(rw, fmt.Sprintf("dialer asked for service %q, this end serves %q", h.service, p.Service))
-	case h.jobID != 0 && h.jobID != p.JobID:
-		return -1, refuse(rw, fmt.Sprintf("dialer belongs to job %#x, this end to job %#x", h.jobID, p.JobID))
-	case h.want >= 0 && h.want != int64(p.Rank):
-		return -1, refuse(rw, fmt.Sprintf("dialer wanted rank %d, this end is rank %d", h.want, p.Rank))
-	}
-	if admit != nil {
-		if err := admit(int(h.from)); err != nil {
-			return -1, refuse(rw, err.Error())
+	case reason != "":
+	case service != p.Service:
+		reason = fmt.Sprintf("dialer asked for service %q, this end serves %q", service, p.Service)
+	case c.jobID != 0 && c.jobID != p.JobID:
+		reason = fmt.Sprintf("dialer belongs to job %#x, this end to job %#x", c.jobID, p.JobID)
+	case c.want >= 0 && c.want != int64(p.Rank):
+		reason = fmt.Sprintf("dialer wanted rank %d, this end is rank %d", c.want, p.Rank)
+	case admit != nil:
+		if err := admit(int(c.from)); err != nil {
+			reason = err.Error()
 		}
 	}
-	if _, err := rw.Write([]byte{statusOK}); err != nil {
-		return -1, fmt.Errorf("auth: sending result: %w", err)
+	if reason != "" {
+		return -1, refuse(rw, reason)
 	}
-	return int(h.from), nil
+
+	var reply [1 + replySize]byte
+	reply[0] = statusOK
+	answer := reply[1 : 1+answerSize]
+	binary.LittleEndian.PutUint64(answer[0:], uint64(int64(p.Rank)))
+	binary.LittleEndian.PutUint64(answer[8:], p.JobID)
+	mac(&ma, p.Secret, labelAcceptor, hb[:], ch[1:], proof[1:], answer)
+	copy(reply[1+answerSize:], ma[:])
+	if _, err := rw.Write(reply[:]); err != nil {
+		return -1, fmt.Errorf("auth: sending reply: %w", err)
+	}
+	var result [1]byte
+	if err := readStatus(rw, result[:], "result"); err != nil {
+		return -1, err
+	}
+	return int(c.from), nil
 }
 
 // refuse sends a refusal with reason to the other end (best effort: the

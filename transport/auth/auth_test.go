@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -79,11 +80,11 @@ func TestHandshake(t *testing.T) {
 		{name: "client has no secret", client: Params{JobID: job, Service: ServiceLink, Rank: 3}, wantPeer: 1, server: base(1),
 			clientErr: "acceptor failed authentication", serverErr: "acceptor failed authentication"},
 		{name: "wrong job", client: Params{Secret: secret, JobID: job + 1, Service: ServiceLink, Rank: 3}, wantPeer: 1, server: base(1),
-			clientErr: "acceptor belongs to job 0x1234, not 0x1235", serverErr: "refused by the peer"},
+			clientErr: "dialer belongs to job 0x1235, this end to job 0x1234", serverErr: "refusing the peer", clientByPeer: true},
 		{name: "wrong service", client: Params{Secret: secret, JobID: job, Service: ServiceStore, Rank: 3}, wantPeer: 1, server: base(1),
 			clientErr: `dialer asked for service 'S', this end serves 'L'`, serverErr: "refusing the peer", clientByPeer: true},
 		{name: "wrong wanted rank", client: base(3), wantPeer: 2, server: base(1),
-			clientErr: "dialed rank 2 but acceptor is rank 1", serverErr: "refused by the peer"},
+			clientErr: "dialer wanted rank 2, this end is rank 1", serverErr: "refusing the peer", clientByPeer: true},
 		{name: "admit refuses", client: base(3), wantPeer: 1, server: base(1),
 			admit:     func(r int) error { return fmt.Errorf("rank %d is already connected", r) },
 			clientErr: "rank 3 is already connected", serverErr: "rank 3 is already connected", clientByPeer: true},
@@ -126,8 +127,17 @@ func TestHandshake(t *testing.T) {
 	}
 }
 
+// validHello is a well-formed hello for a link.
+func validHello() [helloSize]byte {
+	var hb [helloSize]byte
+	copy(hb[:], magic)
+	hb[len(magic)] = Version
+	hb[len(magic)+1] = ServiceLink
+	return hb
+}
+
 // TestServerChecksDialerMAC plays a dialer that ignores the acceptor's
-// proof and answers with a forged MAC.
+// challenge and answers with a forged MAC.
 func TestServerChecksDialerMAC(t *testing.T) {
 	c, s := net.Pipe()
 	defer c.Close()
@@ -139,25 +149,113 @@ func TestServerChecksDialerMAC(t *testing.T) {
 		s.Close()
 		done <- err
 	}()
-	var hb [helloSize]byte
-	var nonce [nonceSize]byte
-	h := hello{version: Version, service: ServiceLink, jobID: 1, from: 1, want: 0}
-	h.marshal(&hb, &nonce)
+	hb := validHello()
 	_, err := c.Write(hb[:])
 	require.NoError(t, err)
-	var reply [1 + replySize]byte
-	_, err = io.ReadFull(c, reply[:])
+	var ch [1 + challengeSize]byte
+	_, err = io.ReadFull(c, ch[:])
 	require.NoError(t, err)
 	var proof [1 + proofSize]byte
-	rand.Read(proof[1:])
+	(&claim{from: 1, want: 0, jobID: 1}).marshal(proof[1:])
+	rand.Read(proof[1+claimSize:])
 	_, err = c.Write(proof[:])
 	require.NoError(t, err)
-	err = readStatus(c, proof[:1], "result")
+	err = readStatus(c, proof[:1], "reply")
 	require.ErrorIs(t, err, transport.ErrRefused)
 	assert.Contains(t, err.Error(), "dialer claiming rank 1 failed authentication")
 	err = <-done
 	require.ErrorIs(t, err, transport.ErrRefused)
 	assert.Contains(t, err.Error(), "failed authentication")
+}
+
+// recorder keeps a copy of everything read through it.
+type recorder struct {
+	io.ReadWriter
+	got bytes.Buffer
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.ReadWriter.Read(p)
+	r.got.Write(p[:n])
+	return n, err
+}
+
+// TestStrangerLearnsNothing runs Client with a wrong secret, or none,
+// against an acceptor: nothing it reads may carry the acceptor's rank or
+// the job id.
+func TestStrangerLearnsNothing(t *testing.T) {
+	const rank, job = 0x5eed, 0xfeedfacecafebeef
+	var rankBytes, jobBytes [8]byte
+	binary.LittleEndian.PutUint64(rankBytes[:], rank)
+	binary.LittleEndian.PutUint64(jobBytes[:], job)
+	for _, secret := range [][]byte{nil, []byte("guess")} {
+		t.Run(fmt.Sprintf("secret=%q", secret), func(t *testing.T) {
+			c, s := net.Pipe()
+			defer c.Close()
+			require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+			require.NoError(t, s.SetDeadline(time.Now().Add(5*time.Second)))
+			go func() {
+				Server(s, Params{Secret: []byte("job secret"), JobID: job, Service: ServiceLink, Rank: rank}, nil)
+				s.Close()
+			}()
+			rec := &recorder{ReadWriter: c}
+			_, _, err := Client(rec, Params{Secret: secret, Service: ServiceLink, Rank: 3}, -1)
+			require.ErrorIs(t, err, transport.ErrRefused)
+			assert.NotContains(t, rec.got.String(), string(rankBytes[:]), "the stranger learnt the acceptor's rank")
+			assert.NotContains(t, rec.got.String(), string(jobBytes[:]), "the stranger learnt the job id")
+		})
+	}
+}
+
+// TestWrongSecretLearnsNothing lets a dialer with the wrong secret (or
+// none) ignore the failed challenge and send a proof anyway: every byte
+// it gets back must be free of the acceptor's rank and job id, and the
+// acceptor must not call admit.
+func TestWrongSecretLearnsNothing(t *testing.T) {
+	const rank, job = 0x5eed, 0xfeedfacecafebeef
+	var rankBytes, jobBytes [8]byte
+	binary.LittleEndian.PutUint64(rankBytes[:], rank)
+	binary.LittleEndian.PutUint64(jobBytes[:], job)
+	for _, secret := range [][]byte{nil, []byte("guess")} {
+		t.Run(fmt.Sprintf("secret=%q", secret), func(t *testing.T) {
+			c, s := net.Pipe()
+			defer c.Close()
+			require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+			require.NoError(t, s.SetDeadline(time.Now().Add(5*time.Second)))
+			admitted := make(chan int, 1)
+			go func() {
+				Server(s, Params{Secret: []byte("job secret"), JobID: job, Service: ServiceLink, Rank: rank},
+					func(r int) error { admitted <- r; return nil })
+				s.Close()
+			}()
+			// The stranger speaks the protocol but ignores the result of the
+			// challenge check and sends a proof anyway, then reads all.
+			hb := validHello()
+			_, err := c.Write(hb[:])
+			require.NoError(t, err)
+			var got bytes.Buffer
+			var ch [1 + challengeSize]byte
+			_, err = io.ReadFull(c, ch[:])
+			require.NoError(t, err)
+			got.Write(ch[:])
+			var proof [1 + proofSize]byte
+			(&claim{from: 3, want: -1}).marshal(proof[1:])
+			var md [macSize]byte
+			mac(&md, secret, labelDialer, hb[:], ch[1:], proof[1:1+claimSize])
+			copy(proof[1+claimSize:], md[:])
+			_, err = c.Write(proof[:])
+			require.NoError(t, err)
+			io.Copy(&got, c)
+			assert.NotContains(t, got.String(), string(rankBytes[:]), "the stranger learnt the acceptor's rank")
+			assert.NotContains(t, got.String(), string(jobBytes[:]), "the stranger learnt the job id")
+			assert.Contains(t, got.String(), "failed authentication")
+			select {
+			case r := <-admitted:
+				t.Fatalf("a stranger was admitted as rank %d", r)
+			default:
+			}
+		})
+	}
 }
 
 // rw reads from r and writes to w.
@@ -169,14 +267,11 @@ type rw struct {
 func TestServerGarbage(t *testing.T) {
 	random := make([]byte, 4096)
 	rand.Read(random)
-	var valid [helloSize]byte
-	var nonce [nonceSize]byte
-	(&hello{version: Version, service: ServiceLink, jobID: 1, from: 0, want: -1}).marshal(&valid, &nonce)
+	valid := validHello()
 	badVersion := valid
 	badVersion[len(magic)] = 9
-	badRank := valid
-	badRank[len(magic)+10] = 0xfe
-	badRank[len(magic)+17] = 0xff // from = a large negative number
+	var badRank [1 + proofSize]byte
+	(&claim{from: -7, want: 0}).marshal(badRank[1:])
 	tests := []struct {
 		name    string
 		input   []byte
@@ -185,13 +280,14 @@ func TestServerGarbage(t *testing.T) {
 		{"empty", nil, "unexpected EOF"},
 		{"random", random, "bad magic"},
 		{"http", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("x", 100)), "bad magic"},
+		{"version 1", []byte("GCAUTH1" + strings.Repeat("\x00", 60)), "bad magic"},
 		{"short hello", valid[:20], "unexpected EOF"},
 		{"bad version", badVersion[:], "unsupported handshake version 9"},
-		{"bad rank", badRank[:], "invalid dialer rank"},
 		{"hello then nothing", valid[:], "reading proof: unexpected EOF"},
 		{"hello then bad status", append(valid[:], 7), "invalid status byte 0x7"},
 		{"hello then refusal cut short", append(valid[:], statusRefused, 200, 'x'), "unexpected EOF"},
 		{"hello then random proof", append(append(valid[:], statusOK), random[:proofSize]...), "failed authentication"},
+		{"hello then unproven bad rank", append(valid[:], badRank[:]...), "failed authentication"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,7 +298,7 @@ func TestServerGarbage(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.errText)
 			assert.True(t, errors.Is(err, transport.ErrRefused) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrProtocol),
 				"error %v is neither a refusal nor a protocol error", err)
-			assert.LessOrEqual(t, out.Len(), 1+replySize+2+MaxReason)
+			assert.LessOrEqual(t, out.Len(), 1+challengeSize+2+MaxReason)
 		})
 	}
 }
@@ -216,7 +312,7 @@ func TestClientGarbage(t *testing.T) {
 		input   []byte
 		errText string
 	}{
-		{"nothing", nil, "reading reply: unexpected EOF"},
+		{"nothing", nil, "reading challenge: unexpected EOF"},
 		{"random", append([]byte{statusOK}, random...), "acceptor failed authentication"},
 		{"bad status", []byte{9}, "invalid status byte"},
 		{"refusal with control characters", long, "refused by the peer: " + strings.Repeat("?", 255)},
@@ -255,21 +351,19 @@ func TestInvalidLocalRanks(t *testing.T) {
 // panic, never write more than a reply and a refusal, and never admit
 // the input.
 func FuzzServer(f *testing.F) {
-	var hb [helloSize]byte
-	var nonce [nonceSize]byte
-	(&hello{version: Version, service: ServiceLink, jobID: 1, from: 2, want: 0}).marshal(&hb, &nonce)
+	hb := validHello()
 	f.Add(hb[:])
 	f.Add(append(hb[:], statusOK))
 	f.Add(append(hb[:], statusRefused, 3, 'a', 'b', 'c'))
 	f.Add(append(hb[:], make([]byte, 1+proofSize)...))
-	f.Add([]byte("GCAUTH1"))
+	f.Add([]byte(magic))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
 		for _, secret := range [][]byte{nil, []byte("fuzz")} {
 			out.Reset()
 			peer, err := Server(rw{bytes.NewReader(in), &out}, Params{Secret: secret, JobID: 1, Service: ServiceLink, Rank: 0}, nil)
-			if out.Len() > 1+replySize+2+MaxReason {
+			if out.Len() > 1+challengeSize+2+MaxReason {
 				t.Fatalf("server wrote %d bytes", out.Len())
 			}
 			// The acceptor's nonce is fresh, so no fixed input can carry

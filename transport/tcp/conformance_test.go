@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/gocoll/gocoll/internal/mtls"
+	"github.com/gocoll/gocoll/internal/mtls/mtlstest"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/linktest"
 	"github.com/gocoll/gocoll/transport/tcp"
@@ -18,6 +20,19 @@ func TestConformance(t *testing.T) {
 		{"default", func(t *testing.T) transport.Transport { return &tcp.Transport{} }},
 		{"small buffers", func(t *testing.T) transport.Transport {
 			tr, err := tcp.New(tcp.WithReadBufferSize(4096), tcp.WithSocketBuffers(64<<10, 64<<10), tcp.WithNoDelay(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}},
+		{"tls", func(t *testing.T) transport.Transport {
+			ca := mtlstest.NewCA(t, "job")
+			cert, key := ca.Issue(t, "rank")
+			cfg, err := mtls.Load(cert, key, ca.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := tcp.New(tcp.WithTLS(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ import (
 
 // link is a transport.Link over one TCP connection.
 type link struct {
-	conn *net.TCPConn
+	conn net.Conn // a *net.TCPConn, or a *tls.Conn over one
 	peer int
 
 	done      chan struct{} // closed by Close
@@ -42,7 +43,7 @@ type link struct {
 
 var _ transport.Link = (*link)(nil)
 
-func newLink(c *net.TCPConn, peer, readBuf int) *link {
+func newLink(c net.Conn, peer, readBuf int) *link {
 	l := &link{
 		conn:    c,
 		peer:    peer,
@@ -162,7 +163,7 @@ func (l *link) ReadHeader(h *codec.Header) error {
 		n, err := l.r.Discard(int(min(l.remaining, 1<<30)))
 		l.remaining -= uint64(n)
 		if err != nil {
-			return midMessage(err)
+			return l.midMessage(err)
 		}
 	}
 	if _, err := io.ReadFull(l.r, l.rhdr[:]); err != nil {
@@ -196,7 +197,7 @@ func (l *link) ReadPayload(p []byte) error {
 	n, err := io.ReadFull(l.r, p)
 	l.remaining -= uint64(n)
 	if err != nil {
-		return midMessage(err)
+		return l.midMessage(err)
 	}
 	return nil
 }
@@ -226,11 +227,15 @@ func (l *link) closedErr(op string) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: net.ErrClosed}
 }
 
-// midMessage turns io.EOF into io.ErrUnexpectedEOF for a read inside a
-// message.
-func midMessage(err error) error {
+// midMessage turns the end of the stream inside a message into
+// io.ErrUnexpectedEOF. Over TLS, a record cut short by a writer that was
+// interrupted or died ends the stream too, but reads as a bad record.
+func (l *link) midMessage(err error) error {
 	if err == io.EOF {
 		return io.ErrUnexpectedEOF
+	}
+	if _, isTLS := l.conn.(*tls.Conn); isTLS && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, err)
 	}
 	return err
 }

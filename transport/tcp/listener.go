@@ -58,12 +58,13 @@ func (o *options) admit(c *net.TCPConn, cfg *transport.Config) (transport.Link, 
 	if err := o.configure(c); err != nil {
 		return nil, fmt.Errorf("configuring socket: %w", err)
 	}
-	peer, err := handshake.Server(c, cfg)
+	conn := o.secure(c, false)
+	peer, err := handshake.Server(conn, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.SetDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
-	return newLink(c, peer, o.readBufferSize()), nil
+	return newLink(conn, peer, o.readBufferSize()), nil
 }

@@ -2,11 +2,13 @@ package tcp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/mtls"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/auth"
 	"github.com/gocoll/gocoll/transport/internal/handshake"
@@ -44,6 +46,7 @@ type options struct {
 	sndBuf    int           // 0: kernel autotuning
 	rcvBuf    int           // 0: kernel autotuning
 	readBuf   int           // 0: DefaultReadBufferSize
+	tls       *tls.Config   // nil: plain TCP
 }
 
 // Option sets an option of a Transport.
@@ -129,6 +132,33 @@ func WithReadBufferSize(n int) Option {
 	}
 }
 
+// WithTLS runs every link inside TLS with cfg, on both ends: the dialer
+// uses it as a client configuration, the listener as a server one, so it
+// must serve both (see internal/mtls, which comm.WithTLS uses). The HMAC
+// handshake then runs inside the TLS connection, as without TLS. TLS
+// costs CPU on every byte and a message becomes two records; use it for
+// links that cross networks nobody trusts.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) error {
+		if cfg == nil {
+			return errors.New("tcp: WithTLS(nil)")
+		}
+		o.tls = cfg
+		return nil
+	}
+}
+
+// secure wraps a configured connection in TLS when the transport has it.
+func (o *options) secure(c *net.TCPConn, client bool) net.Conn {
+	switch {
+	case o.tls == nil:
+		return c
+	case client:
+		return tls.Client(c, o.tls)
+	}
+	return tls.Server(c, o.tls)
+}
+
 // Name returns "tcp".
 func (t *Transport) Name() string { return "tcp" }
 
@@ -180,15 +210,25 @@ func (t *Transport) Dial(ctx context.Context, addr string, peer int, cfg transpo
 		d.KeepAlive = -1
 	}
 	op := handshake.Op{Net: "tcp", Network: "tcp", Addr: addr, Peer: peer, Timeout: cfg.HandshakeTimeout}
-	c, got, err := handshake.Dial(ctx, op, d, func(c *net.TCPConn) (int, error) {
+	type secured struct {
+		conn net.Conn
+		peer int
+	}
+	_, s, err := handshake.Dial(ctx, op, d, func(c *net.TCPConn) (secured, error) {
 		if err := t.o.configure(c); err != nil {
-			return -1, fmt.Errorf("configuring socket: %w", err)
+			return secured{}, fmt.Errorf("configuring socket: %w", err)
 		}
-		got, _, err := auth.Client(c, handshake.Params(&cfg), peer)
-		return got, err
+		conn := t.o.secure(c, true)
+		if tc, ok := conn.(*tls.Conn); ok {
+			if err := mtls.Handshake(ctx, tc); err != nil {
+				return secured{}, err
+			}
+		}
+		got, _, err := auth.Client(conn, handshake.Params(&cfg), peer)
+		return secured{conn, got}, err
 	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return newLink(c, got, t.o.readBufferSize()), nil
+	return newLink(s.conn, s.peer, t.o.readBufferSize()), nil
 }

@@ -3,9 +3,11 @@ package tcp_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,7 +166,11 @@ func TestListenerCloseEndsHandshakes(t *testing.T) {
 	_, err = silent.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
 	var h codec.Header
-	require.ErrorIs(t, waiting.ReadHeader(&h), io.EOF, "a link never accepted is closed with the listener")
+	// The dialer's last handshake byte may still be unread when the
+	// listener closes the connection, which then resets it.
+	err = waiting.ReadHeader(&h)
+	require.True(t, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET),
+		"a link never accepted is closed with the listener; got %v", err)
 }
 
 // fakePeer listens on loopback and runs serve on the first connection

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/ratelog"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -37,15 +39,18 @@ type Config struct {
 // Listener accepts connections on a net.Listener and hands out the links
 // that Admit made of them.
 type Listener struct {
-	ln    net.Listener
-	cfg   Config
-	links chan transport.Link // admitted links, handed to Accept
-	done  chan struct{}       // closed by Close
+	ln      net.Listener
+	cfg     Config
+	log     *ratelog.Logger
+	links   chan transport.Link // admitted links, handed to Accept
+	done    chan struct{}       // closed by Close
+	dropped atomic.Uint64       // connections cut to stay within transport.MaxHandshakes
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[net.Conn]struct{} // connections in their handshake
-	wg      sync.WaitGroup        // the accept loop and the handshakes
+	seq     uint64              // numbers the connections in the order they came
+	pending map[net.Conn]uint64 // connections in their handshake, by seq
+	wg      sync.WaitGroup      // the accept loop and the handshakes
 }
 
 // Serve starts accepting on ln, which the Listener takes over.
@@ -53,9 +58,10 @@ func Serve(ln net.Listener, cfg Config) *Listener {
 	l := &Listener{
 		ln:      ln,
 		cfg:     cfg,
+		log:     ratelog.New(cfg.Logger),
 		links:   make(chan transport.Link),
 		done:    make(chan struct{}),
-		pending: make(map[net.Conn]struct{}),
+		pending: make(map[net.Conn]uint64),
 	}
 	l.wg.Add(1)
 	go l.serve()
@@ -137,24 +143,53 @@ func (l *Listener) serve() {
 			c.Close()
 			return
 		}
-		l.pending[c] = struct{}{}
+		if len(l.pending) >= transport.MaxHandshakes {
+			l.evictOldestLocked()
+		}
+		l.seq++
+		l.pending[c] = l.seq
 		l.wg.Add(1)
 		l.mu.Unlock()
 		go l.handshake(c)
 	}
 }
 
+// evictOldestLocked cuts the connection that has been in its handshake
+// longest. A flood of idle connections thus costs at most MaxHandshakes
+// goroutines and descriptors, and a real peer, whose handshake takes a
+// round trip or two, is not starved: only the flood's own connections,
+// which never finish, grow old enough to be cut.
+func (l *Listener) evictOldestLocked() {
+	var oldest net.Conn
+	var min uint64
+	for c, seq := range l.pending {
+		if oldest == nil || seq < min {
+			oldest, min = c, seq
+		}
+	}
+	l.log.Warn(l.cfg.Net+": too many handshakes in progress; cut the oldest",
+		"addr", l.Addr(), "remote", l.remote(oldest), "limit", transport.MaxHandshakes)
+	delete(l.pending, oldest)
+	oldest.Close() // its handshake goroutine fails and ends
+	l.dropped.Add(1)
+}
+
+// Dropped is the number of connections cut because MaxHandshakes were in
+// progress.
+func (l *Listener) Dropped() uint64 { return l.dropped.Load() }
+
 // handshake admits one connection and hands its link to Accept.
 func (l *Listener) handshake(c net.Conn) {
 	defer l.wg.Done()
 	lk, err := l.cfg.Admit(c)
 	l.mu.Lock()
+	_, stillPending := l.pending[c]
 	delete(l.pending, c)
 	closed := l.closed
 	l.mu.Unlock()
 	if err != nil {
-		if !closed {
-			l.cfg.Logger.Warn(l.cfg.Net+": refused connection", "addr", l.Addr(), "remote", l.remote(c), "err", err)
+		if !closed && stillPending {
+			l.log.Warn(l.cfg.Net+": refused connection", "addr", l.Addr(), "remote", l.remote(c), "err", err)
 		}
 		c.Close()
 		return
