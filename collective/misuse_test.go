@@ -204,3 +204,41 @@ func TestUserOpMisuse(t *testing.T) {
 		}
 	}
 }
+
+// TestCallAfterPeerClosed: rank 1 closes its communicator and rank 0 makes
+// one more collective. On every transport rank 0 must fail at once with
+// ErrPeerClosed naming rank 1, not wait out the timeout, and both Close
+// calls must return.
+func TestCallAfterPeerClosed(t *testing.T) {
+	calls := []struct {
+		name string
+		call func(ctx context.Context, c *comm.Comm) error
+	}{
+		{"Allreduce", func(ctx context.Context, c *comm.Comm) error { return Allreduce(ctx, c, make([]float32, 64), Sum) }},
+		{"Bcast", func(ctx context.Context, c *comm.Comm) error { return Bcast(ctx, c, make([]float32, 64), 1) }},
+		{"Barrier", func(ctx context.Context, c *comm.Comm) error { return Barrier(ctx, c) }},
+		{"Gather", func(ctx context.Context, c *comm.Comm) error {
+			return Gather(ctx, c, make([]float32, 4), make([]float32, 8), 0)
+		}},
+	}
+	for _, tr := range transports {
+		for _, tc := range calls {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				// The timeout is the test's watchdog: a rank that waits it
+				// out fails with ErrTimeout, not ErrPeerClosed.
+				cs, err := comm.NewLocal(2, comm.WithTransport(tr), comm.WithTimeout(watchdog/2))
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+				defer cancel()
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error { return tc.call(ctx, c) })
+				closed := make(chan error, 1)
+				go func() { closed <- cs[1].Close() }()
+				err = tc.call(ctx, cs[0])
+				require.ErrorIs(t, err, comm.ErrPeerClosed)
+				require.ErrorContains(t, err, "rank 1")
+				require.NoError(t, cs[0].Close())
+				require.NoError(t, <-closed)
+			})
+		}
+	}
+}

@@ -43,7 +43,7 @@ func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int) error
 	if c.Rank() == root {
 		return nil
 	}
-	return decode(payload, v, root)
+	return decode(c, "BcastObject", payload, v, root)
 }
 
 // AllgatherObject returns every rank's v, in rank order, on every rank.
@@ -64,7 +64,7 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T) ([]T, error)
 	if err := Allgatherv(ctx, c, payload, all, counts); err != nil {
 		return nil, err
 	}
-	return decodeAll[T](all, counts)
+	return decodeAll[T](c, "AllgatherObject", all, counts)
 }
 
 // GatherObject returns every rank's v, in rank order, at root, and nil on
@@ -102,7 +102,7 @@ func GatherObject[T any](ctx context.Context, c *comm.Comm, v T, root int) ([]T,
 	if c.Rank() != root {
 		return nil, nil
 	}
-	return decodeAll[T](all, counts)
+	return decodeAll[T](c, "GatherObject", all, counts)
 }
 
 // nilComm refuses a nil communicator, as the typed collectives do.
@@ -116,16 +116,22 @@ func nilComm(c *comm.Comm, call string) error {
 func encode[T any](c *comm.Comm, call string, v *T) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(v); err != nil {
-		err = fmt.Errorf("%s on rank %d: encoding %T: %w", call, c.Rank(), *v, err)
+		err = fmt.Errorf("%w: %s on rank %d: encoding %T: %w", codec.ErrInvalid, call, c.Rank(), *v, err)
 		c.Abort(err)
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-func decode[T any](payload []byte, v *T, from int) error {
+// decode decodes the payload from rank from into v. A payload that does
+// not decode means the ranks disagree on the type: the job is aborted
+// with ErrMismatch, so that no rank goes on with a partial result.
+func decode[T any](c *comm.Comm, call string, payload []byte, v *T, from int) error {
 	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(v); err != nil {
-		return fmt.Errorf("decoding the %T from rank %d: %w", *v, from, err)
+		err = fmt.Errorf("%w: %s on rank %d: the %d bytes from rank %d do not decode as %T (do all ranks pass the same type?): %w",
+			comm.ErrMismatch, call, c.Rank(), len(payload), from, *v, err)
+		c.Abort(err)
+		return err
 	}
 	return nil
 }
@@ -140,11 +146,11 @@ func countsOf(lengths []int64) ([]int, int) {
 	return counts, total
 }
 
-func decodeAll[T any](all []byte, counts []int) ([]T, error) {
+func decodeAll[T any](c *comm.Comm, call string, all []byte, counts []int) ([]T, error) {
 	out := make([]T, len(counts))
 	off := 0
 	for r, n := range counts {
-		if err := decode(all[off:off+n], &out[r], r); err != nil {
+		if err := decode(c, call, all[off:off+n], &out[r], r); err != nil {
 			return nil, err
 		}
 		off += n

@@ -17,9 +17,42 @@
 // Links are opened lazily, on a rank's first message to a peer, so a job
 // opens only the connections its traffic needs, not N² of them up front. A
 // rank sends on the links it dialed and receives on the links it accepted.
-// Every link proves at connect time that both ends know the job's secret
-// (HMAC challenge); a peer that does not is refused and logged, and the job
-// goes on.
+// Every link proves at connect time that both ends belong to the job (see
+// Security); a peer that does not is refused and logged, and the job goes
+// on.
+//
+// # Security
+//
+// Every link and every connection to the rendezvous starts with a
+// challenge-response handshake in which both ends prove that they hold
+// the job key, HMAC-SHA256 of the secret and the job identity. The secret
+// comes from GOCOLL_SECRET or WithSecret (gocoll run makes a fresh one per
+// job); the job identity from what the launcher says of the job: SLURM's
+// job and step ids, torchrun's run id and restart count, Open MPI's PMIx
+// namespace, the Kubernetes job's name, or GOCOLL_JOB_ID. Until a
+// connecting peer has proven the key it learns nothing, not even the rank
+// it reached or the job id; then the handshake binds the connection to
+// one job, one service and the ranks of both ends. So a stranger cannot
+// join the job, claim a rank or forge an abort, and two jobs (two srun
+// steps of one allocation, say) never join each other.
+//
+// Without a secret the key is derived from the job identity alone: jobs
+// still stay apart, but anyone who can guess the identity can join, so
+// Init logs a warning naming GOCOLL_SECRET. Under torchrun, mpirun
+// (-x GOCOLL_SECRET), srun and Kubernetes (a Secret mounted as an
+// environment variable) set GOCOLL_SECRET for every rank.
+//
+// The handshake authenticates; it does not encrypt, and the frames after
+// it carry no MAC: someone who can read or alter the network between
+// hosts can read or alter the data. WithTLS (or GOCOLL_TLS_CERT, _KEY and
+// _CA) runs every tcp link and the rendezvous inside mutual TLS 1.3 with
+// certificates of the job's CA, for networks nobody trusts.
+// Shared-memory links never leave the host.
+//
+// The links and the rendezvous each hold at most transport.MaxHandshakes
+// connections in their handshake at once (the oldest is cut), and log
+// refusals at a bounded rate, so a flood of strangers costs bounded
+// memory and log lines.
 //
 // # Matching
 //
@@ -36,13 +69,43 @@
 // # Failure
 //
 // Every blocking call honours its context and the communicator's timeout
-// (WithTimeout, GOCOLL_TIMEOUT, DefaultTimeout). A rank that dies makes
-// every other rank's pending and next calls fail with a *PeerError naming
-// it; Abort makes them fail with an *AbortError naming the aborting rank.
-// Errors are *OpError values that name the call, the communicator and both
-// ranks, and wrap sentinels for errors.Is: ErrTimeout (which also matches
+// (WithTimeout, GOCOLL_TIMEOUT, DefaultTimeout). Errors are *OpError
+// values that name the call, the communicator and both ranks, and wrap
+// sentinels for errors.Is: ErrTimeout (which also matches
 // context.DeadlineExceeded), ErrPeerLost, ErrPeerClosed, ErrAborted,
-// ErrTruncated, ErrRefused, ErrInvalid and ErrClosed.
+// ErrMismatch, ErrTruncated, ErrRefused, ErrInvalid and ErrClosed.
+//
+// When ranks are lost, every other rank's pending and next calls fail with
+// a *PeerError whose Ranks names all of them: a rank that finds a peer
+// lost waits LossSettle for news of others, so the ranks of a host that
+// went down are named together. Abort makes the other ranks fail with an
+// *AbortError naming the aborting rank. A rank that closes after a
+// failure passes the failure on to its peers instead of a goodbye, so
+// they blame the rank that caused it, not the one that left; and a rank
+// that fails because of a loss every rank has heard of leaves the
+// rendezvous before its call returns, so a program that exits on the
+// error, without Close, is not named with the ranks it lost.
+//
+// # Failure detection
+//
+// A rank that dies (exit, crash, kill -9) breaks its links and its
+// rendezvous connection, and the other ranks know within milliseconds. A
+// rank that stops without dying (SIGSTOP, a debugger, a machine swapping
+// to a halt) or a host that the network cuts off closes nothing; for
+// those, every rank beats to rank 0 over its rendezvous connection four
+// times per heartbeat period (WithHeartbeat, GOCOLL_HEARTBEAT,
+// DefaultHeartbeat: 4 s), from a goroutine of its own, so a rank that
+// computes for hours between calls keeps beating. A rank silent for a
+// whole period is reported lost to the others, within the period plus
+// LossSettle, and so is rank 0 to a rank that hears nothing from it.
+// Ranks of one host that fall silent together are reported together.
+//
+// The communicator's timeout is the last resort: a call that waits for
+// rank r longer than the timeout (a receive from r, a send that r does not
+// take in, a shared-memory step r does not reach) fails with a
+// *PeerError naming r that wraps ErrTimeout, and the communicator fails
+// with it. The rank that timed out is not to blame, and its peers learn
+// whom it blamed when it closes.
 //
 // # Operations and mismatches
 //

@@ -46,6 +46,12 @@ type endpoint struct {
 	budgetUsed int
 	budgetWake chan struct{} // closed when space frees; nil while nobody waits
 
+	// lossMu guards the ranks found lost in the current LossSettle
+	// period, first found first, and settled, closed when it ends; nil
+	// outside one.
+	lossMu       sync.Mutex
+	lost         []lostRank
+	settled      chan struct{}
 	failOnce     sync.Once
 	failErr      error
 	failed       chan struct{} // closed by fail
@@ -106,7 +112,7 @@ func (ep *endpoint) watchStore() {
 		}
 		switch ev.Kind {
 		case rendezvous.Lost:
-			ep.fail(&PeerError{Rank: ev.Rank, Err: errors.New(ev.Reason)})
+			ep.lose(ev.Rank, errors.New(ev.Reason), true)
 		case rendezvous.Aborted:
 			ep.fail(remoteAbort(ev.Rank, ev.Reason))
 		}
@@ -120,6 +126,7 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 		if err != nil {
 			return
 		}
+		testHookAfterAccept(ep)
 		src := l.Peer()
 		if src < 0 || src >= ep.size || src == ep.rank {
 			ep.log.Warn("refusing link from a rank outside the job", "peer", src, "size", ep.size)
@@ -128,11 +135,20 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 		}
 		ib := &ep.inboxes[src]
 		ib.mu.Lock()
+		// Accept may hand out a link that arrived just before close shut
+		// the listener. Close closes the links it finds under each
+		// inbox's lock after it set closing; one registered later would
+		// hold Close until the peer hung up, so it is closed here.
+		late := ep.closing.Load()
 		dup := ib.link != nil
-		if !dup {
+		if !dup && !late {
 			ib.link = l
 		}
 		ib.mu.Unlock()
+		if late {
+			l.Close()
+			continue
+		}
 		if dup {
 			ep.log.Warn("refusing a second link from the same rank", "peer", src)
 			l.Close()
@@ -203,7 +219,7 @@ func (ep *endpoint) linkDown(src int, ib *inbox, l transport.Link, err error) {
 		err = errors.New("connection closed without goodbye (process exited or crashed)")
 	}
 	ep.log.Warn("peer lost", "peer", src, "err", err)
-	ep.fail(&PeerError{Rank: src, Err: err})
+	ep.lose(src, err, false)
 }
 
 // receive delivers the payload of the message whose header is h: straight
@@ -223,7 +239,7 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 			err := l.ReadPayload(r.buf[:n])
 			ib.mu.Lock()
 			if err != nil {
-				r.complete(0, h, &PeerError{Rank: r.src, Err: err})
+				ib.repost(r)
 			} else {
 				r.complete(n, h, nil)
 			}
@@ -232,7 +248,7 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error 
 		}
 		if ep.reserve(n) {
 			m := getMessage(h)
-			ib.unexpected = append(ib.unexpected, m)
+			ib.unexpected.push(keyOf(h), m)
 			ib.mu.Unlock()
 			err := l.ReadPayload(m.buf)
 			ib.mu.Lock()
@@ -263,7 +279,7 @@ func (ib *inbox) arrived(ep *endpoint, m *message, err error) {
 	if err != nil {
 		ib.drop(m)
 		if m.claim != nil {
-			m.claim.complete(0, &m.hdr, &PeerError{Rank: m.claim.src, Err: err})
+			ib.repost(m.claim)
 		}
 		ep.releaseMessage(m)
 		return
@@ -274,15 +290,21 @@ func (ib *inbox) arrived(ep *endpoint, m *message, err error) {
 	}
 }
 
-// drop removes m from the unexpected list if it is still there.
-func (ib *inbox) drop(m *message) {
-	for i, u := range ib.unexpected {
-		if u == m {
-			ib.unexpected = append(ib.unexpected[:i], ib.unexpected[i+1:]...)
-			return
-		}
+// repost puts back a receive whose payload read failed because its link
+// broke, for the failure that follows (lose) to complete it with the error
+// that names every rank lost; at once when that failure already stands.
+// The caller holds ib.mu.
+func (ib *inbox) repost(r *Request) {
+	if ib.closed != nil {
+		r.complete(0, nil, ib.closed)
+		return
 	}
+	r.state = reqPosted
+	ib.posted.push(r.key, r)
 }
+
+// drop removes m from the early messages if it is still there.
+func (ib *inbox) drop(m *message) { ib.unexpected.remove(keyOf(&m.hdr), m) }
 
 // deliverBuffered copies a buffered message into r and frees the buffer.
 // The caller holds the inbox's mutex.
@@ -294,7 +316,7 @@ func (ep *endpoint) deliverBuffered(r *Request, m *message) {
 
 func (ep *endpoint) releaseMessage(m *message) {
 	ep.budgetMu.Lock()
-	ep.budgetUsed -= len(m.buf)
+	ep.budgetUsed -= messageCost(len(m.buf))
 	if ep.budgetWake != nil {
 		close(ep.budgetWake)
 		ep.budgetWake = nil
@@ -303,24 +325,34 @@ func (ep *endpoint) releaseMessage(m *message) {
 	putMessage(m)
 }
 
-// reserve takes n bytes of the unexpected-message budget. A message is
-// always admitted when nothing is buffered, so a single message larger
-// than the limit still gets through.
+// MessageOverhead is what each early message costs in the
+// unexpected-message budget (WithUnexpectedLimit) on top of its payload:
+// about what its bookkeeping takes in memory, so that a flood of empty
+// messages is bounded as well as a flood of large ones.
+const MessageOverhead = 256
+
+func messageCost(payload int) int { return payload + MessageOverhead }
+
+// reserve takes the budget for an early message of n payload bytes. A
+// message is always admitted when nothing is buffered, so a single
+// message larger than the limit still gets through.
 func (ep *endpoint) reserve(n int) bool {
 	ep.budgetMu.Lock()
 	defer ep.budgetMu.Unlock()
-	if ep.budgetUsed > 0 && ep.budgetUsed+n > ep.opts.unexpectedLimit {
+	cost := messageCost(n)
+	if ep.budgetUsed > 0 && ep.budgetUsed+cost > ep.opts.unexpectedLimit {
 		return false
 	}
-	ep.budgetUsed += n
+	ep.budgetUsed += cost
 	return true
 }
 
-// budgetWait returns a channel that is ready once n bytes may fit.
+// budgetWait returns a channel that is ready once a message of n payload
+// bytes may fit.
 func (ep *endpoint) budgetWait(n int) <-chan struct{} {
 	ep.budgetMu.Lock()
 	defer ep.budgetMu.Unlock()
-	if ep.budgetUsed == 0 || ep.budgetUsed+n <= ep.opts.unexpectedLimit {
+	if ep.budgetUsed == 0 || ep.budgetUsed+messageCost(n) <= ep.opts.unexpectedLimit {
 		return closedChan
 	}
 	if ep.budgetWake == nil {
@@ -384,7 +416,7 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 			cause = ep.failErr
 		case <-fired:
 			if !probe {
-				cause = ErrTimeout
+				cause = ep.silent(r.src, fmt.Sprintf("no message from rank %d for %v", r.src, ep.opts.timeout))
 				break
 			}
 			probe = false
@@ -470,7 +502,7 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 	err = l.WriteMessage(ctx, *h, payload)
 	if g != nil && !g.disarm() {
 		<-g.fired
-		return fmt.Errorf("%w: the write blocked for %v and the job was aborted: %w", ErrTimeout, ep.opts.timeout, ep.err())
+		return ep.err()
 	}
 	if err == nil {
 		return nil
@@ -486,16 +518,10 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 		}
 		return context.Cause(ctx)
 	}
-	ib := &ep.inboxes[dst]
-	ib.mu.Lock()
-	closed := ib.closed
-	ib.mu.Unlock()
-	if errors.Is(closed, ErrPeerClosed) {
+	if closed := ep.goodbye(dst); closed != nil {
 		return closed
 	}
-	perr := &PeerError{Rank: dst, Err: err}
-	ep.fail(perr)
-	return perr
+	return ep.loseAndWait(dst, err)
 }
 
 // sendSelf delivers a message to this rank's own inbox.
@@ -518,20 +544,21 @@ func (ep *endpoint) sendSelf(h *codec.Header, payload []byte) {
 	copy(m.buf, payload)
 	m.arrived = true
 	ep.budgetMu.Lock()
-	ep.budgetUsed += len(m.buf)
+	ep.budgetUsed += messageCost(len(m.buf))
 	ep.budgetMu.Unlock()
-	ib.unexpected = append(ib.unexpected, m)
+	ib.unexpected.push(keyOf(h), m)
 }
 
 // sendGuard enforces the communicator's timeout on a write without
 // allocating a context per message: if the write is still blocked when
-// the timer fires, the link is cut and the job aborted.
+// the timer fires, the link is cut and the communicator fails, blaming
+// the rank that took nothing in that time.
 type sendGuard struct {
 	t     *time.Timer
 	ep    *endpoint
 	link  transport.Link
 	dst   int
-	fired chan struct{} // closed once fire has aborted the job
+	fired chan struct{} // closed once fire has failed the communicator
 }
 
 var guardPool sync.Pool
@@ -549,10 +576,9 @@ func armGuard(ep *endpoint, l transport.Link, dst int) *sendGuard {
 }
 
 func (g *sendGuard) fire() {
-	// Cut the link first: the blocked writer holds it, and the abort
-	// frames go out on the others.
+	// Cut the link first: the blocked writer holds it.
 	g.link.Close()
-	g.ep.abort(fmt.Errorf("rank %d: send to rank %d blocked for %v (%w)", g.ep.rank, g.dst, g.ep.opts.timeout, ErrTimeout))
+	g.ep.silent(g.dst, fmt.Sprintf("rank %d took in nothing for %v: a send to it stayed blocked", g.dst, g.ep.opts.timeout))
 	close(g.fired)
 }
 
@@ -586,7 +612,7 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 	}
 	l, err := ep.dial(ctx, dst)
 	if err != nil {
-		return nil, err
+		return nil, ep.dialFailed(ctx, dst, err)
 	}
 	if ep.closing.Load() {
 		l.Close()
@@ -595,6 +621,35 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 	p.link.Store(&outLink{l})
 	return l, nil
 }
+
+// dialFailed turns the failure to open a link to dst into the error of
+// the call that needed it, one that wraps a sentinel: the failure of the
+// endpoint when it failed meanwhile (a peer that aborts closes its
+// listener, and dials to it fail before the abort arrives), a refusal as
+// it is, the timeout blamed on dst, the caller's context, or else the loss
+// of dst.
+func (ep *endpoint) dialFailed(ctx context.Context, dst int, err error) error {
+	switch {
+	case ep.closing.Load():
+		return ErrClosed
+	case ep.err() != nil:
+		return ep.err()
+	case errors.Is(err, ErrRefused):
+		return err
+	case errors.Is(context.Cause(ctx), ErrTimeout):
+		return ep.silent(dst, fmt.Sprintf("no link to rank %d within %v: %v", dst, ep.opts.timeout, err))
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	return ep.loseAndWait(dst, err)
+}
+
+// Test hooks: called when the accept loop got a link, and when close has
+// closed the inbound links.
+var (
+	testHookAfterAccept   = func(*endpoint) {}
+	testHookInboxesClosed = func(*endpoint) {}
+)
 
 // close says goodbye on every outbound link, hands the rendezvous back and
 // waits for the endpoint's goroutines.
@@ -646,6 +701,7 @@ func (ep *endpoint) close() error {
 			}
 			ib.mu.Unlock()
 		}
+		testHookInboxesClosed(ep)
 		ep.fail(ErrClosed)
 		ep.wg.Wait()
 	})

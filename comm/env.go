@@ -3,23 +3,30 @@ package comm
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gocoll/gocoll/comm/internal/rendezvous"
 )
 
 // jobSpec is what a rank needs to join a job: who it is and where the
 // rendezvous is.
 type jobSpec struct {
-	rank, size int
-	addr       string // host:port of the rendezvous, served by rank 0
-	secret     []byte
-	transport  string // GOCOLL_TRANSPORT, "" when unset
-	tuning     string // GOCOLL_TUNING, the path of a tuning table, "" when unset
-	launcher   string // which launcher's variables were used, for errors
-	timeout    time.Duration
-	hasTimeout bool
-	debug      bool
+	rank, size   int
+	addr         string // host:port of the rendezvous, served by rank 0
+	secret       []byte
+	identity     string    // jobIdentity: what the ranks' key is bound to
+	transport    string    // GOCOLL_TRANSPORT, "" when unset
+	tuning       string    // GOCOLL_TUNING, the path of a tuning table, "" when unset
+	tlsFiles     [3]string // GOCOLL_TLS_CERT, _KEY and _CA; all "" when unset
+	launcher     string    // which launcher's variables were used, for errors
+	timeout      time.Duration
+	hasTimeout   bool
+	heartbeat    time.Duration // GOCOLL_HEARTBEAT, when hasHeartbeat
+	hasHeartbeat bool
+	debug        bool
 }
 
 // launcher describes how one launcher names rank, size and rendezvous.
@@ -79,6 +86,8 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 			ErrInvalid, l.name, l.rank, strings.Join(sizeVars, " or "))
 	case spec.size == 0:
 		return spec, fmt.Errorf("%w: %s: job size %s=0 must be at least 1", ErrInvalid, l.name, sizeVars[0])
+	case spec.size > rendezvous.MaxSize:
+		return spec, fmt.Errorf("%w: %s: job size %d is more than the %d ranks a job can have", ErrInvalid, l.name, spec.size, rendezvous.MaxSize)
 	case spec.rank >= spec.size:
 		return spec, fmt.Errorf("%w: %s: rank %s=%d is not below the job size %d", ErrInvalid, l.name, l.rank, spec.rank, spec.size)
 	}
@@ -99,11 +108,18 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 		return spec, fmt.Errorf("%w: rendezvous address %q: port %q is not a port number", ErrInvalid, spec.addr, port)
 	}
 
+	spec.identity = jobIdentity(env, l.name)
 	if s, ok := env("GOCOLL_SECRET"); ok {
 		spec.secret = []byte(s)
 	}
 	spec.transport, _ = env("GOCOLL_TRANSPORT")
 	spec.tuning, _ = env("GOCOLL_TUNING")
+	for i, name := range []string{"GOCOLL_TLS_CERT", "GOCOLL_TLS_KEY", "GOCOLL_TLS_CA"} {
+		spec.tlsFiles[i], _ = env(name)
+	}
+	if set := spec.tlsFiles != [3]string{}; set && slices.Contains(spec.tlsFiles[:], "") {
+		return spec, fmt.Errorf("%w: GOCOLL_TLS_CERT, GOCOLL_TLS_KEY and GOCOLL_TLS_CA must be set together", ErrInvalid)
+	}
 	if s, ok := env("GOCOLL_TIMEOUT"); ok {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -111,10 +127,36 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 		}
 		spec.timeout, spec.hasTimeout = d, true
 	}
+	if s, ok := env("GOCOLL_HEARTBEAT"); ok {
+		d, err := parseHeartbeat(s)
+		if err != nil {
+			return spec, err
+		}
+		spec.heartbeat, spec.hasHeartbeat = d, true
+	}
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true
 	}
 	return spec, nil
+}
+
+// parseHeartbeat reads GOCOLL_HEARTBEAT: a duration such as 2s, or 0 or
+// off for none.
+func parseHeartbeat(s string) (time.Duration, error) {
+	if s == "off" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if s == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: GOCOLL_HEARTBEAT=%q is not a duration such as 4s, or off", ErrInvalid, s)
+	}
+	if err := WithHeartbeat(d)(new(options)); err != nil {
+		return 0, fmt.Errorf("GOCOLL_HEARTBEAT: %w", err)
+	}
+	return d, nil
 }
 
 func intVar(env func(string) (string, bool), name, launcher string) (int, error) {
@@ -162,7 +204,8 @@ func torchrunAddr(env func(string) (string, bool)) (string, error) {
 
 // slurmAddr uses MASTER_ADDR/MASTER_PORT when the batch script sets them,
 // and otherwise the first node of the allocation with a port derived from
-// the job id, so that two jobs sharing a node do not collide.
+// the job and step ids (slurmPort), so that two jobs or two steps of one
+// job sharing a node do not collide.
 func slurmAddr(env func(string) (string, bool)) (string, error) {
 	if addr, err := masterAddr(env); err != nil || addr != "" {
 		return addr, err
@@ -178,9 +221,20 @@ func slurmAddr(env func(string) (string, bool)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	id, _ := env("SLURM_JOB_ID")
-	jobID, _ := strconv.Atoi(id)
-	return net.JoinHostPort(host, strconv.Itoa(29500+jobID%1000)), nil
+	job, _ := env("SLURM_JOB_ID")
+	step, _ := env("SLURM_STEP_ID")
+	return net.JoinHostPort(host, strconv.Itoa(slurmPort(job, step))), nil
+}
+
+// slurmPort is 29500 + (job·16 + step) mod 2000: sixteen steps of a job
+// running at once get ports of their own, and consecutive jobs move on by
+// sixteen. Ports can still collide (jobs 125 apart); the job key, bound to
+// both ids, keeps such jobs from joining each other, and the later one
+// fails to bind with an error naming the address.
+func slurmPort(job, step string) int {
+	j, _ := strconv.Atoi(job)
+	s, _ := strconv.Atoi(step) // the batch step and interactive steps have names, not numbers: 0
+	return 29500 + ((j%2000)*16+s%16)%2000
 }
 
 // firstHost returns the first host of a SLURM host list such as

@@ -3,6 +3,7 @@ package comm
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,10 @@ func TestJobFromEnv(t *testing.T) {
 			wantErr: "Open MPI mpirun: no rendezvous address: set GOCOLL_ADDR"},
 		{name: "slurm with nodelist", env: map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "4",
 			"SLURM_JOB_NODELIST": "gpu[07-09,12],cpu1", "SLURM_JOB_ID": "12345"},
-			rank: 3, size: 4, addr: "gpu07:29845"},
+			rank: 3, size: 4, addr: "gpu07:31020"},
+		{name: "slurm steps get ports of their own", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2",
+			"SLURM_JOB_NODELIST": "n1", "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "1"},
+			rank: 0, size: 2, addr: "n1:30733"},
 		{name: "slurm single node", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NODELIST": "login1"},
 			rank: 0, size: 1, addr: "login1:29500"},
 		{name: "indexed job", env: map[string]string{"JOB_COMPLETION_INDEX": "7", "GOCOLL_SIZE": "8",
@@ -60,6 +64,10 @@ func TestJobFromEnv(t *testing.T) {
 			wantErr: `port "http" is not a port number`},
 		{name: "master addr without port", env: map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "h"},
 			wantErr: "MASTER_ADDR=\"h\" and MASTER_PORT=\"\" must be set together"},
+		{name: "job too large", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "99999999999", "GOCOLL_ADDR": "h:1"},
+			wantErr: "job size 99999999999 is more than the 1048576 ranks a job can have"},
+		{name: "TLS certificate without key and CA", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", "GOCOLL_TLS_CERT": "c.pem"},
+			wantErr: "GOCOLL_TLS_CERT, GOCOLL_TLS_KEY and GOCOLL_TLS_CA must be set together"},
 		{name: "bad timeout", env: map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", "GOCOLL_TIMEOUT": "soon"},
 			wantErr: `GOCOLL_TIMEOUT="soon" is not a duration`},
 	}
@@ -99,6 +107,36 @@ func TestFirstHost(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestHeartbeatFromEnv(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    time.Duration
+		wantErr string
+	}{
+		{value: "2s", want: 2 * time.Second},
+		{value: "100ms", want: 100 * time.Millisecond},
+		{value: "0", want: 0},
+		{value: "off", want: 0},
+		{value: "soon", wantErr: `GOCOLL_HEARTBEAT="soon" is not a duration`},
+		{value: "-1s", wantErr: `GOCOLL_HEARTBEAT="-1s" is not a duration`},
+		{value: "10ms", wantErr: "heartbeat period 10ms (want 0 for none, or 100ms to 1h0m0s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", "GOCOLL_HEARTBEAT": tt.value}
+			spec, err := jobFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, spec.hasHeartbeat)
+			require.Equal(t, tt.want, spec.heartbeat)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/failreport"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -73,7 +74,13 @@ func (e *OpError) Error() string {
 			s += fmt.Sprintf(" with rank %d", e.Peer)
 		}
 	}
-	if e.Op == "send" || e.Op == "recv" {
+	switch {
+	case e.Op != "send" && e.Op != "recv":
+	case e.Tag < 0 && seqOf(e.Tag) > 0:
+		// A message of a collective or Split (sequence numbers start at
+		// 1), whose tag means nothing to the user.
+		s += fmt.Sprintf(" (step %d of operation #%d)", (-1-e.Tag)&MaxTagStep, seqOf(e.Tag))
+	default:
 		s += fmt.Sprintf(" tag %d", e.Tag)
 	}
 	if e.Rank >= 0 {
@@ -92,14 +99,22 @@ func (e *OpError) Timeout() bool {
 	return errors.Is(e.Err, context.DeadlineExceeded)
 }
 
-// PeerError reports a rank that died or whose link broke. Rank is the
-// rank in the job (the world communicator).
+// PeerError reports ranks that died, froze or became unreachable. Ranks
+// are ranks in the job (the world communicator).
 type PeerError struct {
+	// Rank is the first rank found lost.
 	Rank int
-	Err  error // the cause as this rank saw it: io.EOF, a reset, ...
+	// Ranks lists every rank found lost with it, Rank included, in
+	// increasing order: the ranks of a host that went down all fail
+	// within moments, and the error names them all (see LossSettle).
+	Ranks []int
+	Err   error // the cause as this rank saw it for Rank: io.EOF, a reset, a missed heartbeat...
 }
 
 func (e *PeerError) Error() string {
+	if len(e.Ranks) > 1 {
+		return fmt.Sprintf("ranks %s lost: %v", failreport.RankList(e.Ranks), e.Err)
+	}
 	return fmt.Sprintf("rank %d lost: %v", e.Rank, e.Err)
 }
 

@@ -3,6 +3,7 @@ package comm
 import (
 	"path"
 	"reflect"
+	"time"
 )
 
 // ProbeDelay exports probeDelay to the external tests.
@@ -14,6 +15,15 @@ const ProbeDelay = probeDelay
 func WithSegmentFault(f func(rank int) error) Option {
 	return func(o *options) error {
 		o.segmentFault = f
+		return nil
+	}
+}
+
+// WithLossSettle stretches (or shortens) LossSettle for the ranks it is
+// given to.
+func WithLossSettle(d time.Duration) Option {
+	return func(o *options) error {
+		o.lossSettle = d
 		return nil
 	}
 }

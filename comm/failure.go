@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,19 +14,27 @@ import (
 )
 
 // A failure frame (a frame with codec.FlagAbort) tells a peer that the job
-// cannot go on, and whom to blame: the rank that aborted, or the rank that
-// was lost. Its payload is
+// cannot go on, and whom to blame: the rank that aborted, or the ranks
+// that were lost. Its payload is
 //
 //	[0]   failAborted or failLost
 //	[1:5] the culprit's world rank, little-endian
 //	[5:]  the reason, UTF-8
 //
+// or, for failLost with more than one rank lost,
+//
+//	[0]       failLostMany
+//	[1:5]     n, the number of ranks lost
+//	[5:5+4n]  their world ranks, the first found lost first
+//	[5+4n:]   the reason, UTF-8
+//
 // A rank sends one when it aborts, and instead of a goodbye when it closes
 // after a failure, so that the error every rank reports names the rank that
 // caused it, whichever news arrives first.
 const (
-	failAborted = 1
-	failLost    = 2
+	failAborted  = 1
+	failLost     = 2
+	failLostMany = 3
 
 	failureHead    = 5
 	maxAbortReason = 1024
@@ -44,6 +53,8 @@ func failurePayload(err error) []byte {
 	switch {
 	case errors.As(err, &ae):
 		kind, rank, reason = failAborted, ae.Rank, ae.Reason
+	case errors.As(err, &pe) && len(pe.Ranks) > 1:
+		return lostManyPayload(pe)
 	case errors.As(err, &pe):
 		kind, rank, reason = failLost, pe.Rank, pe.Err.Error()
 	default:
@@ -58,6 +69,23 @@ func failurePayload(err error) []byte {
 	return append(b, reason...)
 }
 
+func lostManyPayload(pe *PeerError) []byte {
+	reason := pe.Err.Error()
+	if len(reason) > maxAbortReason {
+		reason = reason[:maxAbortReason]
+	}
+	b := make([]byte, 0, failureHead+4*len(pe.Ranks)+len(reason))
+	b = append(b, failLostMany)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(pe.Ranks)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(pe.Rank))
+	for _, r := range pe.Ranks {
+		if r != pe.Rank {
+			b = binary.LittleEndian.AppendUint32(b, uint32(r))
+		}
+	}
+	return append(b, reason...)
+}
+
 func failureHeader(payload []byte) codec.Header {
 	return codec.Header{Kind: codec.KindControl, Flags: codec.FlagAbort, DType: codec.Uint8,
 		Count: uint64(len(payload)), Length: uint64(len(payload)), Root: -1}
@@ -68,6 +96,9 @@ func parseFailure(src, size int, b []byte) (error, error) {
 	if len(b) < failureHead {
 		return nil, fmt.Errorf("failure frame from rank %d is %d bytes, shorter than its %d-byte head", src, len(b), failureHead)
 	}
+	if b[0] == failLostMany {
+		return parseLostMany(src, size, b)
+	}
 	rank := int(binary.LittleEndian.Uint32(b[1:]))
 	if rank >= size {
 		return nil, fmt.Errorf("failure frame from rank %d blames rank %d of a job of %d", src, rank, size)
@@ -77,9 +108,183 @@ func parseFailure(src, size int, b []byte) (error, error) {
 	case failAborted:
 		return remoteAbort(rank, reason), nil
 	case failLost:
-		return &PeerError{Rank: rank, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
+		return &PeerError{Rank: rank, Ranks: []int{rank}, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
 	}
 	return nil, fmt.Errorf("failure frame from rank %d has unknown kind %d", src, b[0])
+}
+
+func parseLostMany(src, size int, b []byte) (error, error) {
+	n := int(binary.LittleEndian.Uint32(b[1:]))
+	if n < 2 || n > size || len(b) < failureHead+4*n {
+		return nil, fmt.Errorf("failure frame from rank %d names %d lost ranks in %d bytes (job of %d)", src, n, len(b), size)
+	}
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = int(binary.LittleEndian.Uint32(b[failureHead+4*i:]))
+		if ranks[i] >= size {
+			return nil, fmt.Errorf("failure frame from rank %d blames rank %d of a job of %d", src, ranks[i], size)
+		}
+	}
+	first := ranks[0]
+	slices.Sort(ranks)
+	if len(slices.Compact(ranks)) != n {
+		return nil, fmt.Errorf("failure frame from rank %d names a lost rank twice", src)
+	}
+	reason := string(b[failureHead+4*n:])
+	return &PeerError{Rank: first, Ranks: ranks, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
+}
+
+// LossSettle is how long a rank that finds a peer lost waits for news of
+// other losses before it fails: the ranks of a host that goes down break
+// their links and miss their heartbeats within moments of each other, and
+// every survivor's error names them all. It delays only the report of a
+// loss, by this much at most.
+const LossSettle = 200 * time.Millisecond
+
+// lose records that rank was lost because of cause; byStore says that
+// the rendezvous store reported it, and so told every rank. The first
+// loss starts the LossSettle period, at whose end the endpoint fails with
+// a PeerError naming every rank lost meanwhile.
+func (ep *endpoint) lose(rank int, cause error, byStore bool) {
+	ep.lossMu.Lock()
+	defer ep.lossMu.Unlock()
+	if i := slices.IndexFunc(ep.lost, func(l lostRank) bool { return l.rank == rank }); i >= 0 {
+		ep.lost[i].byStore = ep.lost[i].byStore || byStore
+		return
+	}
+	ep.lost = append(ep.lost, lostRank{rank, cause, byStore})
+	if ep.settled != nil {
+		return
+	}
+	ep.settled = make(chan struct{})
+	time.AfterFunc(ep.opts.lossSettle, ep.settleLoss)
+}
+
+// lostRank is a rank found lost and how.
+type lostRank struct {
+	rank    int
+	cause   error
+	byStore bool
+}
+
+// settleLoss ends a LossSettle period: the endpoint fails naming every
+// rank lost in it, except ranks that said goodbye meanwhile. Those closed
+// their communicator; a write to them can break before their goodbye is
+// read, and that is no loss.
+func (ep *endpoint) settleLoss() {
+	ep.lossMu.Lock()
+	lost := slices.DeleteFunc(ep.lost, func(l lostRank) bool { return ep.saidGoodbye(l.rank) })
+	settled := ep.settled
+	ep.lost, ep.settled = nil, nil
+	ep.lossMu.Unlock()
+	if len(lost) > 0 {
+		ranks := make([]int, len(lost))
+		for i, l := range lost {
+			ranks[i] = l.rank
+		}
+		slices.Sort(ranks)
+		failure := &PeerError{Rank: lost[0].rank, Ranks: ranks, Err: lost[0].cause}
+		if ep.err() == nil {
+			ep.passOn(failure, lost)
+		}
+		ep.fail(failure)
+	}
+	close(settled)
+}
+
+// passOnWithin bounds passOn: the frames are small and the links idle
+// by now, unless a peer stopped reading, and the store answers at once
+// unless it is gone.
+const passOnWithin = 200 * time.Millisecond
+
+// passOn passes a loss this rank found, or was told of, on before any
+// call of this rank can return it, and leaves the rendezvous store: a
+// program that exits on the error (without Close) would otherwise look
+// lost itself to peers still gathering news of the loss, and be named
+// with it. The loss goes along this rank's links, and to the store for
+// each rank it did not report itself, so the ranks that have no link to
+// this one hear of it from the store; leaving after that is no news.
+// Close leaves the store again later, which is harmless.
+func (ep *endpoint) passOn(failure *PeerError, lost []lostRank) {
+	ctx, cancel := context.WithTimeout(context.Background(), passOnWithin)
+	defer cancel()
+	payload := failurePayload(failure)
+	h := failureHeader(payload)
+	for i := range ep.peers {
+		if o := ep.peers[i].link.Load(); o != nil && !slices.Contains(failure.Ranks, i) {
+			_ = o.WriteMessage(ctx, h, payload)
+		}
+	}
+	for _, l := range lost {
+		if l.byStore {
+			continue
+		}
+		if err := ep.store.ReportLost(ctx, l.rank, l.cause.Error()); err != nil {
+			ep.log.Debug("reporting a loss to the rendezvous store", "lost", l.rank, "err", err)
+		}
+	}
+	if err := ep.store.Close(); err != nil {
+		ep.log.Debug("leaving the rendezvous store", "err", err)
+	}
+}
+
+// toldOf returns the ranks of a loss a peer told this rank of, each
+// marked byStore when the store has reported it to this rank too.
+func (ep *endpoint) toldOf(pe *PeerError) []lostRank {
+	ep.lossMu.Lock()
+	defer ep.lossMu.Unlock()
+	lost := make([]lostRank, len(pe.Ranks))
+	for i, r := range pe.Ranks {
+		byStore := slices.ContainsFunc(ep.lost, func(l lostRank) bool { return l.rank == r && l.byStore })
+		lost[i] = lostRank{r, pe.Err, byStore}
+	}
+	return lost
+}
+
+// saidGoodbye reports whether rank closed its communicator.
+func (ep *endpoint) saidGoodbye(rank int) bool { return ep.goodbye(rank) != nil }
+
+// goodbye returns the ErrPeerClosed error recorded when rank closed its
+// communicator, or nil.
+func (ep *endpoint) goodbye(rank int) error {
+	ib := &ep.inboxes[rank]
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	if errors.Is(ib.closed, ErrPeerClosed) {
+		return ib.closed
+	}
+	return nil
+}
+
+// loseAndWait is lose for a caller that reports the failure itself, a
+// send whose write failed: once the loss has settled, LossSettle at most
+// later, it returns the endpoint's failure, or ErrPeerClosed if rank
+// closed its communicator instead.
+func (ep *endpoint) loseAndWait(rank int, cause error) error {
+	ep.lose(rank, cause, false)
+	ep.lossMu.Lock()
+	settled := ep.settled
+	ep.lossMu.Unlock()
+	if settled != nil {
+		<-settled
+	}
+	if err := ep.goodbye(rank); err != nil {
+		return err
+	}
+	if err := ep.err(); err != nil {
+		return err
+	}
+	return &PeerError{Rank: rank, Ranks: []int{rank}, Err: cause}
+}
+
+// silent fails the endpoint because rank said or took in nothing for the
+// communicator's timeout, as what describes, and returns the failure. The
+// failure names rank, not this rank: when this rank closes, its failure
+// frames tell the others whom to blame, where a goodbye would have made
+// them blame this rank.
+func (ep *endpoint) silent(rank int, what string) error {
+	ep.fail(&PeerError{Rank: rank, Ranks: []int{rank}, Err: fmt.Errorf("%w: %s", ErrTimeout, what)})
+	return ep.err()
 }
 
 // readFailure reads the payload of a failure frame and fails the endpoint
@@ -96,6 +301,11 @@ func (ep *endpoint) readFailure(src int, l transport.Link, h *codec.Header) erro
 	if err != nil {
 		return err
 	}
+	// A loss passes on, as settleLoss passes on its own, before this
+	// rank's calls can return it.
+	if pe, ok := failure.(*PeerError); ok && ep.err() == nil {
+		ep.passOn(pe, ep.toldOf(pe))
+	}
 	ep.fail(failure)
 	return nil
 }
@@ -109,6 +319,11 @@ func (ep *endpoint) fail(err error) bool {
 	first := false
 	ep.failOnce.Do(func() {
 		first = true
+		if !ep.closing.Load() {
+			// Before any call can return the failure and the process
+			// exit.
+			report(ep.opts.report, err)
+		}
 		ep.failErr = err
 		close(ep.failed)
 		for i := range ep.inboxes {

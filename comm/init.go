@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,27 +26,44 @@ import (
 // _SIZE), SLURM's srun (SLURM_PROCID, SLURM_NTASKS) and Kubernetes indexed
 // jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
-// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_TRANSPORT the links
+// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
+// period (WithHeartbeat; "off" for none), GOCOLL_TRANSPORT the links
 // (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity),
-// GOCOLL_TUNING the tuning table (WithTuning) and GOCOLL_DEBUG turns on
+// GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
+// GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
+// and GOCOLL_DEBUG turns on
 // debug logging. Options override the environment.
 //
 // Rank 0 serves the rendezvous at the address; the others retry until it
 // is up or the timeout passes. Init returns once every rank has joined.
 func Init(ctx context.Context, opts ...Option) (*Comm, error) {
-	spec, err := jobFromEnv(os.LookupEnv)
+	return initFromEnv(ctx, os.LookupEnv, opts)
+}
+
+// initFromEnv is Init with the environment given by env.
+func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Option) (*Comm, error) {
+	spec, err := jobFromEnv(env)
 	if err != nil {
 		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
 	}
 	var o options
 	o.setDefault()
 	o.secret = spec.secret
+	o.report = reportTo(env)
 	if spec.hasTimeout {
 		o.timeout = spec.timeout
+	}
+	if spec.hasHeartbeat {
+		o.heartbeat = spec.heartbeat
 	}
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}
+		}
+	}
+	if spec.tlsFiles[0] != "" {
+		if err := WithTLS(spec.tlsFiles[0], spec.tlsFiles[1], spec.tlsFiles[2])(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TLS_*: %w", err)}
 		}
 	}
 	if spec.tuning != "" {
@@ -60,6 +78,9 @@ func Init(ctx context.Context, opts ...Option) (*Comm, error) {
 		if err := opt(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: err}
 		}
+	}
+	if len(o.secret) == 0 {
+		warnNoSecret(o.logger, spec.rank, spec.launcher)
 	}
 	c, err := join(ctx, spec, o)
 	if err != nil {
@@ -78,18 +99,22 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 		defer cancel()
 	}
 	host, _, _ := net.SplitHostPort(spec.addr)
+	key := jobKey(o.secret, spec.identity)
 
 	var store *rendezvous.Client
 	var release func(context.Context) error
 	linkHost := host // the address peers reach this rank's links at
 	if spec.rank == 0 {
-		server, err := rendezvous.NewServer(spec.size, spec.secret, o.logger)
+		server, err := rendezvous.NewServer(spec.size, key, o.logger)
 		if err != nil {
 			return nil, err
 		}
 		l, err := net.Listen("tcp", listenAddr(spec.addr))
 		if err != nil {
 			return nil, fmt.Errorf("serving the rendezvous: %w", err)
+		}
+		if o.tls != nil {
+			l = tls.NewListener(l, o.tls)
 		}
 		go server.Serve(l)
 		if store, err = server.Join(0); err != nil {
@@ -103,15 +128,25 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 		}
 	} else {
 		var err error
-		if store, err = rendezvous.Dial(ctx, spec.addr, spec.rank, spec.size, spec.secret); err != nil {
+		var dialOpts []rendezvous.DialOption
+		if o.tls != nil {
+			dialOpts = append(dialOpts, rendezvous.WithTLS(o.tls))
+		}
+		if store, err = rendezvous.Dial(ctx, spec.addr, spec.rank, spec.size, key, dialOpts...); err != nil {
 			return nil, err
+		}
+		if o.heartbeat > 0 {
+			if err := store.StartHeartbeat(o.heartbeat); err != nil {
+				store.Close()
+				return nil, err
+			}
 		}
 		// The interface that routes to rank 0 is the one peers can reach.
 		if a, ok := store.LocalAddr().(*net.TCPAddr); ok {
 			linkHost = a.IP.String()
 		}
 	}
-	tr, err := tcp.New()
+	tr, err := tcp.New(o.tcpOptions()...)
 	if err != nil {
 		store.Close()
 		if release != nil {
@@ -119,7 +154,7 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 		}
 		return nil, err
 	}
-	cfg := transport.Config{Rank: spec.rank, JobID: store.JobID(), Secret: o.secret, Logger: o.logger}
+	cfg := transport.Config{Rank: spec.rank, JobID: store.JobID(), Secret: key, Logger: o.logger}
 	ln, err := tr.Listen(net.JoinHostPort(bindHost(linkHost), "0"), cfg)
 	if err != nil {
 		store.Close()
@@ -146,6 +181,14 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 	}
 	ep.release = release
 	return world(ctx, ep)
+}
+
+// tcpOptions are the options of the tcp links.
+func (o *options) tcpOptions() []tcp.Option {
+	if o.tls != nil {
+		return []tcp.Option{tcp.WithTLS(o.tls)}
+	}
+	return nil
 }
 
 // world makes the world communicator of ep, with its shared memory.
@@ -265,13 +308,14 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	case "mem":
 		tr = mem.NewNetwork().Transport()
 	case "tcp", "auto", "shm":
-		t, err := tcp.New()
+		t, err := tcp.New(o.tcpOptions()...)
 		if err != nil {
 			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
 		}
 		tr = t
 	}
-	server, err := rendezvous.NewServer(n, o.secret, o.logger)
+	key := jobKey(o.secret, "NewLocal")
+	server, err := rendezvous.NewServer(n, key, o.logger)
 	if err != nil {
 		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
 	}
@@ -303,7 +347,7 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			comms[r], errs[r] = startLocal(ctx, r, n, o, tr, server)
+			comms[r], errs[r] = startLocal(ctx, r, n, o, key, tr, server)
 			if errs[r] != nil {
 				cancel()
 				return
@@ -324,12 +368,12 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	return comms, nil
 }
 
-func startLocal(ctx context.Context, rank, n int, o options, tr transport.Transport, server *rendezvous.Server) (*Comm, error) {
+func startLocal(ctx context.Context, rank, n int, o options, key []byte, tr transport.Transport, server *rendezvous.Server) (*Comm, error) {
 	store, err := server.Join(rank)
 	if err != nil {
 		return nil, err
 	}
-	cfg := transport.Config{Rank: rank, JobID: store.JobID(), Secret: o.secret, Logger: o.logger}
+	cfg := transport.Config{Rank: rank, JobID: store.JobID(), Secret: key, Logger: o.logger}
 	addr := ""
 	if tr.Name() == "tcp" {
 		addr = "127.0.0.1:0"

@@ -57,8 +57,8 @@ type message struct {
 
 type inbox struct {
 	mu         sync.Mutex
-	posted     []*Request
-	unexpected []*message
+	posted     queues[*Request]
+	unexpected queues[*message]
 	// closed is set once no more messages can come from this source: the
 	// peer said goodbye (ErrPeerClosed) or the endpoint failed.
 	closed error
@@ -76,16 +76,13 @@ var requestPool = sync.Pool{New: func() any { return &Request{done: make(chan st
 func (ib *inbox) post(r *Request) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	for i, m := range ib.unexpected {
-		if m.hdr.Comm != r.key.comm || m.hdr.Tag != r.key.tag {
-			continue
-		}
+	if m, ok := ib.unexpected.front(r.key); ok {
 		if int(m.hdr.Length) > len(r.buf) {
 			// Leave the message for a receive that can hold it.
 			r.complete(0, &m.hdr, &TruncateError{Len: int(m.hdr.Length), Cap: len(r.buf)})
 			return
 		}
-		ib.unexpected = append(ib.unexpected[:i], ib.unexpected[i+1:]...)
+		ib.unexpected.pop(r.key)
 		if m.arrived {
 			r.ep.deliverBuffered(r, m)
 		} else {
@@ -99,7 +96,7 @@ func (ib *inbox) post(r *Request) {
 		return
 	}
 	r.state = reqPosted
-	ib.posted = append(ib.posted, r)
+	ib.posted.push(r.key, r)
 	if ib.stalled != nil {
 		select {
 		case ib.stalled <- struct{}{}:
@@ -111,14 +108,14 @@ func (ib *inbox) post(r *Request) {
 // takePosted removes and returns the oldest posted receive for h, or nil.
 // The caller holds ib.mu.
 func (ib *inbox) takePosted(h *codec.Header) *Request {
-	for i, r := range ib.posted {
-		if r.key.comm == h.Comm && r.key.tag == h.Tag {
-			ib.posted = append(ib.posted[:i], ib.posted[i+1:]...)
-			return r
-		}
+	k := keyOf(h)
+	if _, ok := ib.posted.front(k); !ok {
+		return nil
 	}
-	return nil
+	return ib.posted.pop(k)
 }
+
+func keyOf(h *codec.Header) matchKey { return matchKey{h.Comm, h.Tag} }
 
 // withdraw removes r if it is still waiting for a message, and reports
 // whether it did. A request that is receiving cannot be withdrawn: its
@@ -129,12 +126,7 @@ func (ib *inbox) withdraw(r *Request) bool {
 	if r.state != reqPosted {
 		return false
 	}
-	for i, p := range ib.posted {
-		if p == r {
-			ib.posted = append(ib.posted[:i], ib.posted[i+1:]...)
-			break
-		}
-	}
+	ib.posted.remove(r.key, r)
 	r.state = reqDone
 	return true
 }
@@ -146,11 +138,7 @@ func (ib *inbox) close(err error) {
 	if ib.closed == nil {
 		ib.closed = err
 	}
-	for _, r := range ib.posted {
-		r.complete(0, nil, ib.closed)
-	}
-	clear(ib.posted)
-	ib.posted = ib.posted[:0]
+	ib.posted.drain(func(r *Request) { r.complete(0, nil, ib.closed) })
 }
 
 // complete records the outcome and wakes the waiter. The caller holds the

@@ -1,10 +1,14 @@
 package comm
 
 import (
+	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
+	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/mtls"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -14,15 +18,22 @@ type Option func(*options) error
 type options struct {
 	transport       string
 	timeout         time.Duration
+	heartbeat       time.Duration // 0: none
 	secret          []byte
+	tls             *tls.Config // nil: plain TCP
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
 	segmentSlot     int // 0: DefaultSegmentSlot
 	tuning          *tuning.Table
+	// report is where the world's failure is reported to the launcher
+	// (Init under gocoll run), or nil.
+	report io.Writer
 	// segmentFault, a test hook, fails the mapping of a rank's segments
 	// when it returns an error.
 	segmentFault func(rank int) error
+	// lossSettle is LossSettle but for tests, which stretch it.
+	lossSettle time.Duration
 }
 
 // DefaultTimeout bounds every blocking call when WithTimeout is not given
@@ -40,8 +51,10 @@ func (o *options) setDefault() {
 	*o = options{
 		transport:       "auto",
 		timeout:         DefaultTimeout,
+		heartbeat:       DefaultHeartbeat,
 		logger:          slog.Default(),
 		unexpectedLimit: DefaultUnexpectedLimit,
+		lossSettle:      LossSettle,
 	}
 }
 
@@ -106,6 +119,53 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
+// DefaultHeartbeat is the heartbeat period of Init's ranks when
+// WithHeartbeat is not given (and GOCOLL_HEARTBEAT is not set): a rank
+// that is frozen or cut off from rank 0 is reported lost within it (plus
+// LossSettle). A rank that dies is reported at once, heartbeat or not.
+const DefaultHeartbeat = 4 * time.Second
+
+// WithHeartbeat sets the heartbeat period of Init's ranks. Each rank
+// beats to rank 0 over the rendezvous connection four times a period,
+// from a goroutine of its own, so ranks that compute for hours between
+// calls keep beating; a rank that sends nothing for a whole period
+// (stopped, swapped out, cut off by the network) is reported lost to the
+// others, and rank 0 silent for a period is reported lost to the rank.
+// The period must be at least 100 ms; zero turns heartbeats off, and then
+// a frozen rank is found only by the communicator's timeout and a host cut
+// off by TCP keepalive (about 30 s). NewLocal has no heartbeat: its ranks
+// share one process.
+func WithHeartbeat(period time.Duration) Option {
+	return func(o *options) error {
+		if period != 0 && (period < rendezvous.MinHeartbeat || period > rendezvous.MaxHeartbeat) {
+			return fmt.Errorf("%w: heartbeat period %v (want 0 for none, or %v to %v)", ErrInvalid, period, rendezvous.MinHeartbeat, rendezvous.MaxHeartbeat)
+		}
+		o.heartbeat = period
+		return nil
+	}
+}
+
+// WithTLS runs every tcp link and the rendezvous connection inside mutual
+// TLS 1.3: each rank presents the certificate in certFile (key in keyFile)
+// and accepts a peer only if the peer's certificate chains to the CA
+// certificates in caFile. Host names are not checked; the job secret's
+// handshake still runs inside TLS and binds job and ranks. Shared-memory
+// links, which never leave the host, are unchanged. Use it when ranks talk
+// across a network others can read or write: without it links are
+// authenticated (the secret) but not encrypted. Init also takes the files
+// from GOCOLL_TLS_CERT, GOCOLL_TLS_KEY and GOCOLL_TLS_CA; every rank must
+// use TLS or none.
+func WithTLS(certFile, keyFile, caFile string) Option {
+	return func(o *options) error {
+		cfg, err := mtls.Load(certFile, keyFile, caFile)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		o.tls = cfg
+		return nil
+	}
+}
+
 // WithSecret sets the job secret that every link and the rendezvous
 // authenticate with. By default Init uses GOCOLL_SECRET, which gocoll run
 // generates per job; NewLocal uses a random one.
@@ -130,8 +190,10 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithUnexpectedLimit bounds the bytes buffered for messages that arrive
 // before their receive is posted; the default is DefaultUnexpectedLimit.
-// One message larger than the limit is still accepted when nothing else is
-// buffered, so no message size is refused.
+// Each message counts its payload plus MessageOverhead, so many small
+// messages are bounded as well as a few large ones. One message larger
+// than the limit is still accepted when nothing else is buffered, so no
+// message size is refused.
 func WithUnexpectedLimit(bytes int) Option {
 	return func(o *options) error {
 		if bytes <= 0 {
@@ -159,7 +221,7 @@ func WithTuning(path string) Option {
 		}
 		t, err := tuning.Load(path)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: tuning table: %w", ErrInvalid, err)
 		}
 		o.tuning = t
 		return nil

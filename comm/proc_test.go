@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,14 +39,26 @@ func TestMain(m *testing.M) {
 var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"exchange": exchangeWorker,
 	"survivor": survivorWorker,
+	"exiter":   exitingSurvivorWorker,
 	"segment":  segmentSurvivorWorker,
 	"peer":     benchPeerWorker,
+	"step":     stepWorker,
+	"busy":     busyWorker,
 }
 
 func runWorker(name string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := comm.Init(ctx)
+	var opts []comm.Option
+	// GOCOLL_TEST_SETTLE=r:d,... makes rank r gather news of losses for
+	// d instead of LossSettle.
+	for _, f := range strings.Split(os.Getenv("GOCOLL_TEST_SETTLE"), ",") {
+		r, d, _ := strings.Cut(f, ":")
+		if settle, err := time.ParseDuration(d); err == nil && r == os.Getenv("GOCOLL_RANK") {
+			opts = append(opts, comm.WithLossSettle(settle))
+		}
+	}
+	c, err := comm.Init(ctx, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "init:", err)
 		return 2
@@ -131,13 +145,38 @@ func TestMultiProcess(t *testing.T) {
 	}
 }
 
+// victims are the ranks that a survivor test kills or stops, from
+// GOCOLL_TEST_VICTIMS ("2,3"); the last rank when it is unset.
+func victims(size int) []int {
+	v := os.Getenv("GOCOLL_TEST_VICTIMS")
+	if v == "" {
+		return []int{size - 1}
+	}
+	var ranks []int
+	for _, f := range strings.Split(v, ",") {
+		r, _ := strconv.Atoi(f)
+		ranks = append(ranks, r)
+	}
+	return ranks
+}
+
+// checkLoss succeeds when err is a *PeerError naming exactly the victims.
+func checkLoss(err error, victims []int, start time.Time) error {
+	var pe *comm.PeerError
+	if !errors.As(err, &pe) || !slices.Equal(pe.Ranks, victims) {
+		return fmt.Errorf("want an error naming ranks %v as lost, got %v", victims, err)
+	}
+	fmt.Printf("lost ranks %v after %v: %v\n", pe.Ranks, time.Since(start).Round(time.Millisecond), err)
+	return nil
+}
+
 // survivorWorker: every rank talks to its ring neighbours, says "ready",
-// and then waits for a message that will never come: the last rank is
-// killed. A survivor reports the error it got and succeeds only if it
-// names the killed rank as lost.
+// and then waits for a message that will never come: the victims are
+// killed or stopped. A survivor reports the error it got and succeeds only
+// if it names every victim as lost.
 func survivorWorker(ctx context.Context, c *comm.Comm) error {
 	me, size := c.Rank(), c.Size()
-	victim := size - 1
+	lost := victims(size)
 	next, prev := (me+1)%size, (me+size-1)%size
 	if err := c.Send(ctx, next, 0, []byte{byte(me)}); err != nil {
 		return err
@@ -146,30 +185,37 @@ func survivorWorker(ctx context.Context, c *comm.Comm) error {
 		return err
 	}
 	fmt.Println("ready")
-	if me == victim {
+	if slices.Contains(lost, me) {
 		time.Sleep(time.Hour)
 	}
-	// Rank 0 waits on the victim itself (its link breaks); the others wait
-	// on rank 0 and can only learn of the death through the rendezvous.
+	// Rank 0 waits on a victim itself (its link breaks); the others wait
+	// on rank 0 and can only learn of the loss through the rendezvous,
+	// unless rank 0 is the victim.
 	src := 0
 	if me == 0 {
-		src = victim
+		src = lost[0]
 	}
 	start := time.Now()
 	_, err := c.Recv(ctx, src, 1, make([]byte, 1))
-	var pe *comm.PeerError
-	if !errors.As(err, &pe) || pe.Rank != victim {
-		return fmt.Errorf("want an error naming rank %d as lost, got %v", victim, err)
+	return checkLoss(err, lost, start)
+}
+
+// exitingSurvivorWorker is survivorWorker for programs that exit on the
+// error without closing the communicator, as log.Fatal does: the ranks
+// still waiting must not take such a survivor for lost.
+func exitingSurvivorWorker(ctx context.Context, c *comm.Comm) error {
+	if err := survivorWorker(ctx, c); err != nil {
+		return err
 	}
-	fmt.Printf("lost rank %d after %v: %v\n", pe.Rank, time.Since(start).Round(time.Millisecond), err)
+	os.Exit(0)
 	return nil
 }
 
 // segmentSurvivorWorker is survivorWorker for ranks that wait in shared
 // memory: after a first barrier the survivors enter a second one, in the
-// communicator's segment, which the killed rank never reaches. They must
-// learn of the death from its process being gone (or the rendezvous) and
-// name it.
+// communicator's segment, which the victims never reach. They must learn
+// of the loss from the processes being gone (or the rendezvous) and name
+// them.
 func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 	if c.Segment() == nil {
 		return errors.New("the ranks of one host have no shared segment")
@@ -178,31 +224,39 @@ func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 		return err
 	}
 	fmt.Println("ready")
-	victim := c.Size() - 1
-	if c.Rank() == victim {
+	lost := victims(c.Size())
+	if slices.Contains(lost, c.Rank()) {
 		time.Sleep(time.Hour)
 	}
 	start := time.Now()
-	err := collective.Barrier(ctx, c)
-	var pe *comm.PeerError
-	if !errors.As(err, &pe) || pe.Rank != victim {
-		return fmt.Errorf("want an error naming rank %d as lost, got %v", victim, err)
-	}
-	fmt.Printf("lost rank %d after %v: %v\n", pe.Rank, time.Since(start).Round(time.Millisecond), err)
-	return nil
+	return checkLoss(collective.Barrier(ctx, c), lost, start)
 }
 
-// TestKilledRankIsNamed kills one rank of four with SIGKILL while the
-// others wait for it, on links and in shared memory: every survivor must
-// fail soon with a *PeerError naming it, and nothing may be left in
-// /dev/shm.
+// TestKilledRankIsNamed kills (SIGKILL) or freezes (SIGSTOP) ranks of four
+// while the others wait for them, on links and in shared memory: every
+// survivor must fail with a *PeerError naming every victim, killed ones
+// in moments, frozen ones within the heartbeat period, and nothing may be
+// left in /dev/shm.
 func TestKilledRankIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	before := shmFiles(t)
-	for _, worker := range []string{"survivor", "segment"} {
-		t.Run(worker, func(t *testing.T) { killRank(t, worker) })
+	tests := []struct {
+		name    string
+		sig     syscall.Signal
+		victims []int
+	}{
+		{"kill one", syscall.SIGKILL, []int{3}},
+		{"kill a host's two", syscall.SIGKILL, []int{2, 3}},
+		{"stop one", syscall.SIGSTOP, []int{3}},
+		{"stop a host's two", syscall.SIGSTOP, []int{2, 3}},
+		{"stop rank 0", syscall.SIGSTOP, []int{0}},
+	}
+	for _, tt := range tests {
+		for _, worker := range []string{"survivor", "exiter", "segment"} {
+			t.Run(tt.name+"/"+worker, func(t *testing.T) { killRanks(t, worker, tt.sig, tt.victims) })
+		}
 	}
 	require.Equal(t, before, shmFiles(t), "files in /dev/shm")
 }
@@ -217,13 +271,52 @@ func shmFiles(t *testing.T) []string {
 	return names
 }
 
-func killRank(t *testing.T, worker string) {
+// heartbeat is the heartbeat period of the survivor tests' jobs.
+const heartbeat = time.Second
+
+// TestExitedSurvivorIsNotNamed: survivors that fail on a loss and exit,
+// without Close, are not named lost by survivors still gathering news of
+// the loss, which are made slow here (GOCOLL_TEST_SETTLE): neither when
+// the exiting ones learnt of the loss from the rendezvous store (they
+// leave it before their error returns), nor when a peer's failure frame
+// told them (they pass it on along their links first).
+func TestExitedSurvivorIsNotNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tests := []struct {
+		name   string
+		victim int
+		settle string
+	}{
+		// Ranks 1 and 2 hear of rank 3 from the store and exit while rank
+		// 0, which has no link from them, still gathers news.
+		{"told by the store", 3, "0:2s"},
+		// Rank 2's link to rank 3 breaks and rank 2 fails on it before
+		// the store's news arrives; rank 0 still gathers news.
+		{"found by its link", 3, "0:2s,2:1ms"},
+		// Ring 0→1→2→3: rank 1 tells rank 2 of rank 0's loss, rank 2 exits
+		// on it while rank 3, linked from rank 2, still gathers news.
+		{"told by a peer", 0, "2:1s,3:2s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			killRanks(t, "exiter", syscall.SIGKILL, []int{tt.victim}, "GOCOLL_TEST_SETTLE="+tt.settle)
+		})
+	}
+}
+
+func killRanks(t *testing.T, worker string, sig syscall.Signal, lost []int, env ...string) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	const n = 4
 	port, err := launch.FreePort()
 	require.NoError(t, err)
 	secret := launch.NewSecret()
+	var victimList []string
+	for _, v := range lost {
+		victimList = append(victimList, strconv.Itoa(v))
+	}
 
 	type proc struct {
 		cmd    *exec.Cmd
@@ -239,12 +332,17 @@ func killRank(t *testing.T, worker string) {
 		p.cmd.Env = append(os.Environ(), workerVar+"="+worker,
 			"GOCOLL_RANK="+strconv.Itoa(r), "GOCOLL_SIZE="+strconv.Itoa(n),
 			"GOCOLL_ADDR=127.0.0.1:"+strconv.Itoa(port), "GOCOLL_SECRET="+secret,
-			"GOCOLL_TIMEOUT=2m")
+			"GOCOLL_TIMEOUT=2m", "GOCOLL_HEARTBEAT="+heartbeat.String(),
+			"GOCOLL_TEST_VICTIMS="+strings.Join(victimList, ","))
+		p.cmd.Env = append(p.cmd.Env, env...)
 		p.cmd.Stderr = &p.stderr
 		stdout, err := p.cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, p.cmd.Start())
-		t.Cleanup(func() { p.cmd.Process.Kill() })
+		t.Cleanup(func() {
+			p.cmd.Process.Signal(syscall.SIGCONT)
+			p.cmd.Process.Kill()
+		})
 		go func() {
 			defer close(p.eof)
 			sc := bufio.NewScanner(stdout)
@@ -267,23 +365,89 @@ func killRank(t *testing.T, worker string) {
 	}
 	// Give the survivors a moment to post the receives that must fail.
 	time.Sleep(100 * time.Millisecond)
-	victim := procs[n-1]
-	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
-	killed := time.Now()
-	<-victim.eof
-	victim.cmd.Wait()
+	for _, v := range lost {
+		require.NoError(t, procs[v].cmd.Process.Signal(sig))
+	}
+	hit := time.Now()
 
-	// Each survivor must fail fast: well inside the two-minute timeout.
-	for r, p := range procs[:n-1] {
+	// Each survivor must fail well inside the two-minute timeout.
+	for r, p := range procs {
+		if slices.Contains(lost, r) {
+			continue
+		}
 		select {
 		case <-p.eof:
 		case <-time.After(30 * time.Second):
-			t.Fatalf("rank %d still waiting 30s after rank %d was killed:\n%s", r, n-1, output(p))
+			t.Fatalf("rank %d still waiting 30s after ranks %v got %v:\n%s", r, lost, sig, output(p))
 		}
 		require.NoError(t, p.cmd.Wait(), "rank %d output:\n%s", r, output(p))
-		require.Contains(t, p.stdout.String(), fmt.Sprintf("lost rank %d", n-1))
+		require.Contains(t, p.stdout.String(), fmt.Sprintf("lost ranks %v", lost))
 	}
-	t.Logf("all survivors reported the loss within %v", time.Since(killed).Round(time.Millisecond))
+	t.Logf("all survivors reported the loss within %v", time.Since(hit).Round(time.Millisecond))
+	for _, v := range lost {
+		procs[v].cmd.Process.Signal(syscall.SIGCONT)
+		procs[v].cmd.Process.Kill()
+		<-procs[v].eof
+		procs[v].cmd.Wait()
+	}
+}
+
+// busyFor is how long busyWorker's rank 1 computes: ten heartbeat
+// periods of TestBusyRankIsNotLost.
+const busyFor = 4 * time.Second
+
+// spin keeps the result of busyWorker's loop, so the loop is not removed.
+var spin uint64
+
+// busyWorker: rank 1 computes in a tight loop, calling nothing, for many
+// heartbeat periods while the others wait for it in a barrier; nobody may
+// be reported lost.
+func busyWorker(ctx context.Context, c *comm.Comm) error {
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	if c.Rank() == 1 {
+		x := uint64(1)
+		for start := time.Now(); time.Since(start) < busyFor; {
+			for range 1 << 20 {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+		}
+		spin = x
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Printf("rank %d: not lost\n", c.Rank())
+	return nil
+}
+
+// TestBusyRankIsNotLost: heartbeats run beside user code, so a rank that
+// computes for ten heartbeat periods on a single OS thread (GOMAXPROCS=1)
+// is not reported lost.
+func TestBusyRankIsNotLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, tr := range []string{"tcp", "auto"} {
+		t.Run(tr, func(t *testing.T) {
+			var out testutil.SyncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := launch.Run(ctx, launch.Job{
+				Program: exe, Args: []string{"-test.run=^$"}, Ranks: 3,
+				Env: []string{workerVar + "=busy", "GOCOLL_TRANSPORT=" + tr,
+					"GOCOLL_HEARTBEAT=" + (busyFor / 10).String(), "GOMAXPROCS=1"},
+				Stdout: &out, Stderr: &out,
+			})
+			require.NoError(t, err, "output:\n%s", out.String())
+			for r := range 3 {
+				require.Contains(t, out.String(), fmt.Sprintf("rank %d: not lost", r))
+			}
+		})
+	}
 }
 
 // benchPeerWorker is rank 1 of the two-process benchmarks: it answers

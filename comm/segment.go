@@ -36,7 +36,8 @@ import (
 // ranks that disagree fail with a *MismatchError as they would over links.
 // Waits spin briefly, then yield, then sleep on a futex; they end with an
 // error when the context ends, the communicator's timeout passes, the job
-// fails, or a rank waited for has died (its process is gone).
+// fails, a rank waited for has died (its process is gone), or it has
+// closed its communicator (ErrPeerClosed, as over links).
 type Segment struct {
 	c      *Comm
 	region *shmem.Region
@@ -136,6 +137,10 @@ func (s *Segment) word32(off int) *atomic.Uint32 {
 
 func (s *Segment) step(r int) *atomic.Uint64 { return s.word64(segControl + r*segLine) }
 
+// gone is rank r's mark that it closed its communicator, next to its step
+// in its own line: nonzero once it will never publish another step.
+func (s *Segment) gone(r int) *atomic.Uint64 { return s.word64(segControl + r*segLine + 8) }
+
 // record is where rank r records the call of the operation with ticket t.
 func (s *Segment) record(r int, t uint64) []byte {
 	at := segRecordsAt(s.ranks) + (r*segRecords+int(t%segRecords))*segRecord
@@ -208,6 +213,10 @@ func (op *SegmentOp) End() {
 func (s *Segment) release(closing bool) {
 	var left uint64 // uses after this release
 	if closing {
+		// Ranks waiting for this one's next step learn that it will
+		// not come, as they would from a goodbye over a link.
+		s.gone(s.c.rank).Store(1)
+		s.wake()
 		left = s.uses.Or(segClosed) | segClosed
 	} else {
 		left = s.uses.Add(^uint64(1)) // minus 2
@@ -257,6 +266,11 @@ func (op *SegmentOp) WaitInOf(r int) error { return op.wait(r, 2*op.round-1) }
 
 func (s *Segment) publish(step uint64) {
 	s.step(s.c.rank).Store(step)
+	s.wake()
+}
+
+// wake wakes the ranks sleeping on the segment's futex, if any.
+func (s *Segment) wake() {
 	if s.word32(segSleepers).Load() != 0 {
 		s.word32(segEpoch).Add(1)
 		shmem.Wake(s.word32(segEpoch), s.ranks)
@@ -310,6 +324,12 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		if i%64 == 63 {
 			if err := op.failed(r); err != nil {
 				return err
+			}
+			// The mark is set after the last step: a rank that left with
+			// w still short of step will never reach it.
+			if s.gone(r).Load() != 0 && w.Load() < step {
+				return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
+					ErrPeerClosed, s.c.group[r], step, op.call)
 			}
 			if start.IsZero() {
 				start = time.Now()
@@ -399,15 +419,13 @@ func (op *SegmentOp) failed(r int) error {
 	op.live = now.Add(segLiveEvery)
 	if !op.deadline.IsZero() && now.After(op.deadline) {
 		if r >= 0 {
-			return fmt.Errorf("%w: rank %d did not reach step %d of the shared-memory %s within %v",
-				ErrTimeout, r, s.step(r).Load(), op.call, s.c.ep.opts.timeout)
+			return s.c.ep.silent(s.c.group[r], fmt.Sprintf("rank %d did not reach step %d of the shared-memory %s within %v",
+				s.c.group[r], s.step(r).Load(), op.call, s.c.ep.opts.timeout))
 		}
 		return ErrTimeout
 	}
 	if r >= 0 && !shmem.Alive(s.pids[r]) {
-		err := &PeerError{Rank: s.c.group[r], Err: fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call)}
-		s.c.ep.fail(err)
-		return err
+		return s.c.ep.loseAndWait(s.c.group[r], fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call))
 	}
 	return nil
 }

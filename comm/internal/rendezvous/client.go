@@ -3,15 +3,19 @@ package rendezvous
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
+	"github.com/gocoll/gocoll/internal/mtls"
 	"github.com/gocoll/gocoll/transport/auth"
 )
 
@@ -85,6 +89,8 @@ type Client struct {
 	// Over TCP.
 	wc         *wireConn
 	readerDone chan struct{}
+	period     atomic.Int64   // the heartbeat period in nanoseconds, 0 without
+	beats      sync.WaitGroup // the heartbeat goroutine
 
 	// In-process.
 	srv  *Server
@@ -123,7 +129,14 @@ func newClient(rank, size int, jobID uint64, addr string) *Client {
 // ends, with an error naming addr, the number of attempts and the last
 // cause. A refusal (a wrong secret, a rank already taken or outside the
 // job, a different job size) is final and wraps ErrRefused.
-func Dial(ctx context.Context, addr string, rank, size int, secret []byte) (*Client, error) {
+//
+// With WithTLS, the connection runs inside TLS; a certificate either end
+// rejects is a refusal.
+func Dial(ctx context.Context, addr string, rank, size int, secret []byte, opts ...DialOption) (*Client, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if size < 1 || size > MaxSize {
 		return nil, fmt.Errorf("rendezvous: rank %d dialing %s: %w", rank, addr, invalidf("a job of %d ranks (allowed 1 to %d)", size, MaxSize))
 	}
@@ -133,7 +146,7 @@ func Dial(ctx context.Context, addr string, rank, size int, secret []byte) (*Cli
 	pause := 20 * time.Millisecond
 	var last error
 	for attempt := 1; ; attempt++ {
-		c, err := dialOnce(ctx, addr, rank, size, secret)
+		c, err := dialOnce(ctx, addr, rank, size, secret, o)
 		if err == nil {
 			return c, nil
 		}
@@ -168,6 +181,19 @@ func Dial(ctx context.Context, addr string, rank, size int, secret []byte) (*Cli
 	}
 }
 
+// DialOption configures Dial.
+type DialOption func(*dialOptions)
+
+type dialOptions struct {
+	tls *tls.Config
+}
+
+// WithTLS runs the connection to the store inside TLS with cfg, as a
+// client; the store's listener must be a TLS one (tls.NewListener).
+func WithTLS(cfg *tls.Config) DialOption {
+	return func(o *dialOptions) { o.tls = cfg }
+}
+
 // ctxCut reports whether ctx has ended or is about to: a dial fails with
 // "i/o timeout" at ctx's deadline a moment before ctx itself reports it.
 func ctxCut(ctx context.Context) bool {
@@ -179,11 +205,14 @@ func ctxCut(ctx context.Context) bool {
 }
 
 // dialOnce makes one attempt: connect, authenticate, say hello.
-func dialOnce(ctx context.Context, addr string, rank, size int, secret []byte) (*Client, error) {
+func dialOnce(ctx context.Context, addr string, rank, size int, secret []byte, o dialOptions) (*Client, error) {
 	d := net.Dialer{KeepAliveConfig: keepAlive}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if o.tls != nil {
+		conn = tls.Client(conn, o.tls)
 	}
 	// The handshake runs under its own deadline; ctx ending moves the
 	// deadline into the past, which unblocks it at once.
@@ -208,6 +237,12 @@ func dialOnce(ctx context.Context, addr string, rank, size int, secret []byte) (
 func handshakeClient(conn net.Conn, addr string, rank, size int, secret []byte) (*Client, error) {
 	if err := conn.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
 		return nil, err
+	}
+	if tc, ok := conn.(*tls.Conn); ok {
+		// The deadline bounds it; ctx ending moves the deadline.
+		if err := mtls.Handshake(context.Background(), tc); err != nil {
+			return nil, err
+		}
 	}
 	p := auth.Params{Secret: secret, Service: auth.ServiceStore, Rank: rank}
 	_, jobID, err := auth.Client(conn, p, 0)
@@ -320,6 +355,23 @@ func (c *Client) Abort(reason string) error {
 	defer cancel()
 	if _, err := c.roundTrip(ctx, request{typ: tAbort, value: []byte(clip(reason))}); err != nil {
 		return fmt.Errorf("rendezvous: rank %d: abort: %w", c.rank, err)
+	}
+	return nil
+}
+
+// ReportLost tells every other rank, through the store, that rank is
+// lost for reason (cut to MaxReason bytes), as its links to rank told
+// this one: each receives a Lost event, unless the store already told
+// them of rank, or rank left. A rank that fails on a loss its links found
+// reports it before it leaves the store, so the ranks without a link to
+// the lost one hear of it from the store and do not take the leaving rank
+// for lost. It returns once the store has passed the news on.
+func (c *Client) ReportLost(ctx context.Context, rank int, reason string) error {
+	if rank < 0 || rank >= c.size || rank == c.rank {
+		return fmt.Errorf("rendezvous: rank %d: reporting rank %d of a job of %d lost: %w", c.rank, rank, c.size, ErrInvalid)
+	}
+	if _, err := c.roundTrip(ctx, request{typ: tLose, rank: rank, value: []byte(clip(reason))}); err != nil {
+		return fmt.Errorf("rendezvous: rank %d: reporting rank %d lost: %w", c.rank, rank, err)
 	}
 	return nil
 }
@@ -445,10 +497,14 @@ func (c *Client) readLoop() {
 		t, body, err := readFrame(c.wc.r, false)
 		var rep reply
 		if err == nil {
+			c.extendDeadline()
 			rep, err = parseReply(t, body)
+		} else if p := time.Duration(c.period.Load()); p > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			err = silence("rank 0", p)
 		}
 		if err == nil {
 			switch rep.typ {
+			case tPulse:
 			case tOK, tValue:
 				c.deliver(rep.id, result{value: rep.value})
 			case tEvent:
@@ -498,6 +554,7 @@ func (c *Client) Close() error {
 		c.wc.kill()
 		<-c.readerDone
 		<-c.wc.wdone
+		c.beats.Wait()
 	})
 	return nil
 }

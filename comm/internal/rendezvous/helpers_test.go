@@ -2,15 +2,13 @@ package rendezvous
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/gocoll/gocoll/internal/testutil"
 )
@@ -22,32 +20,8 @@ const watchdog = 10 * time.Second
 
 var testSecret = []byte("rendezvous test secret")
 
-// TestMain fails the package when any test left a goroutine of this
-// package running.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := waitNoLeaks(); leaked != "" {
-			fmt.Fprintf(os.Stderr, "goroutines leaked by the tests:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// ourFrames mark the goroutines this package starts.
-var ourFrames = []string{
-	"rendezvous.(*Server)",
-	"rendezvous.(*Client)",
-	"rendezvous.(*wireConn)",
-	"rendezvous.dialOnce",
-}
-
-// waitNoLeaks gives goroutines that are on their way out a moment, and
-// returns the stacks of those that stay.
-func waitNoLeaks() string {
-	return strings.Join(testutil.Leaked(watchdog, ourFrames...), "\n\n")
-}
+// TestMain fails the package when any test left a goroutine running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fixture struct {
 	srv  *Server

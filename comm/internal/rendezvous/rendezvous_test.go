@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // pairs of client kinds: who sets, who gets.
@@ -625,6 +626,64 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// TestReportLost: a rank reports another lost, as its links found it; the
+// store tells everyone else once, a late joiner too, and the lost rank's
+// own disconnect is no news after that.
+func TestReportLost(t *testing.T) {
+	for _, kind := range []string{"tcp", "local"} {
+		t.Run(kind, func(t *testing.T) {
+			f := serve(t, 4)
+			clients := make([]*Client, 3)
+			reporter := 1
+			if kind == "local" {
+				reporter = 0
+			}
+			for r := range clients {
+				k := "tcp"
+				if r == 0 {
+					k = "local"
+				}
+				clients[r] = f.client(t, k, r)
+			}
+			const lost = 2
+			ctx, cancel := bg()
+			defer cancel()
+			require.NoError(t, clients[reporter].ReportLost(ctx, lost, "connection to rank 2 lost: EOF"))
+			want := Event{Kind: Lost, Rank: lost, Reason: "connection to rank 2 lost: EOF"}
+			for r, c := range clients {
+				if r != lost {
+					require.Equal(t, want, nextEvent(t, c), "rank %d", r)
+				}
+			}
+			// A second report, and the lost rank's disconnect, are no news.
+			require.NoError(t, clients[reporter].ReportLost(ctx, lost, "again"))
+			kill(clients[lost])
+			late := f.dial(t, 3)
+			require.Equal(t, want, nextEvent(t, late))
+
+			require.NoError(t, f.srv.Close())
+			for r, c := range append(clients, late) {
+				if r == lost {
+					continue
+				}
+				ev := nextEvent(t, c)
+				require.Equal(t, StoreGone, ev.Kind, "rank %d: %v", r, ev)
+				eventsClosed(t, c)
+			}
+		})
+	}
+}
+
+func TestReportLostRejects(t *testing.T) {
+	f := serve(t, 2)
+	c := f.dial(t, 1)
+	ctx, cancel := bg()
+	defer cancel()
+	for _, rank := range []int{-1, 1, 2} {
+		require.ErrorIs(t, c.ReportLost(ctx, rank, "lost"), ErrInvalid, "rank %d", rank)
+	}
+}
+
 func TestAbortLongReasonIsCut(t *testing.T) {
 	f := serve(t, 2)
 	a := f.dial(t, 1)
@@ -786,7 +845,7 @@ func TestNewServerValidates(t *testing.T) {
 }
 
 func TestNoGoroutineLeaks(t *testing.T) {
-	require.Empty(t, waitNoLeaks(), "leaked before this test")
+	before := goleak.IgnoreCurrent()
 	func() {
 		f := serve(t, 5)
 		r0 := f.join(t, 0)
@@ -833,5 +892,5 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		dcancel()
 		require.Error(t, err)
 	}()
-	require.Empty(t, waitNoLeaks())
+	goleak.VerifyNone(t, before)
 }

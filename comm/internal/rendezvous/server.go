@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/ratelog"
+	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/auth"
 )
 
@@ -37,7 +40,13 @@ type Server struct {
 	nDone     int // ranks other than 0 that left or were lost
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]bool // every accepted connection still open: true once it is a member's
-	wg        sync.WaitGroup    // Serve loops and connection goroutines
+	// handshakes holds the connections in their handshake by arrival
+	// number, for cutOldestLocked.
+	handshakes map[net.Conn]uint64
+	seq        uint64 // the last arrival number
+	dropped    int    // connections cut by cutOldestLocked
+	refusals   *ratelog.Logger
+	wg         sync.WaitGroup // Serve loops and connection goroutines
 }
 
 type memberState uint8
@@ -62,6 +71,7 @@ type session struct {
 	rank int
 	peer peer
 	gets map[uint64]string // pending gets by request id, to drop their waiters
+	beat beatState
 }
 
 // waiter is a get that waits for its key.
@@ -76,7 +86,9 @@ type peer interface {
 	ok(id uint64)
 	value(id uint64, v []byte) // v is the stored value: read-only
 	event(ev Event)
+	pulse()             // answers a beat
 	gone(reason string) // the store shuts down; the last thing sent
+	cut()               // the client is lost: hang up
 }
 
 // NewServer makes the store of a job of size ranks, under a fresh random
@@ -98,17 +110,19 @@ func NewServer(size int, secret []byte, logger *slog.Logger) (*Server, error) {
 		id = binary.LittleEndian.Uint64(b[:])
 	}
 	s := &Server{
-		size:      size,
-		secret:    bytes.Clone(secret),
-		jobID:     id,
-		log:       logger,
-		done:      make(chan struct{}),
-		allLeft:   make(chan struct{}),
-		kv:        make(map[string][]byte),
-		waiters:   make(map[string][]waiter),
-		members:   make([]member, size),
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[net.Conn]bool),
+		size:       size,
+		secret:     bytes.Clone(secret),
+		jobID:      id,
+		log:        logger,
+		refusals:   ratelog.New(logger),
+		done:       make(chan struct{}),
+		allLeft:    make(chan struct{}),
+		kv:         make(map[string][]byte),
+		waiters:    make(map[string][]waiter),
+		members:    make([]member, size),
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[net.Conn]bool),
+		handshakes: make(map[net.Conn]uint64),
 	}
 	if size == 1 {
 		close(s.allLeft)
@@ -175,11 +189,48 @@ func (s *Server) Serve(l net.Listener) error {
 			c.Close()
 			return nil
 		}
+		if len(s.handshakes) >= s.maxHandshakes() {
+			s.cutOldestLocked()
+		}
+		s.seq++
 		s.conns[c] = false
+		s.handshakes[c] = s.seq
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
 	}
+}
+
+// maxHandshakes bounds the connections in their handshake at once: the
+// links' transport.MaxHandshakes, or the job size when that is larger,
+// since every rank may knock at once.
+func (s *Server) maxHandshakes() int { return max(transport.MaxHandshakes, s.size) }
+
+// cutOldestLocked closes the connection that has been in its handshake
+// longest, so that a flood of idle connections costs the store a bounded
+// number of goroutines while ranks, whose handshakes finish in a round
+// trip or two, still get in.
+func (s *Server) cutOldestLocked() {
+	var oldest net.Conn
+	var min uint64
+	for c, seq := range s.handshakes {
+		if oldest == nil || seq < min {
+			oldest, min = c, seq
+		}
+	}
+	s.refusals.Warn("rendezvous: too many handshakes in progress; cut the oldest",
+		"remote", oldest.RemoteAddr().String(), "limit", s.maxHandshakes())
+	delete(s.handshakes, oldest)
+	oldest.Close() // its handshake fails; serveConn removes it from conns
+	s.dropped++
+}
+
+// Dropped is the number of connections cut because too many were in
+// their handshake at once.
+func (s *Server) Dropped() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }
 
 func isTemporary(err error) bool {
@@ -194,6 +245,7 @@ func (s *Server) serveConn(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		delete(s.handshakes, c)
 		s.mu.Unlock()
 		c.Close()
 	}()
@@ -204,12 +256,16 @@ func (s *Server) serveConn(c net.Conn) {
 		case <-s.done:
 			s.log.Debug("rendezvous: handshake cut by Close", "remote", remote, "err", err)
 		default:
-			s.log.Warn("rendezvous: refused a client", "remote", remote, "err", err)
+			s.refusals.Warn("rendezvous: refused a client", "remote", remote, "err", err)
 		}
 		return
 	}
 	go wc.writeLoop()
 	err = s.readRequests(sess, wc)
+	silent := errors.Is(err, os.ErrDeadlineExceeded)
+	if silent {
+		err = silence(fmt.Sprintf("rank %d", sess.rank), time.Duration(sess.beat.period.Load()))
+	}
 	// A member whose connection ends without bye is lost, unless the
 	// store itself is closing: then the client hung up because it was
 	// told to.
@@ -217,6 +273,9 @@ func (s *Server) serveConn(c net.Conn) {
 	lost := !s.closed && s.members[sess.rank].sess == sess && s.members[sess.rank].state == joined
 	if lost {
 		s.lostLocked(sess, fmt.Sprintf("connection to rank %d lost: %v", sess.rank, err))
+		if silent {
+			s.silentCompanionsLocked(sess)
+		}
 	}
 	s.mu.Unlock()
 	switch {
@@ -274,6 +333,7 @@ func (s *Server) handshake(c net.Conn) (*session, *wireConn, error) {
 		err = ErrClosed
 	} else if err = s.joinLocked(sess); err == nil {
 		s.conns[c] = true
+		delete(s.handshakes, c)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -349,7 +409,18 @@ func (s *Server) readRequests(sess *session, wc *wireConn) error {
 		t, body, err := readFrame(wc.r, true)
 		var req request
 		if err == nil {
+			if p := sess.beat.heardNow(time.Now()); p > 0 {
+				err = wc.c.SetReadDeadline(time.Now().Add(p))
+			}
+		}
+		if err == nil {
 			req, err = parseRequest(t, body)
+		}
+		if err == nil && req.typ == tBeat && sess.beat.period.Load() == 0 {
+			// The first beat: from now on the connection may stay
+			// silent for a period at most.
+			sess.beat.period.Store(int64(req.period))
+			err = wc.c.SetReadDeadline(time.Now().Add(req.period))
 		}
 		if err == nil {
 			err = s.request(sess, req)
@@ -406,9 +477,22 @@ func (s *Server) request(sess *session, req request) error {
 			s.broadcastLocked(ev)
 		}
 		sess.peer.ok(req.id)
+	case tLose:
+		if req.rank >= s.size || req.rank == sess.rank {
+			return protocolf("rank %d reported rank %d of a job of %d lost", sess.rank, req.rank, s.size)
+		}
+		if m := &s.members[req.rank]; m.state == joined && m.ev == nil {
+			ev := Event{Kind: Lost, Rank: req.rank, Reason: clip(string(req.value))}
+			m.ev = &ev
+			s.log.Warn("rendezvous: rank reported another lost", "rank", sess.rank, "lost", req.rank, "reason", ev.Reason)
+			s.broadcastLocked(ev)
+		}
+		sess.peer.ok(req.id)
 	case tBye:
 		s.leaveLocked(sess, left)
 		s.log.Debug("rendezvous: rank left", "rank", sess.rank)
+	case tBeat:
+		sess.peer.pulse()
 	default:
 		return protocolf("rank %d sent a frame of type %#x after hello", sess.rank, uint8(req.typ))
 	}
@@ -435,6 +519,28 @@ func (s *Server) lostLocked(sess *session, reason string) {
 		s.broadcastLocked(ev)
 	}
 	s.leaveLocked(sess, gone)
+}
+
+// silentCompanionsLocked reports lost, with sess, every other member
+// that beats and has been silent for half its period: the ranks of a
+// frozen or cut-off host stop beating together, but their deadlines
+// expire up to a beat apart, and the survivors must hear of them all at
+// once to name them all (see comm.LossSettle).
+func (s *Server) silentCompanionsLocked(sess *session) {
+	now := time.Now()
+	for r := range s.members {
+		m := &s.members[r]
+		if r == sess.rank || m.state != joined {
+			continue
+		}
+		p := time.Duration(m.sess.beat.period.Load())
+		if m.sess.beat.silentSince(now.Add(-p / 2)) {
+			err := silence(fmt.Sprintf("rank %d", r), p)
+			s.log.Warn("rendezvous: lost a rank", "rank", r, "err", err)
+			s.lostLocked(m.sess, fmt.Sprintf("connection to rank %d lost: %v", r, err))
+			m.sess.peer.cut()
+		}
+	}
 }
 
 // leaveLocked ends a membership: its waiting gets are dropped and, once
@@ -574,10 +680,8 @@ func (s *Server) Close() error {
 		}
 	}
 	// A connection still in its handshake has nothing to be told.
-	for c, member := range s.conns {
-		if !member {
-			c.Close()
-		}
+	for c := range s.handshakes {
+		c.Close()
 	}
 	s.mu.Unlock()
 
@@ -613,6 +717,10 @@ func (p remotePeer) value(id uint64, v []byte) { p.wc.send(valueHeader(id, len(v
 
 func (p remotePeer) event(ev Event) { p.wc.send(eventFrame(ev)) }
 
+func (p remotePeer) pulse() { p.wc.send(pulseFrame()) }
+
+func (p remotePeer) cut() { p.wc.kill() }
+
 func (p remotePeer) gone(reason string) {
 	p.wc.send(textFrame(tGone, reason))
 	p.wc.finish()
@@ -629,3 +737,7 @@ func (p localPeer) value(id uint64, v []byte) { p.c.deliver(id, result{value: by
 func (p localPeer) event(ev Event) { p.c.pushEvent(ev) }
 
 func (p localPeer) gone(reason string) { p.c.storeEnded(StoreGone, reason, nil) }
+
+// An in-process client never beats, and is never cut off.
+func (localPeer) pulse() {}
+func (localPeer) cut()   {}

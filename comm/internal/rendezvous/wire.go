@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"time"
 )
 
 // The protocol after the auth handshake is a stream of frames in both
@@ -25,7 +26,9 @@ import (
 //	get     id uint64, key
 //	cancel  id uint64                           give up a get
 //	abort   id uint64, reason
+//	lose    id uint64, rank uint32, reason      this rank found another lost
 //	bye     (empty)                             clean leave
+//	beat    period uint32 (ms)                  heartbeat: alive, next beat within period/4
 //
 // server -> client
 //
@@ -35,6 +38,7 @@ import (
 //	value   id uint64, value                    a get's answer
 //	event   kind uint8, rank uint32, reason     another rank lost or aborted
 //	gone    reason                              last frame: the store shuts down
+//	pulse   (empty)                             answers a beat: the store is alive
 type frameType uint8
 
 const (
@@ -44,6 +48,8 @@ const (
 	tCancel
 	tAbort
 	tBye
+	tBeat
+	tLose
 )
 
 const (
@@ -53,12 +59,13 @@ const (
 	tValue
 	tEvent
 	tGone
+	tPulse
 )
 
 const (
 	// protoVersion is sent in hello and welcome; a store refuses a client
 	// that speaks another version rather than misreading it.
-	protoVersion = 1
+	protoVersion = 2
 
 	// MaxKey bounds the length of a key in bytes.
 	MaxKey = 1 << 10
@@ -94,6 +101,10 @@ func bodyBounds(t frameType, fromClient bool) (lo, hi int, ok bool) {
 			return idLen, idLen + MaxReason, true
 		case tBye:
 			return 0, 0, true
+		case tBeat:
+			return 4, 4, true
+		case tLose:
+			return idLen + 4, idLen + 4 + MaxReason, true
 		}
 		return 0, 0, false
 	}
@@ -108,6 +119,8 @@ func bodyBounds(t frameType, fromClient bool) (lo, hi int, ok bool) {
 		return idLen, idLen + MaxValue, true
 	case tEvent:
 		return 5, 5 + MaxReason, true
+	case tPulse:
+		return 0, 0, true
 	}
 	return 0, 0, false
 }
@@ -145,9 +158,11 @@ type request struct {
 	typ     frameType
 	id      uint64
 	key     string
-	value   []byte // the value of a set, the reason of an abort
-	version uint8  // hello
-	size    int    // hello
+	value   []byte        // the value of a set, the reason of an abort or a loss
+	rank    int           // lose
+	version uint8         // hello
+	size    int           // hello
+	period  time.Duration // beat
 }
 
 // reply is a decoded server frame.
@@ -193,7 +208,21 @@ func parseRequest(t frameType, b []byte) (request, error) {
 	case tAbort:
 		r.id = binary.LittleEndian.Uint64(b)
 		r.value = b[idLen:]
+	case tLose:
+		r.id = binary.LittleEndian.Uint64(b)
+		rank := binary.LittleEndian.Uint32(b[idLen:])
+		if rank >= MaxSize {
+			return r, protocolf("loss of rank %d", rank)
+		}
+		r.rank = int(rank)
+		r.value = b[idLen+4:]
 	case tBye:
+	case tBeat:
+		ms := binary.LittleEndian.Uint32(b)
+		if ms < uint32(MinHeartbeat/time.Millisecond) || ms > uint32(MaxHeartbeat/time.Millisecond) {
+			return r, protocolf("beat with a period of %d ms (allowed %v to %v)", ms, MinHeartbeat, MaxHeartbeat)
+		}
+		r.period = time.Duration(ms) * time.Millisecond
 	default:
 		return r, protocolf("unknown request type %#x", uint8(t))
 	}
@@ -208,6 +237,7 @@ func parseReply(t frameType, b []byte) (reply, error) {
 		r.version = b[0]
 	case tRefuse, tGone:
 		r.msg = string(b)
+	case tPulse:
 	case tOK:
 		r.id = binary.LittleEndian.Uint64(b)
 	case tValue:
@@ -251,8 +281,12 @@ func encodeRequest(r request) []byte {
 		n = idLen
 	case tAbort:
 		n = idLen + len(r.value)
+	case tLose:
+		n = idLen + 4 + len(r.value)
 	case tBye:
 		n = 0
+	case tBeat:
+		n = 4
 	default:
 		panic(fmt.Sprintf("rendezvous: encoding unknown request type %#x", uint8(r.typ)))
 	}
@@ -274,6 +308,12 @@ func encodeRequest(r request) []byte {
 	case tAbort:
 		b = binary.LittleEndian.AppendUint64(b, r.id)
 		b = append(b, r.value...)
+	case tLose:
+		b = binary.LittleEndian.AppendUint64(b, r.id)
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.rank))
+		b = append(b, r.value...)
+	case tBeat:
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.period/time.Millisecond))
 	}
 	return b
 }
@@ -289,6 +329,8 @@ func textFrame(t frameType, msg string) []byte {
 	msg = clip(msg)
 	return append(appendHeader(make([]byte, 0, frameHeaderLen+len(msg)), t, len(msg)), msg...)
 }
+
+func pulseFrame() []byte { return appendHeader(nil, tPulse, 0) }
 
 func okFrame(id uint64) []byte {
 	return binary.LittleEndian.AppendUint64(appendHeader(make([]byte, 0, frameHeaderLen+idLen), tOK, idLen), id)

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -23,21 +26,26 @@ func validRequests() []request {
 		{typ: tCancel, id: 3},
 		{typ: tAbort, id: 4, value: []byte("loss is NaN")},
 		{typ: tAbort, id: 5, value: []byte{}},
+		{typ: tLose, id: 6, rank: 3, value: []byte("connection to rank 3 lost: EOF")},
+		{typ: tLose, id: 7, rank: MaxSize - 1, value: []byte{}},
 		{typ: tBye},
+		{typ: tBeat, period: MinHeartbeat},
+		{typ: tBeat, period: 4 * time.Second},
 	}
 }
 
 func TestRequestRoundTrip(t *testing.T) {
+	withValue := []frameType{tSet, tAbort, tLose}
 	for _, want := range validRequests() {
 		b := encodeRequest(want)
 		typ, body, err := readFrame(bytes.NewReader(b), true)
 		require.NoError(t, err)
 		got, err := parseRequest(typ, body)
 		require.NoError(t, err)
-		if want.value == nil && (want.typ == tSet || want.typ == tAbort) {
+		if want.value == nil && slices.Contains(withValue, want.typ) {
 			want.value = []byte{}
 		}
-		if got.value == nil && (got.typ == tSet || got.typ == tAbort) {
+		if got.value == nil && slices.Contains(withValue, got.typ) {
 			got.value = []byte{}
 		}
 		require.Equal(t, want, got)
@@ -65,7 +73,11 @@ func TestReadFrameRejects(t *testing.T) {
 		{"get without key", frame(idLen, tGet, make([]byte, idLen)...), true, ErrProtocol},
 		{"set too long", frame(idLen+2+MaxKey+MaxValue+1, tSet), true, ErrProtocol},
 		{"abort reason too long", frame(idLen+MaxReason+1, tAbort), true, ErrProtocol},
+		{"loss without a rank", frame(idLen+3, tLose), true, ErrProtocol},
+		{"loss reason too long", frame(idLen+4+MaxReason+1, tLose), true, ErrProtocol},
 		{"bye with a body", frame(1, tBye, 0), true, ErrProtocol},
+		{"beat without a period", frame(0, tBeat), true, ErrProtocol},
+		{"pulse with a body", frame(1, tPulse, 0), false, ErrProtocol},
 		{"value too long", frame(idLen+MaxValue+1, tValue), false, ErrProtocol},
 		{"huge length", frame(1<<32-1, tSet), true, ErrProtocol},
 	}
@@ -88,6 +100,10 @@ func TestParseRequestRejects(t *testing.T) {
 		{"set key length zero", tSet, append(make([]byte, idLen), 0, 0, 'v')},
 		{"set key past the body", tSet, append(make([]byte, idLen), 5, 0, 'k')},
 		{"set key too long", tSet, append(append(make([]byte, idLen), 0x01, 0x04), make([]byte, MaxKey+1)...)},
+		{"loss of a rank beyond MaxSize", tLose, append(make([]byte, idLen), 0xff, 0xff, 0xff, 0xff)},
+		{"beat period zero", tBeat, []byte{0, 0, 0, 0}},
+		{"beat period below MinHeartbeat", tBeat, []byte{99, 0, 0, 0}},
+		{"beat period above MaxHeartbeat", tBeat, []byte{0xff, 0xff, 0xff, 0xff}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +127,7 @@ func TestParseReply(t *testing.T) {
 		{"event", eventFrame(Event{Kind: Aborted, Rank: 3, Reason: "why"}),
 			reply{typ: tEvent, ev: Event{Kind: Aborted, Rank: 3, Reason: "why"}}, nil},
 		{"gone", textFrame(tGone, "bye"), reply{typ: tGone, msg: "bye"}, nil},
+		{"pulse", pulseFrame(), reply{typ: tPulse}, nil},
 		{"event of kind StoreGone", eventFrame(Event{Kind: StoreGone, Rank: 1}), reply{}, ErrProtocol},
 		{"event of kind 0", eventFrame(Event{Rank: 1}), reply{}, ErrProtocol},
 		{"event about a huge rank", eventFrame(Event{Kind: Lost, Rank: MaxSize}), reply{}, ErrProtocol},
@@ -177,7 +194,12 @@ func FuzzServerFrames(f *testing.F) {
 		s.mu.Lock()
 		require.NoError(t, s.joinLocked(sess))
 		s.mu.Unlock()
-		wc := newWireConn(nil, bufio.NewReader(bytes.NewReader(data)))
+		// Frames come from data; the connection only takes the deadlines
+		// that beats set.
+		conn, other := net.Pipe()
+		defer conn.Close()
+		defer other.Close()
+		wc := newWireConn(conn, bufio.NewReader(bytes.NewReader(data)))
 		_ = s.readRequests(sess, wc)
 		n := 0
 		for key, ws := range s.waiters {
@@ -198,3 +220,5 @@ func (discardPeer) ok(uint64)            {}
 func (discardPeer) value(uint64, []byte) {}
 func (discardPeer) event(Event)          {}
 func (discardPeer) gone(string)          {}
+func (discardPeer) pulse()               {}
+func (discardPeer) cut()                 {}
