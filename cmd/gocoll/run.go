@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gocoll/gocoll/internal/launch"
 )
@@ -22,21 +25,31 @@ var runCmd = &command{
 	usage: runUsage,
 }
 
-const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--transport t] [--nnodes k --node-rank i --master host:port --secret s] prog [args...]
+const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--nnodes k --node-rank i --master host:port] prog [args...]
 
 Run starts the ranks of a job as local processes of prog, with the
 environment that comm.Init reads (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR,
 GOCOLL_SECRET, plus GOCOLL_LOCAL_RANK and GOCOLL_LOCAL_SIZE). Each line a
-rank prints is prefixed with its rank, as in "[2] ...". A fresh job secret
-is generated unless --secret is given.
+rank prints is prefixed with its rank, as in "[2] ...".
 
-When any rank fails, run terminates the others (SIGTERM, then SIGKILL after
-a grace period) and exits with status 1 and a one-line reason. SIGINT and
-SIGTERM sent to run are passed on to every rank.
+When any rank fails, run gives the others a second to end by themselves
+(those waiting for the failed rank learn of it and report it), then
+terminates the rest (SIGTERM, then SIGKILL after a grace period), prints a one-line reason that names the rank to blame (the
+rank that was lost or aborted, as the ranks reported it, not merely the
+first to exit) and exits with the failing rank's exit status, or 128 plus
+the signal that killed it. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+SIGUSR2 sent to run are passed on to every rank as they are; the first four
+also end the job, and run exits with 128 plus the signal (130 for SIGINT).
+The ranks die with run, even when run is killed with SIGKILL (Linux).
+
+The job secret authenticates every link and the rendezvous. On one machine
+run makes a fresh one. It is taken from, in this order: --secret-file,
+the GOCOLL_SECRET environment variable, --secret (visible to every user of
+the machine in ps; run warns).
 
 A job over several machines runs gocoll run on each of them with the same
---nnodes, --master and --secret and its own --node-rank; node i starts the
-ranks i*n .. i*n+n-1, and rank 0 (on node 0) serves the rendezvous at
+-n, --nnodes, --master and secret and its own --node-rank; node i starts
+the ranks i*n .. i*n+n-1, and rank 0 (on node 0) serves the rendezvous at
 --master.
 
 The flags are:
@@ -46,72 +59,153 @@ The flags are:
 	--timeout d
 		communicator timeout handed to the ranks as GOCOLL_TIMEOUT (0 means
 		the library default)
+	--heartbeat d
+		heartbeat period handed to the ranks as GOCOLL_HEARTBEAT: a rank
+		frozen or cut off is reported lost within it (default 4s; off turns
+		heartbeats off)
 	--transport t
 		how ranks talk, handed over as GOCOLL_TRANSPORT: auto (shared memory
 		between ranks of one host, tcp between hosts, chosen per pair; the
 		default), shm (shared memory only: every rank on one host) or tcp
 		(no shared memory)
-	--nnodes k, --node-rank i, --master host:port, --secret s
+	--nnodes k, --node-rank i, --master host:port
 		place this machine's ranks in a job over k machines
+	--secret-file path
+		read the job secret from the file (surrounding white space is
+		dropped)
+	--secret s
+		the job secret itself; prefer GOCOLL_SECRET or --secret-file
 `
 
 func runMain(args []string, stdout, stderr io.Writer) int {
+	job, err := parseRun(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, runUsage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gocoll run: %v\n", err)
+		if _, flagErr := err.(flagError); flagErr {
+			fmt.Fprint(stderr, runUsage)
+		}
+		return 2
+	}
+
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, forwarded...)
+	defer signal.Stop(signals)
+	job.Signals = signals
+	job.Stdout, job.Stderr = stdout, stderr
+	start := time.Now()
+	err = launch.Run(context.Background(), job)
+	took := time.Since(start).Round(time.Millisecond)
+	var re *launch.RankError
+	var se *launch.SignalError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &se):
+		fmt.Fprintf(stderr, "gocoll run: interrupted by %v; the job was stopped after %v\n", unix.SignalName(se.Signal), took)
+		return se.ExitCode()
+	case errors.As(err, &re) && re.Cause != nil:
+		fmt.Fprintf(stderr, "gocoll run: %v (as the ranks reported it); rank %d exited (%v); the job was stopped after %v\n", re.Cause, re.Rank, re.Err, took)
+		return re.ExitCode()
+	case errors.As(err, &re):
+		fmt.Fprintf(stderr, "gocoll run: rank %d failed (%v); the job was stopped after %v\n", re.Rank, re.Err, took)
+		return re.ExitCode()
+	default:
+		fmt.Fprintf(stderr, "gocoll run: %v\n", err)
+		return 1
+	}
+}
+
+// forwarded are the signals run passes on to its ranks.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// flagError is a flag that does not parse; the usage follows it.
+type flagError struct{ error }
+
+// parseRun turns run's command line into a job, or an error that is the
+// user's: exit status 2.
+func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	n := fs.Int("n", 2, "")
 	timeout := fs.Duration("timeout", 0, "")
+	heartbeat := fs.String("heartbeat", "", "")
 	transport := fs.String("transport", "auto", "")
 	nnodes := fs.Int("nnodes", 1, "")
 	nodeRank := fs.Int("node-rank", 0, "")
 	master := fs.String("master", "", "")
-	secret := fs.String("secret", "", "")
+	secretFile := fs.String("secret-file", "", "")
+	secretFlag := fs.String("secret", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, runUsage)
-			return 0
+			return launch.Job{}, err
 		}
-		fmt.Fprintf(stderr, "gocoll run: %v\n%s", err, runUsage)
-		return 2
+		return launch.Job{}, flagError{err}
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintf(stderr, "gocoll run: no program given\n%s", runUsage)
-		return 2
+	switch {
+	case fs.NArg() == 0:
+		return launch.Job{}, flagError{errors.New("no program given")}
+	case *n < 1:
+		return launch.Job{}, fmt.Errorf("-n %d: a job needs at least one rank per machine", *n)
+	case *nnodes < 1:
+		return launch.Job{}, fmt.Errorf("--nnodes %d: a job needs at least one machine", *nnodes)
+	case *nodeRank < 0 || *nodeRank >= *nnodes:
+		return launch.Job{}, fmt.Errorf("--node-rank %d is outside 0 .. %d (--nnodes %d)", *nodeRank, *nnodes-1, *nnodes)
+	case *timeout < 0:
+		return launch.Job{}, fmt.Errorf("--timeout %v is negative", *timeout)
 	}
 	switch *transport {
 	case "auto", "shm", "tcp":
 	default:
-		fmt.Fprintf(stderr, "gocoll run: unknown transport %q (want auto, shm or tcp)\n", *transport)
-		return 2
+		return launch.Job{}, fmt.Errorf("unknown transport %q (want auto, shm or tcp)", *transport)
 	}
 	prog, err := exec.LookPath(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(stderr, "gocoll run: %v\n", err)
-		return 2
+		return launch.Job{}, err
+	}
+	secret, err := jobSecret(*secretFile, *secretFlag, stderr)
+	if err != nil {
+		return launch.Job{}, err
+	}
+	if *nnodes > 1 && (secret == "" || *master == "") {
+		return launch.Job{}, errors.New("a job over several machines needs --master and the same secret on every machine (GOCOLL_SECRET or --secret-file)")
 	}
 	env := []string{"GOCOLL_TRANSPORT=" + *transport}
 	if *timeout > 0 {
 		env = append(env, "GOCOLL_TIMEOUT="+timeout.String())
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	start := time.Now()
-	err = launch.Run(ctx, launch.Job{
-		Program: prog, Args: fs.Args()[1:], Ranks: *n,
-		Nodes: *nnodes, NodeRank: *nodeRank, Master: *master, Secret: *secret,
-		Env: env, Stdout: stdout, Stderr: stderr,
-	})
-	if err != nil {
-		var re *launch.RankError
-		switch {
-		case errors.As(err, &re):
-			fmt.Fprintf(stderr, "gocoll run: rank %d failed (%v); the job was stopped after %v\n", re.Rank, re.Err, time.Since(start).Round(time.Millisecond))
-		case ctx.Err() != nil:
-			fmt.Fprintf(stderr, "gocoll run: interrupted; the job was stopped\n")
-		default:
-			fmt.Fprintf(stderr, "gocoll run: %v\n", err)
-		}
-		return 1
+	if *heartbeat != "" {
+		env = append(env, "GOCOLL_HEARTBEAT="+*heartbeat)
 	}
-	return 0
+	return launch.Job{
+		Program: prog, Args: fs.Args()[1:], Ranks: *n,
+		Nodes: *nnodes, NodeRank: *nodeRank, Master: *master, Secret: secret, Env: env,
+	}, nil
+}
+
+// jobSecret picks the job secret: from the file, else GOCOLL_SECRET, else
+// the flag, which every user of the machine can read in ps; "" lets the
+// launcher make one.
+func jobSecret(file, flagValue string, stderr io.Writer) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--secret-file: %w", err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("--secret-file %s is empty", file)
+		}
+		return s, nil
+	}
+	if s := os.Getenv("GOCOLL_SECRET"); s != "" {
+		return s, nil
+	}
+	if flagValue != "" {
+		fmt.Fprintln(stderr, "gocoll run: warning: --secret is visible to every user of this machine (ps); use GOCOLL_SECRET or --secret-file")
+	}
+	return flagValue, nil
 }

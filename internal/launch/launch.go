@@ -13,10 +13,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gocoll/gocoll/internal/failreport"
 )
 
 // Job describes the processes to start on this machine.
@@ -43,24 +46,77 @@ type Job struct {
 	// KillGrace is how long ranks get between SIGTERM and SIGKILL when the
 	// job is torn down. Zero means DefaultKillGrace.
 	KillGrace time.Duration
+	// Settle is how long the other ranks get to end by themselves after
+	// one failed, before the teardown. Zero means DefaultSettle.
+	Settle time.Duration
+	// Signals, when not nil, delivers the signals to pass on to the
+	// ranks (see Run).
+	Signals <-chan os.Signal
 }
 
 // DefaultKillGrace is the time between SIGTERM and SIGKILL at teardown.
 const DefaultKillGrace = 3 * time.Second
 
+// DefaultSettle is how long the other ranks get, after one failed, to end
+// by themselves before they are stopped. Ranks that wait for the failed
+// one learn of it within moments and exit with their own account of it;
+// ranks that compute are stopped after it.
+const DefaultSettle = time.Second
+
 // RankError reports the first rank that failed.
 type RankError struct {
 	Rank int
 	Err  error // the *exec.ExitError or start error
+	// Cause is the first failure a rank reported (see package
+	// failreport): whom the ranks blame, which is often not Rank, a
+	// survivor that exited because of it. Nil when no rank reported one.
+	Cause *failreport.Report
 }
 
-func (e *RankError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+func (e *RankError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%v; rank %d: %v", e.Cause, e.Rank, e.Err)
+	}
+	return fmt.Sprintf("rank %d: %v", e.Rank, e.Err)
+}
+
 func (e *RankError) Unwrap() error { return e.Err }
 
-// Run starts the job's ranks and waits for them. When one rank fails, or
-// ctx ends, the others are terminated (SIGTERM, then SIGKILL after the
-// grace period) and Run returns the first failure; no process is left
-// behind.
+// ExitCode is the status a launcher exits with for this failure, as
+// mpirun does: the rank's own exit status, or 128 plus the signal that
+// killed it.
+func (e *RankError) ExitCode() int {
+	var ee *exec.ExitError
+	if !errors.As(e.Err, &ee) {
+		return 1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if code := ee.ExitCode(); code > 0 {
+		return code
+	}
+	return 1
+}
+
+// SignalError reports that a signal from Job.Signals interrupted the job.
+type SignalError struct {
+	Signal syscall.Signal
+}
+
+func (e *SignalError) Error() string { return fmt.Sprintf("interrupted by %v", e.Signal) }
+
+// ExitCode is 128 plus the signal, as a shell reports a job a signal
+// ended.
+func (e *SignalError) ExitCode() int { return 128 + int(e.Signal) }
+
+// Run starts the job's ranks and waits for them. When one rank fails, the
+// others get the settle time to end by themselves; then, or at once when
+// ctx ends, they are terminated (SIGTERM, then SIGKILL after the grace
+// period), and Run returns the first failure; no process is left behind. Each signal from job.Signals is passed on to every rank as it
+// is; SIGINT, SIGTERM, SIGHUP and SIGQUIT then end the job like a failure
+// and Run returns a *SignalError. Ranks are killed when the launcher dies,
+// even by SIGKILL, on Linux (the parent-death signal).
 func Run(ctx context.Context, job Job) error {
 	if job.Ranks < 1 {
 		return fmt.Errorf("launch: need at least one rank, got %d", job.Ranks)
@@ -92,10 +148,17 @@ func Run(ctx context.Context, job Job) error {
 	}
 	size := nodes * job.Ranks
 
-	var outMu sync.Mutex // whole lines from different ranks never interleave
+	// The parent-death signal fires when the thread that started a child
+	// exits, not the process: the ranks are started from this goroutine,
+	// locked to its thread until they are all reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	var outMu sync.Mutex // lines from different ranks never interleave
 	cmds := make([]*exec.Cmd, job.Ranks)
 	done := make(chan rankExit, job.Ranks)
-	var copiers sync.WaitGroup
+	reports := make(chan failreport.Report, job.Ranks)
+	var readers sync.WaitGroup
 	started := 0
 	var startErr error
 	for i := range job.Ranks {
@@ -109,50 +172,64 @@ func Run(ctx context.Context, job Job) error {
 			"GOCOLL_LOCAL_SIZE="+strconv.Itoa(job.Ranks),
 			"GOCOLL_ADDR="+job.Master,
 			"GOCOLL_SECRET="+job.Secret,
+			failreport.EnvFD+"=3",
 		)
-		// Each rank leads its own process group, so teardown reaches the
-		// processes a rank started too.
+		// Each rank leads its own process group, so teardown and
+		// forwarded signals reach the processes a rank started too.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		dieWithParent(cmd.SysProcAttr)
 		// Plain pipes rather than StdoutPipe: the rank's exit and the end of
 		// its output are separate events, and Wait must not wait for output
 		// that a leftover child keeps open.
 		outR, outW, err1 := os.Pipe()
 		errR, errW, err2 := os.Pipe()
-		if err := errors.Join(err1, err2); err != nil {
+		repR, repW, err3 := os.Pipe()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			closeAll(outR, outW, errR, errW, repR, repW)
 			startErr = &RankError{Rank: rank, Err: err}
 			break
 		}
 		cmd.Stdout, cmd.Stderr = outW, errW
+		cmd.ExtraFiles = []*os.File{repW} // descriptor 3
 		err := cmd.Start()
-		outW.Close()
-		errW.Close()
+		closeAll(outW, errW, repW)
 		if err != nil {
-			outR.Close()
-			errR.Close()
+			closeAll(outR, errR, repR)
 			startErr = &RankError{Rank: rank, Err: err}
 			break
 		}
 		cmds[i] = cmd
 		started++
 		prefix := "[" + strconv.Itoa(rank) + "] "
-		copiers.Add(2)
-		go copyLines(&copiers, &outMu, stdout, outR, prefix)
-		go copyLines(&copiers, &outMu, stderr, errR, prefix)
+		readers.Add(3)
+		go copyLines(&readers, &outMu, stdout, outR, prefix)
+		go copyLines(&readers, &outMu, stderr, errR, prefix)
+		go readReports(&readers, repR, reports)
 		go func() { done <- rankExit{rank: rank, err: cmd.Wait()} }()
 	}
 
-	var first error = startErr
-	terminate := func() {
+	signalAll := func(sig syscall.Signal) {
 		for _, cmd := range cmds {
 			if cmd != nil && cmd.Process != nil {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+				syscall.Kill(-cmd.Process.Pid, sig)
 			}
 		}
 	}
-	var killTimer <-chan time.Time
+	var first error = startErr
+	var cause *failreport.Report
+	var killTimer, settleTimer <-chan time.Time
+	settle := job.Settle
+	if settle <= 0 {
+		settle = DefaultSettle
+	}
+	stop := func() {
+		if killTimer == nil {
+			signalAll(syscall.SIGTERM)
+			killTimer = time.After(grace)
+		}
+	}
 	if first != nil {
-		terminate()
-		killTimer = time.After(grace)
+		stop()
 	}
 	ctxDone := ctx.Done()
 	for remaining := started; remaining > 0; {
@@ -161,31 +238,55 @@ func Run(ctx context.Context, job Job) error {
 			remaining--
 			if ex.err != nil && first == nil {
 				first = &RankError{Rank: ex.rank, Err: ex.err}
-				terminate()
-				killTimer = time.After(grace)
+				// The others usually learn of the failure themselves
+				// within moments; let them end on their own and say
+				// what they saw before they are stopped.
+				settleTimer = time.After(settle)
+			}
+		case <-settleTimer:
+			settleTimer = nil
+			stop()
+		case r := <-reports:
+			if cause == nil {
+				cause = &r
+			}
+		case sig := <-job.Signals:
+			s, ok := sig.(syscall.Signal)
+			if !ok {
+				continue
+			}
+			signalAll(s)
+			switch s {
+			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+				if _, interrupted := first.(*SignalError); !interrupted {
+					first = &SignalError{Signal: s}
+				}
+				if killTimer == nil {
+					killTimer = time.After(grace)
+				}
 			}
 		case <-ctxDone:
 			ctxDone = nil
 			if first == nil {
 				first = context.Cause(ctx)
 			}
-			terminate()
-			killTimer = time.After(grace)
+			stop()
 		case <-killTimer:
-			for _, cmd := range cmds {
-				if cmd != nil && cmd.Process != nil {
-					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				}
-			}
+			signalAll(syscall.SIGKILL)
 		}
 	}
 	// Reap any process a rank left in its group.
-	for _, cmd := range cmds {
-		if cmd != nil && cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	signalAll(syscall.SIGKILL)
+	readers.Wait()
+	close(reports)
+	for r := range reports {
+		if cause == nil {
+			cause = &r
 		}
 	}
-	copiers.Wait()
+	if re, ok := first.(*RankError); ok {
+		re.Cause = cause
+	}
 	return first
 }
 
@@ -194,17 +295,67 @@ type rankExit struct {
 	err  error
 }
 
-func copyLines(wg *sync.WaitGroup, mu *sync.Mutex, w io.Writer, r io.ReadCloser, prefix string) {
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// readReports passes on the failure reports of one rank (see package
+// failreport); lines that are not reports are ignored.
+func readReports(wg *sync.WaitGroup, r io.ReadCloser, reports chan<- failreport.Report) {
 	defer wg.Done()
 	defer r.Close()
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, failreport.MaxLine), failreport.MaxLine)
+	sent := false
 	for sc.Scan() {
-		mu.Lock()
-		io.WriteString(w, prefix+sc.Text()+"\n")
-		mu.Unlock()
+		if rep, err := failreport.Parse(sc.Text()); err == nil && !sent {
+			reports <- rep // room for one per rank
+			sent = true
+		}
 	}
-	io.Copy(io.Discard, r) // a line over 1 MiB ends the scan; keep the pipe drained
+	io.Copy(io.Discard, r)
+}
+
+// lineChunk is the most of a line that copyLines holds: a longer line is
+// passed on in pieces of this size.
+const lineChunk = 64 << 10
+
+// copyLines copies a rank's output to w, prefixing each line. A line is
+// written with one Write under mu, so lines from different ranks never
+// mix; a line longer than lineChunk is written in pieces as it comes
+// (the prefix only before the first), and another rank's line may come
+// between them, but nothing is lost.
+func copyLines(wg *sync.WaitGroup, mu *sync.Mutex, w io.Writer, r io.ReadCloser, prefix string) {
+	defer wg.Done()
+	defer r.Close()
+	br := bufio.NewReaderSize(r, lineChunk)
+	out := make([]byte, 0, len(prefix)+lineChunk+1)
+	midLine := false
+	for {
+		piece, err := br.ReadSlice('\n')
+		if len(piece) == 0 && err != nil {
+			break
+		}
+		out = out[:0]
+		if !midLine {
+			out = append(out, prefix...)
+		}
+		out = append(out, piece...)
+		midLine = piece[len(piece)-1] != '\n'
+		if midLine && err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			out = append(out, '\n') // the rank ended without a newline
+		}
+		mu.Lock()
+		w.Write(out)
+		mu.Unlock()
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
 }
 
 func orDefault(w, def io.Writer) io.Writer {
