@@ -1,0 +1,4 @@
+package sample
+
+// Test files are not part of the surface.
+func ExportedOnlyInTests() {}
