@@ -4,7 +4,7 @@ BIN     := bin
 RANKS   ?= 4
 # The packages whose goroutines share state; codec's kernels are pure
 # functions, tested without the detector in test-all.
-RACE_PKGS := ./transport/... ./comm/... ./collective/...
+RACE_PKGS := ./transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
 
 .PHONY: all build demo test fmt-check vet test-race test-all fuzz bench gobench clean
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // Collectives are the typed collectives a sweep measures, by the names
@@ -92,7 +93,8 @@ type topology struct {
 }
 
 func topologyOf(c *comm.Comm) topology {
-	return topology{ranks: c.Size(), shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil}
+	e := (*core.Comm)(c)
+	return topology{ranks: c.Size(), shared: e.Segment() != nil, hierarchical: e.Hierarchy() != nil}
 }
 
 // runs reports whether a forced algorithm can run on t: the shared-memory

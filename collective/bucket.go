@@ -262,10 +262,10 @@ func (b *Bucketer) freeze(ctx context.Context) error {
 			}
 			if i == len(b.tensors) {
 				return fmt.Errorf("%w: bucketer: buckets of %d bytes on rank %d but %d on rank %d; every rank must set the same limit",
-					ErrMismatch, b.limit, b.c.Rank(), w, r)
+					comm.ErrMismatch, b.limit, b.c.Rank(), w, r)
 			}
 			return fmt.Errorf("%w: bucketer: tensor %d is %d %s on rank %d but %d %s on rank %d; every rank must register the same tensors in the same order",
-				ErrMismatch, i, mine[i]>>8, codec.DType(mine[i]&0xff), b.c.Rank(), w>>8, codec.DType(w&0xff), r)
+				comm.ErrMismatch, i, mine[i]>>8, codec.DType(mine[i]&0xff), b.c.Rank(), w>>8, codec.DType(w&0xff), r)
 		}
 	}
 	for i := range b.buckets {

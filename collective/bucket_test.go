@@ -388,7 +388,7 @@ func TestBucketMismatch(t *testing.T) {
 				return b.AllreduceAll(ctx)
 			}) {
 				require.Error(t, err, "rank %d", r)
-				require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+				require.True(t, errors.Is(err, comm.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 				require.NotErrorIs(t, err, comm.ErrTimeout, "rank %d", r)
 				for _, w := range tt.want {
 					require.ErrorContains(t, err, w, "rank %d", r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // call is one collective call on one rank: what it is on the wire (kind,
@@ -18,7 +19,7 @@ import (
 // against the receiving rank's call of the same operation.
 type call[T codec.Elem] struct {
 	ctx context.Context
-	c   *comm.Comm
+	c   *core.Comm
 	me  Call
 	op  codec.Op
 	seq uint64
@@ -74,7 +75,7 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 // reported as such and not as the mismatch it would cause.
 func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
 	dt := codec.DTypeOf[T]()
-	k := call[T]{ctx: ctx, c: c, op: op, size: dt.Size(), keep: keepsRounded(kind),
+	k := call[T]{ctx: ctx, c: (*core.Comm)(c), op: op, size: dt.Size(), keep: keepsRounded(kind),
 		me: Call{Kind: kind, DType: dt, Count: count, Root: -1}}
 	if c == nil {
 		return k, fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
@@ -100,7 +101,7 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, o
 		return k, k.invalid(err)
 	}
 	commutative := !reducing(kind) || op.Commutative()
-	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(c))
+	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(k.c))
 	if err != nil {
 		return k, k.invalid(err)
 	}
@@ -175,7 +176,7 @@ func (k *call[T]) register() error {
 
 // segment is the shared segment the call's algorithm runs on, if any. A
 // communicator of one rank has none, and its Shm calls run locally.
-func (k *call[T]) segment() *comm.Segment {
+func (k *call[T]) segment() *core.Segment {
 	switch k.me.Algorithm {
 	case Shm:
 		return k.c.Segment()
@@ -204,7 +205,7 @@ func (k *call[T]) wrap(peer int, err error) error {
 	return &comm.OpError{Op: k.me.String(), Comm: k.c.ID(), Rank: k.c.Rank(), Peer: peer, Err: err}
 }
 
-func (k *call[T]) tag(step int) int64 { return comm.InternalTag(k.seq, step) }
+func (k *call[T]) tag(step int) int64 { return core.InternalTag(k.seq, step) }
 
 func (k *call[T]) header(step, n, off int) codec.Header {
 	return codec.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
@@ -261,7 +262,7 @@ func (k *call[T]) recoverOp(err *error) {
 
 func (k *call[T]) mismatch(peer int, h *codec.Header, detail string) error {
 	me := k.c.Rank()
-	err := &MismatchError{Rank: me, Peer: peer, Local: k.me, Remote: h.Call(), Detail: detail}
+	err := &comm.MismatchError{Rank: me, Peer: peer, Local: k.me, Remote: h.Call(), Detail: detail}
 	k.c.Abort(err)
 	return k.wrap(peer, err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // codecs are the wire codecs every data-moving collective is checked with.
@@ -393,7 +394,7 @@ func TestCompressionRefused(t *testing.T) {
 // result is still right.
 func TestCompressionAutoAvoidsShm(t *testing.T) {
 	cs := job(t, 3, comm.WithTransport("auto"))
-	require.NotNil(t, cs[0].Segment(), "precondition: the ranks share a segment")
+	require.NotNil(t, (*core.Comm)(cs[0]).Segment(), "precondition: the ranks share a segment")
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1<<20, -1, []Option{WithCompression(codec.CodecBF16)})
 		if err != nil {

@@ -217,7 +217,7 @@ func requireRefused(t *testing.T, n int, bad []int, call rankCall, want ...strin
 
 // requireMismatch runs call, in which the ranks disagree, on every rank
 // of a fresh job of n ranks (with opts), followed by a Barrier. Every
-// rank must fail with an error wrapping ErrMismatch (the mismatch itself
+// rank must fail with an error wrapping comm.ErrMismatch (the mismatch itself
 // or the abort it causes) that names both calls: each of want must be in
 // its error. Of two ranks both fail inside call; of more, a rank whose
 // part matched the ranks it exchanged data with may fail in the Barrier
@@ -236,7 +236,7 @@ func requireMismatch(t *testing.T, n int, call rankCall, want []string, opts ...
 		return Barrier(ctx, c)
 	}) {
 		require.Error(t, err, "rank %d", r)
-		require.ErrorIs(t, err, ErrMismatch, "rank %d", r)
+		require.ErrorIs(t, err, comm.ErrMismatch, "rank %d", r)
 		if n == 2 {
 			require.True(t, inCall[r], "rank %d returned nil from the call; it failed after: %v", r, err)
 		}

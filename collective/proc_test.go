@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/launch"
 )
 
@@ -64,9 +65,9 @@ func worker() error {
 
 	algos, shared := allreduceAlgorithms, "links"
 	switch {
-	case c.Segment() != nil:
+	case (*core.Comm)(c).Segment() != nil:
 		algos, shared = append(slices.Clone(algos), Shm), "a segment"
-	case c.Hierarchy() != nil:
+	case (*core.Comm)(c).Hierarchy() != nil:
 		algos, shared = append(slices.Clone(algos), Hierarchical), "a hierarchy"
 	}
 	for _, algo := range algos {

@@ -328,8 +328,8 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 				if err == nil {
 					continue
 				}
-				seen = seen || errors.Is(err, ErrMismatch)
-				require.True(t, errors.Is(err, ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
+				seen = seen || errors.Is(err, comm.ErrMismatch)
+				require.True(t, errors.Is(err, comm.ErrMismatch) || errors.Is(err, comm.ErrAborted), "rank %d: %v", r, err)
 			}
 			require.True(t, seen, "no rank saw the mismatch")
 		})

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -70,7 +70,7 @@ type topology struct {
 	tuning               *tuning.Table
 }
 
-func topologyOf(c *comm.Comm) topology {
+func topologyOf(c *core.Comm) topology {
 	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil,
 		transport: c.Transport(), tuning: c.Tuning()}
 }

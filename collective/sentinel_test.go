@@ -12,7 +12,7 @@ import (
 
 // sentinels are the errors every error of a collective wraps one of.
 var sentinels = []error{
-	comm.ErrTimeout, comm.ErrPeerLost, comm.ErrPeerClosed, comm.ErrAborted, ErrMismatch,
+	comm.ErrTimeout, comm.ErrPeerLost, comm.ErrPeerClosed, comm.ErrAborted, comm.ErrMismatch,
 	comm.ErrTruncated, comm.ErrRefused, comm.ErrInvalid, comm.ErrClosed,
 	context.Canceled, context.DeadlineExceeded,
 }
@@ -30,7 +30,7 @@ func TestEveryErrorWrapsASentinel(t *testing.T) {
 			_, err := AllgatherObject(ctx, c, unencodable{})
 			return err
 		}},
-		{"ranks gathering different types", ErrMismatch, func(ctx context.Context, c *comm.Comm) error {
+		{"ranks gathering different types", comm.ErrMismatch, func(ctx context.Context, c *comm.Comm) error {
 			if c.Rank() == 0 {
 				_, err := AllgatherObject(ctx, c, "text")
 				return err
@@ -41,7 +41,7 @@ func TestEveryErrorWrapsASentinel(t *testing.T) {
 		{"a buffer of the wrong length", comm.ErrInvalid, func(ctx context.Context, c *comm.Comm) error {
 			return Allgather(ctx, c, make([]float32, 2), make([]float32, 5))
 		}},
-		{"ranks disagreeing on the count", ErrMismatch, func(ctx context.Context, c *comm.Comm) error {
+		{"ranks disagreeing on the count", comm.ErrMismatch, func(ctx context.Context, c *comm.Comm) error {
 			return Allreduce(ctx, c, make([]float32, 4+c.Rank()), Sum)
 		}},
 		{"a rank that aborts", comm.ErrAborted, func(ctx context.Context, c *comm.Comm) error {

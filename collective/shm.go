@@ -5,11 +5,12 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // The shared-memory algorithms (Shm) run where every rank of the
-// communicator maps its comm.Segment. They work in rounds, one slot of the
-// segment per rank and round, half after half (see comm.Segment): a rank
+// communicator maps its core.Segment. They work in rounds, one slot of the
+// segment per rank and round, half after half (see core.Segment): a rank
 // copies its part of the round into its slot and publishes In, the ranks
 // that need it wait for those Ins and read the slots, and everyone
 // publishes Done. Data crosses memory once into the segment and once out,
@@ -50,7 +51,7 @@ func streamRound(most, n, size int) int {
 }
 
 // segBegin starts the call's operation on s, in its turn.
-func (k *call[T]) segBegin(s *comm.Segment) (comm.SegmentOp, error) {
+func (k *call[T]) segBegin(s *core.Segment) (core.SegmentOp, error) {
 	h := k.header(0, 0, 0)
 	op, err := s.Begin(k.ctx, k.ticket, &h)
 	if err != nil {
@@ -61,7 +62,7 @@ func (k *call[T]) segBegin(s *comm.Segment) (comm.SegmentOp, error) {
 
 // segFinish checks, at the end of the call's operation on a segment,
 // that every rank made this call (SegmentOp.Finish).
-func (k *call[T]) segFinish(op *comm.SegmentOp) error {
+func (k *call[T]) segFinish(op *core.SegmentOp) error {
 	if err := op.Finish(); err != nil {
 		return k.wrap(-1, err)
 	}
@@ -87,7 +88,7 @@ func segShare(m, p, r, size int) (lo, hi int) {
 // s is its node's segment: only node ranks below h.Shards combine the
 // shares of each round, and each allreduces its share with its peers on
 // the other hosts (h.Cross) before the round is copied out.
-func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *comm.Hierarchy) error {
+func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *core.Hierarchy) error {
 	if s == nil {
 		return nil // one rank: its buf is the result
 	}
@@ -137,7 +138,7 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 					return err
 				}
 				if h != nil {
-					if err := Allreduce(k.ctx, h.Cross, acc, across); err != nil {
+					if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
 						return err
 					}
 				}
@@ -158,7 +159,7 @@ func reduceShm[T codec.Elem](k *call[T], s *comm.Segment, buf []T, root int, h *
 
 // combine sets acc, which holds elements lo to hi of slot 0 of half, to
 // slot 0 ∘ slot 1 ∘ … of those elements.
-func (k *call[T]) combine(acc []T, s *comm.Segment, half, lo, hi int) (err error) {
+func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi int) (err error) {
 	defer k.recoverOp(&err)
 	for j := 1; j < s.Size(); j++ {
 		codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // shmJob is a job whose ranks share a segment, as processes of one host
@@ -23,7 +24,7 @@ func shmJob(t testing.TB, n int, opts ...comm.Option) []*comm.Comm {
 	t.Helper()
 	cs := job(t, n, append([]comm.Option{comm.WithTransport("auto")}, opts...)...)
 	for _, c := range cs {
-		require.Equal(t, n > 1, c.Segment() != nil, "rank %d's segment", c.Rank())
+		require.Equal(t, n > 1, (*core.Comm)(c).Segment() != nil, "rank %d's segment", c.Rank())
 	}
 	return cs
 }
@@ -106,7 +107,7 @@ func TestShmBetweenProcesses(t *testing.T) {
 		c, err := comm.Init(ctx, opts...)
 		require.NoError(t, err)
 		defer c.Close()
-		require.Equal(t, c.Size() > 1, c.Segment() != nil, "segment")
+		require.Equal(t, c.Size() > 1, (*core.Comm)(c).Segment() != nil, "segment")
 		cs := make([]*comm.Comm, c.Size())
 		cs[c.Rank()] = c
 		checkShm(t, cs, Auto)
@@ -166,8 +167,8 @@ func TestHierarchical(t *testing.T) {
 			n := len(l.hosts)
 			cs := job(t, n, comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return l.hosts[r] }))
 			for _, c := range cs {
-				require.Nil(t, c.Segment(), "the ranks do not share one host")
-				require.NotNil(t, c.Hierarchy())
+				require.Nil(t, (*core.Comm)(c).Segment(), "the ranks do not share one host")
+				require.NotNil(t, (*core.Comm)(c).Hierarchy())
 			}
 			for _, algo := range []Algorithm{Hierarchical, Auto} {
 				t.Run(algo.String(), func(t *testing.T) {

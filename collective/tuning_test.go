@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -94,7 +95,7 @@ func TestTuningOnCommunicator(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	cs := job(t, 3, comm.WithTuning(path))
-	a, tuned, err := choose(codec.KindAllreduce, config{}, 3, 400, true, topologyOf(cs[0]))
+	a, tuned, err := choose(codec.KindAllreduce, config{}, 3, 400, true, topologyOf((*core.Comm)(cs[0])))
 	require.NoError(t, err)
 	require.Equal(t, RingChunked, a, "the cost model would take recursive doubling")
 	require.Equal(t, 64, tuned.Chunk)

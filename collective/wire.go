@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // Every message of a call goes through send and irecv/await, which is
@@ -81,7 +82,7 @@ func (k *call[T]) sendFailed(peer int, err error) error {
 // destination's own bytes when the call sends raw, a pooled wire buffer
 // (wire) when it compresses.
 type inbound struct {
-	req  *comm.Request
+	req  *core.Request
 	b    []byte
 	wire scratchBuf
 }
@@ -261,7 +262,7 @@ func (k *call[T]) codecMismatch(peer int, h *codec.Header) error {
 
 // ackStep is the step of acknowledgements, above every step an algorithm
 // of a rooted collective uses.
-const ackStep = comm.MaxTagStep
+const ackStep = core.MaxTagStep
 
 // ack acknowledges peer's part of the call.
 func (k *call[T]) ack(peer int) error {

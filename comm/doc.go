@@ -110,9 +110,9 @@
 // # Operations and mismatches
 //
 // The collectives of package collective, and Split, are operations of a
-// communicator: StartCall gives each the communicator's next sequence
-// number and records what this rank called (a codec.Call, which every
-// frame of the operation carries). The reader of every link checks each
+// communicator: each takes the communicator's next sequence number, and
+// every frame of it carries what this rank called (collective, count,
+// element type, op, root, algorithm). The reader of every link checks each
 // arriving frame of an operation against this rank's call of it, running,
 // finished or not yet made, and a receive of an operation that has waited
 // 200 ms sends its call to the rank it waits for, so that ranks that send
@@ -125,11 +125,11 @@
 // Recv, Irecv, Abort and Close are safe concurrently, and messages of
 // concurrent sends to one peer with one tag arrive in some order of the
 // sends. Operations are another matter: ranks match them by the order in
-// which each rank starts them (StartCall), so two goroutines that start
-// operations on one communicator at once make that order the scheduler's.
-// Blocking collectives therefore bracket themselves with EnterCall and
-// LeaveCall, and one that overlaps another on the same communicator fails
-// with ErrInvalid, as does the one it overlapped, and aborts the job.
+// which each rank starts them, so two goroutines that start operations
+// on one communicator at once make that order the scheduler's. A blocking
+// collective that overlaps another on the same communicator therefore
+// fails with ErrInvalid, as does the one it overlapped, and aborts the
+// job.
 // Split a communicator per goroutine to run collectives concurrently, or
 // issue asynchronous ones from one goroutine; Split itself must be called
 // in the same order on every rank, like a collective.
@@ -140,11 +140,11 @@
 // identity each rank publishes: hostname and machine id, or GOCOLL_HOST /
 // WithHostIdentity) link through shared memory (transport/shm), others
 // over tcp, chosen per pair. A communicator whose ranks all run on one
-// host also gets a Segment when it is made:
-// memory every rank maps, through which package collective runs its Shm
-// algorithms. A communicator across hosts with several ranks on some host
-// gets a Hierarchy instead: a communicator per host, with a segment, and
-// communicators across hosts. Segments are unnamed files, so nothing is
+// host also gets a segment when it is made: memory every rank maps,
+// through which package collective runs its Shm algorithms. A
+// communicator across hosts with several ranks on some host gets a
+// hierarchy instead: a communicator per host, with a segment, and
+// communicators across hosts, for the Hierarchical algorithm. Segments are unnamed files, so nothing is
 // left in /dev/shm whatever happens to the processes; where one cannot be
 // made (no /dev/shm space, /proc not readable) every rank of the
 // communicator learns so and uses links. Waits in a segment honour the
@@ -161,5 +161,5 @@
 //
 // Send and Recv of a steady stream allocate nothing: receive requests,
 // timers and buffers for early messages come from pools. Each message costs
-// one header of codec.HeaderSize bytes and, over TCP, one writev.
+// one fixed-size header and, over TCP, one writev.
 package comm

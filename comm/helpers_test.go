@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // transports are the link kinds every in-process test runs over.
@@ -87,3 +88,7 @@ func checkPayload(got []byte, src, dst, seq int) error {
 	}
 	return nil
 }
+
+// engine is c as the engine knows it, for tests of what only package
+// collective reaches.
+func engine(c *comm.Comm) *core.Comm { return (*core.Comm)(c) }

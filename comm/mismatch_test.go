@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // bcastCall is the header of a Bcast of n bytes from root.
@@ -30,10 +31,10 @@ func TestProbeNamesMismatch(t *testing.T) {
 			for r, err := range run(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				other := 1 - c.Rank()
 				h := bcastCall(4, other)
-				if err := c.StartCall(&h); err != nil {
+				if err := engine(c).StartCall(&h); err != nil {
 					return err
 				}
-				_, _, err := c.RecvHeader(ctx, other, comm.InternalTag(h.Seq, 0), make([]byte, 4))
+				_, _, err := engine(c).RecvHeader(ctx, other, core.InternalTag(h.Seq, 0), make([]byte, 4))
 				return err
 			}) {
 				require.Error(t, err, "rank %d", r)
@@ -56,28 +57,28 @@ func TestProbeIsNotAMessage(t *testing.T) {
 			const n = 1000
 			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				h := bcastCall(n, 0)
-				if err := c.StartCall(&h); err != nil {
+				if err := engine(c).StartCall(&h); err != nil {
 					return err
 				}
-				step := func(i int) int64 { return comm.InternalTag(h.Seq, i) }
+				step := func(i int) int64 { return core.InternalTag(h.Seq, i) }
 				got := make([]byte, n)
 				if c.Rank() == 0 {
 					// Stalls while rank 1 sleeps: it probes rank 1.
-					if _, _, err := c.RecvHeader(ctx, 1, step(0), got); err != nil {
+					if _, _, err := engine(c).RecvHeader(ctx, 1, step(0), got); err != nil {
 						return err
 					}
 					if !bytes.Equal(got, payload(1, 0, 0, n)) {
 						return fmt.Errorf("step 0 arrived corrupted")
 					}
 					h.Tag, h.Length = step(1), n
-					return c.SendHeader(ctx, 1, &h, payload(0, 1, 1, n))
+					return engine(c).SendHeader(ctx, 1, &h, payload(0, 1, 1, n))
 				}
 				time.Sleep(3 * comm.ProbeDelay)
 				h.Tag, h.Length = step(0), n
-				if err := c.SendHeader(ctx, 0, &h, payload(1, 0, 0, n)); err != nil {
+				if err := engine(c).SendHeader(ctx, 0, &h, payload(1, 0, 0, n)); err != nil {
 					return err
 				}
-				if _, _, err := c.RecvHeader(ctx, 0, step(1), got); err != nil {
+				if _, _, err := engine(c).RecvHeader(ctx, 0, step(1), got); err != nil {
 					return err
 				}
 				if !bytes.Equal(got, payload(0, 1, 1, n)) {
@@ -97,11 +98,11 @@ func TestSplitMismatch(t *testing.T) {
 	for r, err := range run(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		if c.Rank() == 2 {
 			h := bcastCall(16, 2)
-			if err := c.StartCall(&h); err != nil {
+			if err := engine(c).StartCall(&h); err != nil {
 				return err
 			}
-			h.Tag, h.Length = comm.InternalTag(h.Seq, 0), 16
-			if err := c.SendHeader(ctx, 0, &h, make([]byte, 16)); err != nil {
+			h.Tag, h.Length = core.InternalTag(h.Seq, 0), 16
+			if err := engine(c).SendHeader(ctx, 0, &h, make([]byte, 16)); err != nil {
 				return err
 			}
 			// Wait for the abort.

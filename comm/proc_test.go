@@ -217,7 +217,7 @@ func exitingSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 // of the loss from the processes being gone (or the rendezvous) and name
 // them.
 func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
-	if c.Segment() == nil {
+	if engine(c).Segment() == nil {
 		return errors.New("the ranks of one host have no shared segment")
 	}
 	if err := collective.Barrier(ctx, c); err != nil {

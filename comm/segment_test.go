@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/testutil"
 )
 
@@ -31,7 +32,7 @@ func TestSegmentFallback(t *testing.T) {
 					return nil
 				}))
 			for _, c := range cs {
-				require.Nil(t, c.Segment(), "rank %d has a segment", c.Rank())
+				require.Nil(t, engine(c).Segment(), "rank %d has a segment", c.Rank())
 			}
 			require.Contains(t, log.String(), fmt.Sprintf("rank %d: no room in /dev/shm", bad))
 			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
@@ -62,14 +63,14 @@ func TestWithSegmentSlot(t *testing.T) {
 	t.Run("set", func(t *testing.T) {
 		cs := newJob(t, 3, comm.WithTransport("auto"), comm.WithSegmentSlot(8192))
 		for _, c := range cs {
-			require.Equal(t, 8192, c.Segment().SlotBytes())
+			require.Equal(t, 8192, engine(c).Segment().SlotBytes())
 		}
 	})
 	t.Run("default", func(t *testing.T) {
 		cs := newJob(t, 2, comm.WithTransport("auto"))
-		require.Equal(t, comm.DefaultSegmentSlot(2), cs[0].Segment().SlotBytes())
+		require.Equal(t, core.DefaultSegmentSlot(2), engine(cs[0]).Segment().SlotBytes())
 		for _, tt := range []struct{ ranks, want int }{{1, 1 << 20}, {8, 1 << 20}, {16, 512 << 10}, {24, 340 << 10}, {32, 256 << 10}, {1000, 256 << 10}} {
-			require.Equal(t, tt.want, comm.DefaultSegmentSlot(tt.ranks), "%d ranks", tt.ranks)
+			require.Equal(t, tt.want, core.DefaultSegmentSlot(tt.ranks), "%d ranks", tt.ranks)
 		}
 	})
 }

@@ -41,14 +41,14 @@ func TestSplit(t *testing.T) {
 						return fmt.Errorf("sub size %d, want %d", sub.Size(), len(members))
 					}
 					for i, w := range members {
-						if sub.WorldRank(i) != w {
-							return fmt.Errorf("sub rank %d is world rank %d, want %d", i, sub.WorldRank(i), w)
+						if engine(sub).WorldRank(i) != w {
+							return fmt.Errorf("sub rank %d is world rank %d, want %d", i, engine(sub).WorldRank(i), w)
 						}
 						if w == me && sub.Rank() != i {
 							return fmt.Errorf("my sub rank is %d, want %d", sub.Rank(), i)
 						}
 					}
-					if sub.ID() == c.ID() {
+					if engine(sub).ID() == engine(c).ID() {
 						return fmt.Errorf("sub communicator reuses the parent's id")
 					}
 					return crossTraffic(ctx, c, sub)
@@ -67,7 +67,7 @@ func crossTraffic(ctx context.Context, parent, sub *comm.Comm) error {
 		return nil
 	}
 	me, next, prev := sub.Rank(), (sub.Rank()+1)%sub.Size(), (sub.Rank()+sub.Size()-1)%sub.Size()
-	pNext, pPrev := sub.WorldRank(next), sub.WorldRank(prev)
+	pNext, pPrev := engine(sub).WorldRank(next), engine(sub).WorldRank(prev)
 	if err := parent.Send(ctx, pNext, tag, []byte("parent")); err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func TestSplitTwice(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if a.ID() == b.ID() {
-			return fmt.Errorf("two splits share id %#x", a.ID())
+		if engine(a).ID() == engine(b).ID() {
+			return fmt.Errorf("two splits share id %#x", engine(a).ID())
 		}
 		half, err := a.Split(ctx, a.Rank()/2, 0)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -39,7 +40,7 @@ func TestTuneEndToEnd(t *testing.T) {
 
 	cs, err := comm.NewLocal(2, comm.WithTuning(path))
 	require.NoError(t, err)
-	require.Equal(t, table.Entries, cs[0].Tuning().Entries)
+	require.Equal(t, table.Entries, (*core.Comm)(cs[0]).Tuning().Entries)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for r, c := range cs {

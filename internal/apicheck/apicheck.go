@@ -1,125 +1,93 @@
 // Package apicheck lists the exported identifiers of a Go package, so
 // that a test can hold a public package's surface to a list kept in the
 // repository: the surface grows only when someone edits the list.
+//
+// It type-checks the package (go/types, importing from source), so an
+// alias of a type from an internal package lists the fields and methods
+// users reach through it, and a type lists the methods it promotes from
+// its embedded fields: what users can call, not what the files spell.
 package apicheck
 
 import (
 	"fmt"
 	"go/ast"
+	"go/build"
+	"go/importer"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"go/types"
+	"path/filepath"
 	"slices"
-	"strings"
 )
 
-// Exported returns one line per exported identifier that the package in
-// dir declares in its non-test files, sorted: "const X", "var X",
-// "func X", "type X", "method T.M" for exported methods of exported
-// types, "field T.F" for exported fields of exported struct types and
-// "method T.M" for the methods of exported interfaces.
+// Exported returns one line per exported identifier of the package in
+// dir (its non-test files for this platform), sorted: "const X", "var X", "func X" and
+// "type X"; for each exported type (an alias too) "field X.F" for each
+// exported field of its struct and "method X.M" for each exported method
+// of *X, promoted ones included, or of the interface X.
 func Exported(dir string) ([]string, error) {
-	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.SkipObjectResolution)
+	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("apicheck: %s holds %d packages, want 1", dir, len(pkgs))
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	pkg, err := conf.Check(bp.Name, fset, files, nil)
+	if err != nil {
+		return nil, fmt.Errorf("apicheck: type-checking %s: %w", dir, err)
 	}
 	var out []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				out = append(out, declared(d)...)
-			}
+	scope := pkg.Scope()
+	for _, n := range scope.Names() {
+		obj := scope.Lookup(n)
+		if !obj.Exported() {
+			continue
+		}
+		switch obj := obj.(type) {
+		case *types.Const:
+			out = append(out, "const "+n)
+		case *types.Var:
+			out = append(out, "var "+n)
+		case *types.Func:
+			out = append(out, "func "+n)
+		case *types.TypeName:
+			out = append(out, "type "+n)
+			out = append(out, members(n, obj.Type())...)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
 
-func declared(d ast.Decl) []string {
+// members lists the exported fields of the struct behind t and the
+// exported methods of *t (or of the interface t), named under typ.
+func members(typ string, t types.Type) []string {
 	var out []string
-	switch d := d.(type) {
-	case *ast.FuncDecl:
-		if !d.Name.IsExported() {
-			break
-		}
-		if d.Recv == nil {
-			return []string{"func " + d.Name.Name}
-		}
-		if recv := typeName(d.Recv.List[0].Type); ast.IsExported(recv) {
-			return []string{"method " + recv + "." + d.Name.Name}
-		}
-	case *ast.GenDecl:
-		for _, s := range d.Specs {
-			switch s := s.(type) {
-			case *ast.ValueSpec:
-				for _, n := range s.Names {
-					if n.IsExported() {
-						out = append(out, d.Tok.String()+" "+n.Name)
-					}
-				}
-			case *ast.TypeSpec:
-				if s.Name.IsExported() {
-					out = append(out, "type "+s.Name.Name)
-					out = append(out, members(s.Name.Name, s.Type)...)
-				}
+	t = types.Unalias(t)
+	if s, ok := t.Underlying().(*types.Struct); ok {
+		for f := range s.Fields() {
+			if f.Exported() {
+				out = append(out, "field "+typ+"."+f.Name())
 			}
 		}
 	}
-	return out
-}
-
-// typeName is the name of a method's receiver type or of an embedded
-// type: T for T, *T, T[P], *T[P] and pkg.T.
-func typeName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.SelectorExpr:
-			return t.Sel.Name
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
+	var ms *types.MethodSet
+	if _, ok := t.Underlying().(*types.Interface); ok {
+		ms = types.NewMethodSet(t)
+	} else {
+		ms = types.NewMethodSet(types.NewPointer(t))
 	}
-}
-
-// members lists the exported fields of a struct type and the methods of
-// an interface type.
-func members(typ string, e ast.Expr) []string {
-	var list *ast.FieldList
-	kind := "field "
-	switch t := e.(type) {
-	case *ast.StructType:
-		list = t.Fields
-	case *ast.InterfaceType:
-		list, kind = t.Methods, "method "
-	default:
-		return nil
-	}
-	var out []string
-	for _, f := range list.List {
-		names := f.Names
-		if len(names) == 0 { // embedded: named by its type
-			if n := typeName(f.Type); ast.IsExported(n) {
-				out = append(out, kind+typ+"."+n)
-			}
-			continue
-		}
-		for _, n := range names {
-			if n.IsExported() {
-				out = append(out, kind+typ+"."+n.Name)
-			}
+	for sel := range ms.Methods() {
+		if sel.Obj().Exported() {
+			out = append(out, "method "+typ+"."+sel.Obj().Name())
 		}
 	}
 	return out

@@ -36,3 +36,6 @@ type unexported struct{ Field int }
 func New() *T { return nil }
 
 func helper() {}
+
+// Alias lists T's fields and methods under its own name.
+type Alias = T

@@ -1,5 +1,5 @@
 //go:build !race
 
-package comm
+package core
 
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package comm
+package core
 
 // queue is the FIFO of one match key's posted receives or early messages:
 // a ring buffer, so that taking the oldest costs O(1) however many wait.

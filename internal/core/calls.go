@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // other anything, on whichever link, in whichever step of whichever
 // algorithm. For ranks that disagree so thoroughly that neither sends the
 // other anything (two ranks each waiting for the other to be the root of
-// a Bcast), a receive of an operation that has waited probeDelay sends a
+// a Bcast), a receive of an operation that has waited ProbeDelay sends a
 // probe (codec.FlagProbe) to the rank it waits for: a header-only frame
 // that carries its call and matches no receive, so the table on the other
 // side finds the mismatch.
@@ -38,11 +38,11 @@ import (
 // flight at once than any program issues.
 const callHistory = 256
 
-// probeDelay is how long a receive of an operation waits before it probes
+// ProbeDelay is how long a receive of an operation waits before it probes
 // its source. Long enough that a probe is rare in a running job (one
 // header, only when a rank is that far behind), short enough that a
 // mismatch nobody sends across is named well before any timeout.
-const probeDelay = 200 * time.Millisecond
+const ProbeDelay = 200 * time.Millisecond
 
 // callTable is one communicator's record of operations on this rank.
 type callTable struct {
@@ -150,7 +150,7 @@ func (ep *endpoint) dropCalls(id uint64) {
 	ep.callsMu.Unlock()
 }
 
-// probe asks rank src, which receive r has waited for since probeDelay,
+// probe asks rank src, which receive r has waited for since ProbeDelay,
 // to check r's operation against its own call of it. It runs on its own
 // goroutine: a write that waits behind another message on the link must
 // not hold up r.

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -134,11 +134,7 @@ func parseLostMany(src, size int, b []byte) (error, error) {
 	return &PeerError{Rank: first, Ranks: ranks, Err: fmt.Errorf("%s (reported by rank %d)", reason, src)}, nil
 }
 
-// LossSettle is how long a rank that finds a peer lost waits for news of
-// other losses before it fails: the ranks of a host that goes down break
-// their links and miss their heartbeats within moments of each other, and
-// every survivor's error names them all. It delays only the report of a
-// loss, by this much at most.
+// LossSettle is comm.LossSettle.
 const LossSettle = 200 * time.Millisecond
 
 // lose records that rank was lost because of cause; byStore says that

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -13,29 +13,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/rendezvous"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/mem"
 	"github.com/gocoll/gocoll/transport/tcp"
 )
 
-// Init joins the job described by the environment and returns its world
-// communicator. It reads, in this order, the variables of gocoll run
-// (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR), torchrun (RANK, WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT), Open MPI's mpirun (OMPI_COMM_WORLD_RANK and
-// _SIZE), SLURM's srun (SLURM_PROCID, SLURM_NTASKS) and Kubernetes indexed
-// jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
-// launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
-// GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
-// period (WithHeartbeat; "off" for none), GOCOLL_TRANSPORT the links
-// (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity),
-// GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
-// GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
-// and GOCOLL_DEBUG turns on
-// debug logging. Options override the environment.
-//
-// Rank 0 serves the rendezvous at the address; the others retry until it
-// is up or the timeout passes. Init returns once every rank has joined.
+// Init is comm.Init.
 func Init(ctx context.Context, opts ...Option) (*Comm, error) {
 	return initFromEnv(ctx, os.LookupEnv, opts)
 }
@@ -46,7 +30,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	if err != nil {
 		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
 	}
-	var o options
+	var o Options
 	o.setDefault()
 	o.secret = spec.secret
 	o.report = reportTo(env)
@@ -89,7 +73,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	return c, nil
 }
 
-func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
+func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 	if o.transport == "mem" {
 		return nil, fmt.Errorf("%w: the mem transport only joins ranks of one process; use NewLocal", ErrInvalid)
 	}
@@ -184,7 +168,7 @@ func join(ctx context.Context, spec jobSpec, o options) (*Comm, error) {
 }
 
 // tcpOptions are the options of the tcp links.
-func (o *options) tcpOptions() []tcp.Option {
+func (o *Options) tcpOptions() []tcp.Option {
 	if o.tls != nil {
 		return []tcp.Option{tcp.WithTLS(o.tls)}
 	}
@@ -220,7 +204,7 @@ func bindHost(host string) string {
 // else's, and starts the endpoint. Learning every address up front doubles
 // as the start-up barrier: a rank that never joins is named here rather
 // than at its first message.
-func start(ctx context.Context, rank, size int, o options, cfg transport.Config, store *rendezvous.Client,
+func start(ctx context.Context, rank, size int, o Options, cfg transport.Config, store *rendezvous.Client,
 	links, shm network) (*endpoint, error) {
 	if err := store.Set(ctx, addrKey(rank), []byte(links.addr)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's address: %w", err)
@@ -284,16 +268,12 @@ func hostIdentity() string {
 	return name
 }
 
-// NewLocal starts a job of n ranks inside this process and returns their
-// world communicators, rank i at index i. The ranks talk over in-memory
-// links by default, or over real TCP sockets on 127.0.0.1 with
-// WithTransport("tcp"). Each rank must be driven by its own goroutine, as
-// it would be by its own process. Close every communicator when done.
+// NewLocal is comm.NewLocal.
 func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	if n < 1 {
 		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: invalidf("NewLocal needs at least 1 rank, got %d", n)}
 	}
-	var o options
+	var o Options
 	o.setDefault()
 	o.transport = "mem"
 	o.secret = make([]byte, 32)
@@ -368,7 +348,7 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	return comms, nil
 }
 
-func startLocal(ctx context.Context, rank, n int, o options, key []byte, tr transport.Transport, server *rendezvous.Server) (*Comm, error) {
+func startLocal(ctx context.Context, rank, n int, o Options, key []byte, tr transport.Transport, server *rendezvous.Server) (*Comm, error) {
 	store, err := server.Join(rank)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import "github.com/gocoll/gocoll/tuning"
 

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/rendezvous"
 )
 
 // jobSpec is what a rank needs to join a job: who it is and where the
@@ -153,7 +153,7 @@ func parseHeartbeat(s string) (time.Duration, error) {
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("%w: GOCOLL_HEARTBEAT=%q is not a duration such as 4s, or off", ErrInvalid, s)
 	}
-	if err := WithHeartbeat(d)(new(options)); err != nil {
+	if err := WithHeartbeat(d)(new(Options)); err != nil {
 		return 0, fmt.Errorf("GOCOLL_HEARTBEAT: %w", err)
 	}
 	return d, nil

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/rendezvous"
 	"github.com/gocoll/gocoll/internal/testutil"
 	"github.com/gocoll/gocoll/transport"
 )

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/comm/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/rendezvous"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -28,7 +28,7 @@ import (
 // and a link exists only in a direction that carries traffic.
 type endpoint struct {
 	rank, size int
-	opts       options
+	opts       Options
 	log        *slog.Logger
 	links      network // the main network: tcp, or mem
 	shm        network // shared-memory links to the ranks of this host; zero when not used
@@ -74,7 +74,7 @@ type outLink struct{ transport.Link }
 // closedChan is a ready channel for waits that need not wait.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newEndpoint(rank, size int, o options, links, shm network,
+func newEndpoint(rank, size int, o Options, links, shm network,
 	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
@@ -325,10 +325,7 @@ func (ep *endpoint) releaseMessage(m *message) {
 	putMessage(m)
 }
 
-// MessageOverhead is what each early message costs in the
-// unexpected-message budget (WithUnexpectedLimit) on top of its payload:
-// about what its bookkeeping takes in memory, so that a flood of empty
-// messages is bounded as well as a flood of large ones.
+// MessageOverhead is comm.MessageOverhead.
 const MessageOverhead = 256
 
 func messageCost(payload int) int { return payload + MessageOverhead }
@@ -378,7 +375,7 @@ func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Requ
 
 // wait blocks until r completes, ctx ends, the communicator's timeout
 // passes or the endpoint fails. A receive of an operation that is still
-// waiting after probeDelay probes its source once. A receive whose payload
+// waiting after ProbeDelay probes its source once. A receive whose payload
 // is already being written into its buffer is seen through to the end
 // first: the buffer belongs to the caller again only once nothing writes
 // to it.
@@ -391,12 +388,12 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.
 	first, rest := ep.opts.timeout, time.Duration(0)
-	probe := r.key.tag < 0 && (first <= 0 || first > probeDelay)
+	probe := r.key.tag < 0 && (first <= 0 || first > ProbeDelay)
 	if probe {
 		if first > 0 {
-			rest = first - probeDelay
+			rest = first - ProbeDelay
 		}
-		first = probeDelay
+		first = ProbeDelay
 	}
 	var timer *time.Timer
 	var fired <-chan time.Time

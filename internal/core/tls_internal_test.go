@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/comm/internal/rendezvous"
 	"github.com/gocoll/gocoll/internal/mtls/mtlstest"
+	"github.com/gocoll/gocoll/internal/rendezvous"
 )
 
 // tlsEnv is the environment of rank of a two-rank TLS job whose

@@ -1,4 +1,4 @@
-package comm
+package core
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func (n network) close() {
 // listenShm starts this rank's shared-memory listener where the
 // transport o asks for shared memory (auto, shm). Where it cannot, auto
 // goes without shared-memory links, with a warning, and shm fails.
-func listenShm(o options, cfg transport.Config) (network, error) {
+func listenShm(o Options, cfg transport.Config) (network, error) {
 	if o.transport != "auto" && o.transport != "shm" {
 		return network{}, nil
 	}

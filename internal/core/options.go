@@ -1,0 +1,171 @@
+package core
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/gocoll/gocoll/internal/mtls"
+	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/tuning"
+)
+
+// Option configures Init and NewLocal.
+type Option func(*Options) error
+
+type Options struct {
+	transport       string
+	timeout         time.Duration
+	heartbeat       time.Duration // 0: none
+	secret          []byte
+	tls             *tls.Config // nil: plain TCP
+	logger          *slog.Logger
+	unexpectedLimit int
+	hostOf          func(rank int) string
+	segmentSlot     int // 0: DefaultSegmentSlot
+	tuning          *tuning.Table
+	// report is where the world's failure is reported to the launcher
+	// (Init under gocoll run), or nil.
+	report io.Writer
+	// segmentFault, a test hook, fails the mapping of a rank's segments
+	// when it returns an error.
+	segmentFault func(rank int) error
+	// lossSettle is LossSettle but for tests, which stretch it.
+	lossSettle time.Duration
+}
+
+// DefaultTimeout is comm.DefaultTimeout.
+const DefaultTimeout = 5 * time.Minute
+
+// DefaultUnexpectedLimit is comm.DefaultUnexpectedLimit.
+const DefaultUnexpectedLimit = 64 << 20
+
+func (o *Options) setDefault() {
+	*o = Options{
+		transport:       "auto",
+		timeout:         DefaultTimeout,
+		heartbeat:       DefaultHeartbeat,
+		logger:          slog.Default(),
+		unexpectedLimit: DefaultUnexpectedLimit,
+		lossSettle:      LossSettle,
+	}
+}
+
+// WithTransport is comm.WithTransport.
+func WithTransport(name string) Option {
+	return func(o *Options) error {
+		switch name {
+		case "auto", "tcp", "shm", "mem":
+			o.transport = name
+			return nil
+		}
+		return fmt.Errorf("%w: unknown transport %q (want auto, tcp, shm or mem)", ErrInvalid, name)
+	}
+}
+
+// WithHostIdentity is comm.WithHostIdentity.
+func WithHostIdentity(hostOf func(rank int) string) Option {
+	return func(o *Options) error {
+		if hostOf == nil {
+			return fmt.Errorf("%w: nil host identity function", ErrInvalid)
+		}
+		o.hostOf = hostOf
+		return nil
+	}
+}
+
+// WithSegmentSlot is comm.WithSegmentSlot.
+func WithSegmentSlot(bytes int) Option {
+	return func(o *Options) error {
+		if bytes < 4096 || bytes > 1<<30 || bytes%4096 != 0 {
+			return fmt.Errorf("%w: segment slot of %d bytes (want a multiple of 4096 from 4 KiB to 1 GiB)", ErrInvalid, bytes)
+		}
+		o.segmentSlot = bytes
+		return nil
+	}
+}
+
+// WithTimeout is comm.WithTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(o *Options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: negative timeout %v", ErrInvalid, d)
+		}
+		o.timeout = d
+		return nil
+	}
+}
+
+// DefaultHeartbeat is comm.DefaultHeartbeat.
+const DefaultHeartbeat = 4 * time.Second
+
+// WithHeartbeat is comm.WithHeartbeat.
+func WithHeartbeat(period time.Duration) Option {
+	return func(o *Options) error {
+		if period != 0 && (period < rendezvous.MinHeartbeat || period > rendezvous.MaxHeartbeat) {
+			return fmt.Errorf("%w: heartbeat period %v (want 0 for none, or %v to %v)", ErrInvalid, period, rendezvous.MinHeartbeat, rendezvous.MaxHeartbeat)
+		}
+		o.heartbeat = period
+		return nil
+	}
+}
+
+// WithTLS is comm.WithTLS.
+func WithTLS(certFile, keyFile, caFile string) Option {
+	return func(o *Options) error {
+		cfg, err := mtls.Load(certFile, keyFile, caFile)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		o.tls = cfg
+		return nil
+	}
+}
+
+// WithSecret is comm.WithSecret.
+func WithSecret(secret []byte) Option {
+	return func(o *Options) error {
+		o.secret = append([]byte(nil), secret...)
+		return nil
+	}
+}
+
+// WithLogger is comm.WithLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *Options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalid)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithUnexpectedLimit is comm.WithUnexpectedLimit.
+func WithUnexpectedLimit(bytes int) Option {
+	return func(o *Options) error {
+		if bytes <= 0 {
+			return fmt.Errorf("%w: unexpected-message limit %d must be positive", ErrInvalid, bytes)
+		}
+		o.unexpectedLimit = bytes
+		return nil
+	}
+}
+
+// WithTuning is comm.WithTuning.
+func WithTuning(path string) Option {
+	return func(o *Options) error {
+		if path == "" {
+			o.tuning = nil
+			return nil
+		}
+		t, err := tuning.Load(path)
+		if err != nil {
+			return fmt.Errorf("%w: tuning table: %w", ErrInvalid, err)
+		}
+		o.tuning = t
+		return nil
+	}
+}
