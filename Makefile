@@ -41,7 +41,7 @@ test-all:
 
 # Short fuzzing runs of every target that parses bytes from a peer.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime 30s ./codec
+	$(GO) test -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime 30s ./internal/wire
 
 # Point-to-point and kernel benchmarks.
 # A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Collectives are the typed collectives a sweep measures, by the names
@@ -22,10 +22,10 @@ var objectCollectives = map[string]string{"allreduce": "allreduce_object", "allg
 // kinds are the collectives whose algorithm a sweep can force, by the
 // names results carry. Barrier takes no options, so only its selector's
 // choice is measured.
-var kinds = map[string]codec.Kind{
-	"allreduce": codec.KindAllreduce, "reduce": codec.KindReduce, "bcast": codec.KindBcast,
-	"gather": codec.KindGather, "scatter": codec.KindScatter, "allgather": codec.KindAllgather,
-	"reducescatter": codec.KindReduceScatter, "alltoall": codec.KindAlltoall,
+var kinds = map[string]wire.Kind{
+	"allreduce": wire.KindAllreduce, "reduce": wire.KindReduce, "bcast": wire.KindBcast,
+	"gather": wire.KindGather, "scatter": wire.KindScatter, "allgather": wire.KindAllgather,
+	"reducescatter": wire.KindReduceScatter, "alltoall": wire.KindAlltoall,
 }
 
 // Algorithms returns the algorithms that can be forced on the named

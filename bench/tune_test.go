@@ -3,9 +3,8 @@ package bench
 import (
 	"testing"
 
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gocoll/gocoll/codec"
 )
 
 func TestTune(t *testing.T) {
@@ -53,7 +52,7 @@ func TestTune(t *testing.T) {
 	require.Equal(t, "bf16", table.Entries[2].Codec)
 
 	for _, d := range decisions {
-		choice, ok := table.Lookup(codec.KindAllreduce, 4, "tcp", d.Chosen.Bytes)
+		choice, ok := table.Lookup(wire.KindAllreduce, 4, "tcp", d.Chosen.Bytes)
 		require.Equal(t, !d.Kept, ok, "%d bytes: the table covers exactly the sizes where the default lost", d.Chosen.Bytes)
 		if ok {
 			require.Equal(t, d.Chosen.Algo, choice.Algorithm.String())

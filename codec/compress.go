@@ -18,6 +18,17 @@ import (
 // (ties to even), half the bytes of a float32 and a quarter of a float64.
 // CodecZstd and CodecS2 are lossless and apply to every element type; a
 // payload that does not shrink travels raw (CodecNone) instead.
+// CodecID names the wire encoding of a payload. CodecNone means the payload
+// is the elements' own little-endian bytes.
+type CodecID uint8
+
+// maxDecoded bounds what the zstd decoder may allocate: the bound of a
+// frame's payload. (Decode also caps its output at len(dst).)
+const maxDecoded = 1 << 40
+
+// CodecNone is the identity encoding. The other codecs follow.
+const CodecNone CodecID = 0
+
 const (
 	CodecBF16 CodecID = iota + 1 // bfloat16: float32's range, 8 significant bits
 	CodecFP16                    // IEEE binary16: range ±65504, 11 significant bits
@@ -252,7 +263,7 @@ var (
 	})
 	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithDecoderMaxMemory(MaxPayload), zstd.WithDecodeAllCapLimit(true))
+			zstd.WithDecoderMaxMemory(maxDecoded), zstd.WithDecodeAllCapLimit(true))
 		if err != nil {
 			panic("codec: zstd decoder: " + err.Error())
 		}

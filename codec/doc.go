@@ -12,7 +12,7 @@ package to turn typed slices into payloads and to combine what arrives.
 
 [Elem] is the set of element types: the sized integers int8 to uint64,
 float32, float64, and the 16-bit floats [BF16] and [Float16]. Each has a
-[DType] that names it in a [Header]; [DTypeOf] maps a Go type to it.
+[DType] that names it in a frame header; [DTypeOf] maps a Go type to it.
 
 On the wire a []T is its elements' little-endian bytes, nothing more.
 [Bytes] gives those bytes and [FromBytes] takes them back. On little-endian
@@ -55,7 +55,7 @@ pattern survives a round trip through float32 (NaNs come back quiet).
 A payload can travel compressed ([CodecID], compress.go). [CodecZstd] and
 [CodecS2] are lossless and apply to every element type; a payload they do
 not shrink goes raw, as [CodecNone], so a compressed payload is always
-smaller than the raw one and [Header.Validate] holds frames to that.
+smaller than the raw one and the frame header's validation holds frames to that.
 [CodecBF16] and [CodecFP16] are lossy and apply to float32 and float64 data
 only ([CodecID.Check]): each value travels as the nearest [BF16] or
 [Float16], ties to even, rounded once from the value (a float64 is not
@@ -191,44 +191,5 @@ The half-precision kernels convert every element and run several times
 slower per byte than float32 ones (BenchmarkSum measures both), so a
 collective that sends float32 data as BF16 should reduce in float32 and
 convert once.
-
-# The frame header
-
-Every message starts with a 64-byte [Header], all fields little-endian at
-fixed offsets:
-
-	offset  size  field
-	     0     2  magic "GC"
-	     2     1  version (HeaderVersion)
-	     3     1  flags
-	     4     1  kind of operation
-	     5     1  element type
-	     6     1  codec of the payload
-	     7     1  reduction op
-	     8     8  communicator id
-	    16     8  collective sequence number
-	    24     8  tag
-	    32     8  element count of the whole operation
-	    40     8  payload length in bytes
-	    48     4  root rank, -1 for none
-	    52     1  algorithm of the collective
-	    53     3  reserved, zero
-	    56     8  element offset of this payload
-
-[Header.MarshalTo] writes one and [Header.Unmarshal] reads and validates
-one. Validation makes the fields safe to act on: known enum values, a
-payload length within [MaxPayload] and within the operation's element
-count, flags, op, root, sequence number and algorithm consistent with the
-kind. A peer that sends a header failing it is broken or hostile: the
-error wraps [ErrBadHeader], and the link it came on must be closed.
-
-# Calls
-
-The kind, element type, op, element count, root and [Algorithm] of a
-header together are the [Call] it belongs to ([Header.Call]): what every
-rank of a communicator must agree on for one collective operation. Since
-every frame carries its call, a receiver can tell a peer that called
-something else from one that is merely late, and say what each called
-([Call.String]: "Allreduce(10 × float32, sum) with ring").
 */
 package codec

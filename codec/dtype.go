@@ -21,7 +21,7 @@ type Elem interface {
 }
 
 // DType names an element type on the wire. The zero DType is invalid, so a
-// header that was never filled in is caught by Header.Validate.
+// header that was never filled in is caught by the frame header's validation.
 type DType uint8
 
 // The element types, in the order of Elem.

@@ -8,7 +8,7 @@ import (
 // ErrInvalid is wrapped by every error this package returns for a bad
 // argument: an op applied to a type it does not support, slices of
 // different lengths, bytes that are not whole elements. It is the caller's
-// fault, not a peer's (that is ErrBadHeader).
+// fault, not a peer's (a bad frame header).
 var ErrInvalid = errors.New("invalid input")
 
 // OpID names a reduction operation on the wire, so that ranks that reduce
@@ -34,6 +34,9 @@ var opNames = [numOps]string{
 	OpNone: "none", OpSum: "sum", OpProd: "prod", OpMin: "min", OpMax: "max",
 	OpAvg: "avg", OpAnd: "and", OpOr: "or", OpXor: "xor", OpUser: "user",
 }
+
+// Valid reports whether o is a known op.
+func (o OpID) Valid() bool { return o < numOps }
 
 func (o OpID) String() string {
 	if o >= numOps {

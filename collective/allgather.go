@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Allgather collects every rank's send into every rank's recv, in rank
@@ -22,7 +23,7 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 	if c != nil {
 		p = c.Size()
 	}
-	k, err := prepare[T](ctx, c, codec.KindAllgather, codec.Op{}, p*len(send), -1, opts)
+	k, err := prepare[T](ctx, c, wire.KindAllgather, codec.Op{}, p*len(send), -1, opts)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 	for _, n := range counts {
 		total += n
 	}
-	k, err := prepare[T](ctx, c, codec.KindAllgatherv, codec.Op{}, total, -1, opts)
+	k, err := prepare[T](ctx, c, wire.KindAllgatherv, codec.Op{}, total, -1, opts)
 	if err != nil {
 		return err
 	}

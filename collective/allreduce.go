@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Allreduce combines buf of every rank with op and leaves the result in
@@ -17,7 +18,7 @@ import (
 // bcast). A non-commutative op is applied in rank order, r0∘r1∘…; the
 // ring algorithms refuse it.
 func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	k, err := begin[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Alltoall sends block j of every rank's send to rank j, which stores it
@@ -14,7 +15,7 @@ import (
 // and recv have the same length, a multiple of Size(), and must not
 // overlap. Algorithm: Pairwise (p-1 steps, one block each way per step).
 func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, codec.KindAlltoall, codec.Op{}, len(send), -1, opts)
+	k, err := prepare[T](ctx, c, wire.KindAlltoall, codec.Op{}, len(send), -1, opts)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Request is a collective in flight. Wait for it exactly once.
@@ -32,7 +33,7 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // need. It costs one goroutine and one Request per call.
 func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) *Request {
 	r := &Request{done: make(chan struct{})}
-	k, err := prepare[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, opts)
+	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
 	if err == nil {
 		err = k.register() // not start: an async call holds no communicator
 	}

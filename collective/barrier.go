@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Barrier returns on a rank once every rank of c has entered it.
@@ -12,7 +13,7 @@ import (
 // where the ranks share a host, Shm (every rank waits on the others'
 // counters in shared memory).
 func Barrier(ctx context.Context, c *comm.Comm) (err error) {
-	k, err := begin[uint8](ctx, c, codec.KindBarrier, codec.Op{}, 0, -1, nil)
+	k, err := begin[uint8](ctx, c, wire.KindBarrier, codec.Op{}, 0, -1, nil)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Bcast copies root's buf into buf of every other rank. Algorithms: Tree
@@ -15,7 +16,7 @@ import (
 // block to each rank down a binomial tree, then a ring allgather; the
 // default in between, as it sends each byte about twice whatever p).
 func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, codec.KindBcast, codec.Op{}, len(buf), root, opts)
+	k, err := begin[T](ctx, c, wire.KindBcast, codec.Op{}, len(buf), root, opts)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			if err := k.recv((v-mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
 				return err
 			}
-			if v == mask && k.me.Kind == codec.KindBcast {
+			if v == mask && k.me.Kind == wire.KindBcast {
 				// Root's child. (Allreduce's root heard in its reduce.)
 				if err := k.ack(root); err != nil {
 					return err
@@ -60,7 +61,7 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			}
 		}
 	}
-	if v == 0 && k.me.Kind == codec.KindBcast {
+	if v == 0 && k.me.Kind == wire.KindBcast {
 		for mask := 1; mask < p; mask <<= 1 {
 			if err := k.awaitAck((mask + root) % p); err != nil {
 				return err

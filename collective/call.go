@@ -10,6 +10,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // call is one collective call on one rank: what it is on the wire (kind,
@@ -20,7 +21,7 @@ import (
 type call[T codec.Elem] struct {
 	ctx context.Context
 	c   *core.Comm
-	me  Call
+	me  wire.Call
 	op  codec.Op
 	seq uint64
 	cfg config
@@ -39,17 +40,17 @@ type call[T codec.Elem] struct {
 }
 
 // rooted and reducing say which collectives have a root and an op.
-func rooted(k codec.Kind) bool {
+func rooted(k wire.Kind) bool {
 	switch k {
-	case codec.KindReduce, codec.KindBcast, codec.KindGather, codec.KindGatherv, codec.KindScatter, codec.KindScatterv:
+	case wire.KindReduce, wire.KindBcast, wire.KindGather, wire.KindGatherv, wire.KindScatter, wire.KindScatterv:
 		return true
 	}
 	return false
 }
 
-func reducing(k codec.Kind) bool {
+func reducing(k wire.Kind) bool {
 	switch k {
-	case codec.KindAllreduce, codec.KindReduce, codec.KindReduceScatter, codec.KindScan, codec.KindExscan:
+	case wire.KindAllreduce, wire.KindReduce, wire.KindReduceScatter, wire.KindScan, wire.KindExscan:
 		return true
 	}
 	return false
@@ -57,7 +58,7 @@ func reducing(k codec.Kind) bool {
 
 // begin prepares a call and starts it: what a collective does whose
 // arguments prepare checks in full.
-func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
+func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
 	k, err := prepare[T](ctx, c, kind, op, count, root, opts)
 	if err != nil {
 		return k, err
@@ -73,10 +74,10 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op 
 // the timeout. A collective with more to check (buffer lengths, counts)
 // checks it between prepare and start, so that a bad argument is
 // reported as such and not as the mismatch it would cause.
-func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind codec.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
+func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
 	dt := codec.DTypeOf[T]()
 	k := call[T]{ctx: ctx, c: (*core.Comm)(c), op: op, size: dt.Size(), keep: keepsRounded(kind),
-		me: Call{Kind: kind, DType: dt, Count: count, Root: -1}}
+		me: wire.Call{Kind: kind, DType: dt, Count: count, Root: -1}}
 	if c == nil {
 		return k, fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
 	}
@@ -207,8 +208,8 @@ func (k *call[T]) wrap(peer int, err error) error {
 
 func (k *call[T]) tag(step int) int64 { return core.InternalTag(k.seq, step) }
 
-func (k *call[T]) header(step, n, off int) codec.Header {
-	return codec.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
+func (k *call[T]) header(step, n, off int) wire.Header {
+	return wire.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
 		Count: uint64(k.me.Count), Root: int32(k.me.Root), Algorithm: k.me.Algorithm, Offset: uint64(off),
 		Length: uint64(n * k.size)}
 }
@@ -260,7 +261,7 @@ func (k *call[T]) recoverOp(err *error) {
 	}
 }
 
-func (k *call[T]) mismatch(peer int, h *codec.Header, detail string) error {
+func (k *call[T]) mismatch(peer int, h *wire.Header, detail string) error {
 	me := k.c.Rank()
 	err := &comm.MismatchError{Rank: me, Peer: peer, Local: k.me, Remote: h.Call(), Detail: detail}
 	k.c.Abort(err)

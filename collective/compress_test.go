@@ -13,6 +13,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // codecs are the wire codecs every data-moving collective is checked with.
@@ -20,8 +21,8 @@ var codecs = []codec.CodecID{codec.CodecZstd, codec.CodecS2, codec.CodecBF16, co
 
 // linkAlgorithms are the algorithms of kind that send messages, and so
 // compress: all but the shared-memory ones.
-func linkAlgorithms(kind codec.Kind) []Algorithm {
-	return slices.DeleteFunc(slices.Clone(codec.Algorithms(kind)), func(a Algorithm) bool {
+func linkAlgorithms(kind wire.Kind) []Algorithm {
+	return slices.DeleteFunc(slices.Clone(wire.Algorithms(kind)), func(a Algorithm) bool {
 		return a == Shm || a == Hierarchical
 	})
 }
@@ -69,7 +70,7 @@ func rounded(c codec.CodecID, x []float32) []float32 {
 // root, Scatter's root, Alltoall) it does not travel and is not rounded.
 func TestCompressionMoves(t *testing.T) {
 	type move struct {
-		kind codec.Kind
+		kind wire.Kind
 		// run is rank c.Rank()'s part, with inputs[r] the data of rank
 		// r; want is what rank r must hold after it, with round applied
 		// to every value that travelled (or kept as the senders' copy).
@@ -78,7 +79,7 @@ func TestCompressionMoves(t *testing.T) {
 	}
 	const root = 1
 	moves := map[string]move{
-		"bcast": {codec.KindBcast,
+		"bcast": {wire.KindBcast,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				buf := make([]float32, len(in[0]))
 				if c.Rank() == root%c.Size() {
@@ -92,7 +93,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return round(in[root%len(in)])
 			}},
-		"gather": {codec.KindGather,
+		"gather": {wire.KindGather,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				var recv []float32
 				if c.Rank() == root%c.Size() {
@@ -113,7 +114,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return all
 			}},
-		"scatter": {codec.KindScatter,
+		"scatter": {wire.KindScatter,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				m := len(in[0]) / c.Size()
 				recv := make([]float32, m)
@@ -127,7 +128,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return round(mine)
 			}},
-		"allgather": {codec.KindAllgather,
+		"allgather": {wire.KindAllgather,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				recv := make([]float32, len(in)*len(in[0]))
 				return recv, Allgather(ctx, c, in[c.Rank()], recv, opts...)
@@ -142,7 +143,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return all
 			}},
-		"allgatherv": {codec.KindAllgatherv,
+		"allgatherv": {wire.KindAllgatherv,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				counts := slices.Repeat([]int{len(in[0])}, c.Size())
 				recv := make([]float32, len(in)*len(in[0]))
@@ -158,7 +159,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return all
 			}},
-		"gatherv": {codec.KindGatherv,
+		"gatherv": {wire.KindGatherv,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				counts := slices.Repeat([]int{len(in[0])}, c.Size())
 				var recv []float32
@@ -177,7 +178,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return all
 			}},
-		"scatterv": {codec.KindScatterv,
+		"scatterv": {wire.KindScatterv,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				m := len(in[0]) / c.Size()
 				recv := make([]float32, m)
@@ -191,7 +192,7 @@ func TestCompressionMoves(t *testing.T) {
 				}
 				return round(mine)
 			}},
-		"alltoall": {codec.KindAlltoall,
+		"alltoall": {wire.KindAlltoall,
 			func(ctx context.Context, c *comm.Comm, in [][]float32, opts []Option) ([]float32, error) {
 				m := len(in[0]) / c.Size()
 				recv := make([]float32, m*c.Size())
@@ -250,7 +251,7 @@ func TestCompressionMoves(t *testing.T) {
 // "Compression").
 func TestCompressionReductions(t *testing.T) {
 	type reduction struct {
-		kind codec.Kind
+		kind wire.Kind
 		op   codec.Op
 		// run is rank c.Rank()'s part; result is the part of the exact
 		// reduction (float64) that rank r must hold, with whether all ranks
@@ -263,20 +264,20 @@ func TestCompressionReductions(t *testing.T) {
 	}
 	whole := func(r, n, count int) (int, int, bool) { return 0, count, true }
 	reductions := map[string]reduction{
-		"allreduce": {codec.KindAllreduce, Sum,
+		"allreduce": {wire.KindAllreduce, Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
 				return in, Allreduce(ctx, c, in, Sum, opts...)
 			}, whole, true},
-		"allreduce-avg": {codec.KindAllreduce, Avg,
+		"allreduce-avg": {wire.KindAllreduce, Avg,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
 				return in, Allreduce(ctx, c, in, Avg, opts...)
 			}, whole, true},
-		"reduce": {codec.KindReduce, Sum,
+		"reduce": {wire.KindReduce, Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
 				return in, Reduce(ctx, c, in, Sum, c.Size()-1, opts...)
 			},
 			func(r, n, count int) (int, int, bool) { return 0, count, r == n-1 }, false},
-		"reducescatter": {codec.KindReduceScatter, Sum,
+		"reducescatter": {wire.KindReduceScatter, Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
 				m := len(in) / c.Size()
 				recv := make([]float32, m)
@@ -396,7 +397,7 @@ func TestCompressionAutoAvoidsShm(t *testing.T) {
 	cs := job(t, 3, comm.WithTransport("auto"))
 	require.NotNil(t, (*core.Comm)(cs[0]).Segment(), "precondition: the ranks share a segment")
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1<<20, -1, []Option{WithCompression(codec.CodecBF16)})
+		k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1<<20, -1, []Option{WithCompression(codec.CodecBF16)})
 		if err != nil {
 			return err
 		}
@@ -435,7 +436,7 @@ func TestCompressionSpecialValues(t *testing.T) {
 		{"bf16 near float32 max", codec.CodecBF16, func(r int) float32 { return math.MaxFloat32 / 2 }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
 	}
 	for _, tt := range tests {
-		for _, algo := range linkAlgorithms(codec.KindAllreduce) {
+		for _, algo := range linkAlgorithms(wire.KindAllreduce) {
 			t.Run(tt.name+"/"+algo.String(), func(t *testing.T) {
 				cs := job(t, 3)
 				results := make([][]float32, 3)
@@ -468,7 +469,7 @@ func TestCompressionErrorBound(t *testing.T) {
 	}
 	for _, c := range []codec.CodecID{codec.CodecBF16, codec.CodecFP16} {
 		for name, f := range inputs {
-			for _, algo := range linkAlgorithms(codec.KindAllreduce) {
+			for _, algo := range linkAlgorithms(wire.KindAllreduce) {
 				t.Run(fmt.Sprintf("%s/%s/%s", c, name, algo), func(t *testing.T) {
 					for _, n := range []int{2, 5, 8} {
 						cs := job(t, n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Gather collects send of every rank, in rank order, into root's recv,
@@ -21,7 +22,7 @@ import (
 // messages save).
 func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
-	k, err := prepare[T](ctx, c, codec.KindGather, codec.Op{}, p*len(send), root, opts)
+	k, err := prepare[T](ctx, c, wire.KindGather, codec.Op{}, p*len(send), root, opts)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 // at root recv must hold at least their sum (it is ignored elsewhere).
 // The algorithm is Linear.
 func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, codec.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
+	k, err := prepare[T](ctx, c, wire.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
 	}

@@ -4,35 +4,36 @@ import (
 	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Algorithm names a collective algorithm. Auto (the zero value) lets the
 // selector choose by collective, rank count and message size. It is
-// codec.Algorithm, the algorithm every frame carries.
-type Algorithm = codec.Algorithm
+// wire.Algorithm, the algorithm every frame carries.
+type Algorithm = wire.Algorithm
 
 // The algorithms. Each collective accepts the ones that apply to it (see
 // its documentation); asking for another is an error.
 const (
-	Auto              = codec.AlgoAuto
-	Ring              = codec.AlgoRing              // allreduce, allgather, reduce-scatter
-	RingChunked       = codec.AlgoRingChunked       // allreduce: ring with pipelined chunks
-	RecursiveDoubling = codec.AlgoRecursiveDoubling // allreduce, allgather
-	Rabenseifner      = codec.AlgoRabenseifner      // allreduce: recursive halving + doubling
-	Tree              = codec.AlgoTree              // allreduce (binomial reduce + bcast), bcast, reduce, gather, scatter
-	Chain             = codec.AlgoChain             // bcast: pipelined chain
-	ScatterAllgather  = codec.AlgoScatterAllgather  // bcast
-	Linear            = codec.AlgoLinear            // gather, scatter, and the v-variants
-	Bruck             = codec.AlgoBruck             // allgather
-	RecursiveHalving  = codec.AlgoRecursiveHalving  // reduce-scatter
-	Pairwise          = codec.AlgoPairwise          // alltoall
-	Dissemination     = codec.AlgoDissemination     // barrier
-	Shm               = codec.AlgoShm               // allreduce, reduce, bcast, gather, allgather, barrier: through the communicator's shared segment
-	Hierarchical      = codec.AlgoHierarchical      // allreduce: shared memory inside hosts, links between them
+	Auto              = wire.AlgoAuto
+	Ring              = wire.AlgoRing              // allreduce, allgather, reduce-scatter
+	RingChunked       = wire.AlgoRingChunked       // allreduce: ring with pipelined chunks
+	RecursiveDoubling = wire.AlgoRecursiveDoubling // allreduce, allgather
+	Rabenseifner      = wire.AlgoRabenseifner      // allreduce: recursive halving + doubling
+	Tree              = wire.AlgoTree              // allreduce (binomial reduce + bcast), bcast, reduce, gather, scatter
+	Chain             = wire.AlgoChain             // bcast: pipelined chain
+	ScatterAllgather  = wire.AlgoScatterAllgather  // bcast
+	Linear            = wire.AlgoLinear            // gather, scatter, and the v-variants
+	Bruck             = wire.AlgoBruck             // allgather
+	RecursiveHalving  = wire.AlgoRecursiveHalving  // reduce-scatter
+	Pairwise          = wire.AlgoPairwise          // alltoall
+	Dissemination     = wire.AlgoDissemination     // barrier
+	Shm               = wire.AlgoShm               // allreduce, reduce, bcast, gather, allgather, barrier: through the communicator's shared segment
+	Hierarchical      = wire.AlgoHierarchical      // allreduce: shared memory inside hosts, links between them
 )
 
 // ParseAlgorithm returns the Algorithm named s, as String spells it.
-func ParseAlgorithm(s string) (Algorithm, error) { return codec.ParseAlgorithm(s) }
+func ParseAlgorithm(s string) (Algorithm, error) { return wire.ParseAlgorithm(s) }
 
 // Option configures one collective call. Options are plain values, not
 // closures, so that passing them costs a call nothing.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Reduce combines buf of every rank with op and leaves the result in
@@ -12,7 +13,7 @@ import (
 // algorithm is Tree, a binomial tree: lg p steps, each rank sends once.
 // A non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
 func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, codec.KindReduce, op, len(buf), root, opts)
+	k, err := begin[T](ctx, c, wire.KindReduce, op, len(buf), root, opts)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	var err error
 	// A leaf receives nothing (in a Reduce; Allreduce's bcast follows),
 	// so its parent acknowledges it.
-	acks := k.me.Kind == codec.KindReduce
+	acks := k.me.Kind == wire.KindReduce
 	for level, mask := 0, 1; mask < p; level, mask = level+1, mask<<1 {
 		if v&mask != 0 {
 			parent := (v - mask + top) % p

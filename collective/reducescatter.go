@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // ReduceScatter combines send of every rank with op and scatters the
@@ -18,7 +19,7 @@ import (
 // keeps rank order, r0∘r1∘…, so it also serves non-commutative ops, at
 // the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, codec.KindReduceScatter, op, len(send), -1, opts)
+	k, err := prepare[T](ctx, c, wire.KindReduceScatter, op, len(send), -1, opts)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // matMul is a non-commutative op: each run of four float64 is a 2×2
@@ -167,7 +168,7 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) (err error) {
 			me := c.Rank()
 			buf := slices.Clone(inputs[me])
-			k, err := begin[T](ctx, c, codec.KindAllreduce, op, len(buf), -1, nil)
+			k, err := begin[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, nil)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Scan is the inclusive prefix reduction: rank r's buf becomes r0∘r1∘…∘rr,
@@ -12,7 +13,7 @@ import (
 // rank r's sum by r+1, the number of ranks it combines (MPI has no Avg;
 // this is the running mean). Algorithm: RecursiveDoubling (lg p steps).
 func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, codec.KindScan, op, len(buf), -1, opts)
+	k, err := begin[T](ctx, c, wire.KindScan, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}
@@ -29,7 +30,7 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 // leaves it undefined. Avg divides rank r's sum by r. Algorithm:
 // RecursiveDoubling.
 func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, codec.KindExscan, op, len(buf), -1, opts)
+	k, err := begin[T](ctx, c, wire.KindExscan, op, len(buf), -1, opts)
 	if err != nil {
 		return err
 	}

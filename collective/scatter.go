@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Scatter sends block r of root's send, send[r*len(recv):(r+1)*len(recv)],
@@ -18,7 +19,7 @@ import (
 // turn; the default for large ones).
 func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
-	k, err := prepare[T](ctx, c, codec.KindScatter, codec.Op{}, p*len(recv), root, opts)
+	k, err := prepare[T](ctx, c, wire.KindScatter, codec.Op{}, p*len(recv), root, opts)
 	if err != nil {
 		return err
 	}
@@ -42,7 +43,7 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 // counts, with counts[Rank()] == len(recv); at root send must hold at
 // least their sum (it is ignored elsewhere). The algorithm is Linear.
 func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, codec.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
+	k, err := prepare[T](ctx, c, wire.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
 	if err != nil {
 		return err
 	}

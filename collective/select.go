@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -51,13 +52,13 @@ func capChunk(chunk, n int) int {
 // Algorithms returns the algorithms that WithAlgorithm may force on the
 // collective of the given kind, whatever the communicator (Shm needs a
 // segment, Hierarchical a hierarchy); nil for kinds without a choice.
-func Algorithms(kind codec.Kind) []Algorithm { return codec.Algorithms(kind) }
+func Algorithms(kind wire.Kind) []Algorithm { return wire.Algorithms(kind) }
 
 // reorders lists the (collective, algorithm) pairs that combine operands
 // out of rank order, which only a commutative op tolerates.
-var reorders = map[codec.Kind][]Algorithm{
-	codec.KindAllreduce:     {Ring, RingChunked, Hierarchical},
-	codec.KindReduceScatter: {Ring},
+var reorders = map[wire.Kind][]Algorithm{
+	wire.KindAllreduce:     {Ring, RingChunked, Hierarchical},
+	wire.KindReduceScatter: {Ring},
 }
 
 // topology is what a communicator offers besides links: a shared segment
@@ -84,7 +85,7 @@ func topologyOf(c *core.Comm) topology {
 // which move every byte through memory at most a few times and wait on
 // memory instead of on messages, unless the call compresses: those
 // algorithms send no messages to compress.
-func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, tuning.Choice, error) {
+func choose(kind wire.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, tuning.Choice, error) {
 	a, err := chooseAlgorithm(kind, cfg, ranks, commutative, topo)
 	if err != nil || a != Auto {
 		return a, tuning.Choice{}, err
@@ -103,13 +104,13 @@ func choose(kind codec.Kind, cfg config, ranks, bytes int, commutative bool, top
 // communicator lacks what the algorithm needs (a shared segment, a
 // hierarchy, a commutative op, messages to compress) the call falls back
 // to the built-in selection instead of failing.
-func runnable(kind codec.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) bool {
+func runnable(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) bool {
 	return checkForced(kind, a, cfg, ranks, commutative, topo) == nil
 }
 
 // chooseAlgorithm returns the algorithm the call or GOCOLL_ALGO forces,
 // checked, or Auto.
-func chooseAlgorithm(kind codec.Kind, cfg config, ranks int, commutative bool, topo topology) (Algorithm, error) {
+func chooseAlgorithm(kind wire.Kind, cfg config, ranks int, commutative bool, topo topology) (Algorithm, error) {
 	a := cfg.algo
 	if a == Auto {
 		a = envAlgorithm(kind)
@@ -124,12 +125,12 @@ func chooseAlgorithm(kind codec.Kind, cfg config, ranks int, commutative bool, t
 }
 
 // checkForced says why a cannot run the call, if it cannot.
-func checkForced(kind codec.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) error {
+func checkForced(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) error {
 	switch {
 	case cfg.codec != codec.CodecNone && !a.Compresses():
 		return fmt.Errorf("%w: %s with %s moves data through shared memory, which %s compression cannot apply to; drop the codec or choose a link algorithm", codec.ErrInvalid, kind, a, cfg.codec)
-	case !codec.Accepts(kind, a):
-		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, codec.Algorithms(kind))
+	case !wire.Accepts(kind, a):
+		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, wire.Algorithms(kind))
 	case !commutative && slices.Contains(reorders[kind], a):
 		return fmt.Errorf("%w: %s with %s combines operands out of rank order; a non-commutative op needs another algorithm", codec.ErrInvalid, kind, a)
 	case a == Shm && !topo.shared && ranks > 1:
@@ -141,15 +142,15 @@ func checkForced(kind codec.Kind, a Algorithm, cfg config, ranks int, commutativ
 }
 
 // defaultAlgorithm is the built-in selection, by the cost model.
-func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative, compress bool, topo topology) Algorithm {
-	if topo.shared && !compress && codec.Accepts(kind, Shm) {
+func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative, compress bool, topo topology) Algorithm {
+	if topo.shared && !compress && wire.Accepts(kind, Shm) {
 		return Shm
 	}
-	if topo.hierarchical && !compress && kind == codec.KindAllreduce && commutative {
+	if topo.hierarchical && !compress && kind == wire.KindAllreduce && commutative {
 		return Hierarchical
 	}
 	switch kind {
-	case codec.KindAllreduce:
+	case wire.KindAllreduce:
 		switch {
 		case bytes < allreduceSmall || !commutative:
 			return RecursiveDoubling
@@ -159,7 +160,7 @@ func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative, compress b
 			return Rabenseifner
 		}
 		return Ring
-	case codec.KindBcast:
+	case wire.KindBcast:
 		switch {
 		case bytes < bcastSmall || ranks <= 2:
 			return Tree
@@ -167,17 +168,17 @@ func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative, compress b
 			return Chain
 		}
 		return ScatterAllgather
-	case codec.KindGather, codec.KindScatter:
+	case wire.KindGather, wire.KindScatter:
 		if bytes < gatherSmall {
 			return Tree
 		}
 		return Linear
-	case codec.KindAllgather:
+	case wire.KindAllgather:
 		if bytes < allgatherSmall {
 			return Bruck
 		}
 		return Ring
-	case codec.KindReduceScatter:
+	case wire.KindReduceScatter:
 		// Recursive halving keeps rank order, so it also serves
 		// non-commutative ops.
 		if !commutative || ranks&(ranks-1) == 0 {
@@ -185,7 +186,7 @@ func defaultAlgorithm(kind codec.Kind, ranks, bytes int, commutative, compress b
 		}
 		return Ring
 	}
-	return codec.Fallback(kind)
+	return wire.Fallback(kind)
 }
 
 // chunkElems is the number of elements per chunk of a pipelined algorithm:
@@ -221,7 +222,7 @@ var env = sync.OnceValue(func() envSettings {
 // envSettings is what the environment overrides; zero values override
 // nothing.
 type envSettings struct {
-	algos    map[codec.Kind]Algorithm
+	algos    map[wire.Kind]Algorithm
 	chunk    int
 	codec    codec.CodecID
 	codecSet bool
@@ -230,19 +231,19 @@ type envSettings struct {
 // parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK and GOCOLL_CODEC and says
 // what it ignored.
 func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
-	e := envSettings{algos: map[codec.Kind]Algorithm{}}
+	e := envSettings{algos: map[wire.Kind]Algorithm{}}
 	var problems []string
 	for _, item := range strings.Split(algoVar, ",") {
 		if item = strings.TrimSpace(item); item == "" {
 			continue
 		}
 		name, algo, ok := strings.Cut(item, ":")
-		kind, kerr := codec.ParseCollective(name)
+		kind, kerr := wire.ParseCollective(name)
 		a, err := ParseAlgorithm(algo)
 		switch {
 		case !ok || kerr != nil || err != nil:
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: want collective:algorithm, such as allreduce:ring", item))
-		case !codec.Accepts(kind, a):
+		case !wire.Accepts(kind, a):
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_ALGO entry %q: %s has no %s algorithm", item, kind, a))
 		default:
 			e.algos[kind] = a
@@ -265,5 +266,5 @@ func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
 	return e, problems
 }
 
-func envAlgorithm(kind codec.Kind) Algorithm { return env().algos[kind] }
-func envChunk() int                          { return env().chunk }
+func envAlgorithm(kind wire.Kind) Algorithm { return env().algos[kind] }
+func envChunk() int                         { return env().chunk }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 func TestParseEnv(t *testing.T) {
@@ -14,24 +15,24 @@ func TestParseEnv(t *testing.T) {
 		algo      string
 		chunk     string
 		codec     string
-		want      map[codec.Kind]Algorithm
+		want      map[wire.Kind]Algorithm
 		wantChunk int
 		wantCodec codec.CodecID
 		problems  int
 	}{
-		{name: "empty", want: map[codec.Kind]Algorithm{}},
+		{name: "empty", want: map[wire.Kind]Algorithm{}},
 		{name: "two entries", algo: "allreduce:ring, bcast:TREE", chunk: "65536",
-			want: map[codec.Kind]Algorithm{codec.KindAllreduce: Ring, codec.KindBcast: Tree}, wantChunk: 65536},
-		{name: "unknown collective", algo: "allfoo:ring", want: map[codec.Kind]Algorithm{}, problems: 1},
-		{name: "unknown algorithm", algo: "allreduce:quantum", want: map[codec.Kind]Algorithm{}, problems: 1},
+			want: map[wire.Kind]Algorithm{wire.KindAllreduce: Ring, wire.KindBcast: Tree}, wantChunk: 65536},
+		{name: "unknown collective", algo: "allfoo:ring", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "unknown algorithm", algo: "allreduce:quantum", want: map[wire.Kind]Algorithm{}, problems: 1},
 		{name: "algorithm the collective lacks", algo: "bcast:ring,allreduce:rabenseifner",
-			want: map[codec.Kind]Algorithm{codec.KindAllreduce: Rabenseifner}, problems: 1},
-		{name: "no colon", algo: "ring", want: map[codec.Kind]Algorithm{}, problems: 1},
-		{name: "bad chunk", chunk: "big", want: map[codec.Kind]Algorithm{}, problems: 1},
-		{name: "negative chunk", chunk: "-4", want: map[codec.Kind]Algorithm{}, problems: 1},
-		{name: "codec", codec: "bf16", want: map[codec.Kind]Algorithm{}, wantCodec: codec.CodecBF16},
-		{name: "codec none", codec: "none", want: map[codec.Kind]Algorithm{}},
-		{name: "unknown codec", codec: "gzip", want: map[codec.Kind]Algorithm{}, problems: 1},
+			want: map[wire.Kind]Algorithm{wire.KindAllreduce: Rabenseifner}, problems: 1},
+		{name: "no colon", algo: "ring", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "bad chunk", chunk: "big", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "negative chunk", chunk: "-4", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "codec", codec: "bf16", want: map[wire.Kind]Algorithm{}, wantCodec: codec.CodecBF16},
+		{name: "codec none", codec: "none", want: map[wire.Kind]Algorithm{}},
+		{name: "unknown codec", codec: "gzip", want: map[wire.Kind]Algorithm{}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestParseEnv(t *testing.T) {
 func TestChoose(t *testing.T) {
 	tests := []struct {
 		name        string
-		kind        codec.Kind
+		kind        wire.Kind
 		algo        Algorithm
 		ranks       int
 		bytes       int
@@ -59,18 +60,18 @@ func TestChoose(t *testing.T) {
 		want        Algorithm
 		wantErr     string
 	}{
-		{"small allreduce", codec.KindAllreduce, Auto, 4, 1 << 10, true, RecursiveDoubling, ""},
-		{"mid allreduce power of two", codec.KindAllreduce, Auto, 4, 1 << 20, true, Rabenseifner, ""},
-		{"mid allreduce", codec.KindAllreduce, Auto, 3, 1 << 20, true, Ring, ""},
-		{"large allreduce", codec.KindAllreduce, Auto, 3, 64 << 20, true, RingChunked, ""},
-		{"large non-commutative allreduce", codec.KindAllreduce, Auto, 3, 64 << 20, false, RecursiveDoubling, ""},
-		{"forced ring, non-commutative", codec.KindAllreduce, Ring, 3, 8, false, 0, "out of rank order"},
-		{"bcast without ring", codec.KindBcast, Ring, 3, 8, true, 0, "Bcast has no ring algorithm"},
-		{"large bcast", codec.KindBcast, Auto, 4, 16 << 20, true, Chain, ""},
-		{"mid bcast", codec.KindBcast, Auto, 4, 1 << 20, true, ScatterAllgather, ""},
-		{"bcast with two ranks", codec.KindBcast, Auto, 2, 16 << 20, true, Tree, ""},
-		{"non-commutative reduce-scatter", codec.KindReduceScatter, Auto, 3, 1 << 20, false, RecursiveHalving, ""},
-		{"barrier", codec.KindBarrier, Auto, 5, 0, true, Dissemination, ""},
+		{"small allreduce", wire.KindAllreduce, Auto, 4, 1 << 10, true, RecursiveDoubling, ""},
+		{"mid allreduce power of two", wire.KindAllreduce, Auto, 4, 1 << 20, true, Rabenseifner, ""},
+		{"mid allreduce", wire.KindAllreduce, Auto, 3, 1 << 20, true, Ring, ""},
+		{"large allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, true, RingChunked, ""},
+		{"large non-commutative allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, false, RecursiveDoubling, ""},
+		{"forced ring, non-commutative", wire.KindAllreduce, Ring, 3, 8, false, 0, "out of rank order"},
+		{"bcast without ring", wire.KindBcast, Ring, 3, 8, true, 0, "Bcast has no ring algorithm"},
+		{"large bcast", wire.KindBcast, Auto, 4, 16 << 20, true, Chain, ""},
+		{"mid bcast", wire.KindBcast, Auto, 4, 1 << 20, true, ScatterAllgather, ""},
+		{"bcast with two ranks", wire.KindBcast, Auto, 2, 16 << 20, true, Tree, ""},
+		{"non-commutative reduce-scatter", wire.KindReduceScatter, Auto, 3, 1 << 20, false, RecursiveHalving, ""},
+		{"barrier", wire.KindBarrier, Auto, 5, 0, true, Dissemination, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

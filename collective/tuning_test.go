@@ -12,6 +12,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -52,7 +53,7 @@ func TestChooseTuning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, tuned, err := choose(codec.KindAllreduce, tt.cfg, tt.ranks, tt.bytes, tt.commutative, tt.topo)
+			got, tuned, err := choose(wire.KindAllreduce, tt.cfg, tt.ranks, tt.bytes, tt.commutative, tt.topo)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.wantChunk, tuned.Chunk)
@@ -95,7 +96,7 @@ func TestTuningOnCommunicator(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	cs := job(t, 3, comm.WithTuning(path))
-	a, tuned, err := choose(codec.KindAllreduce, config{}, 3, 400, true, topologyOf((*core.Comm)(cs[0])))
+	a, tuned, err := choose(wire.KindAllreduce, config{}, 3, 400, true, topologyOf((*core.Comm)(cs[0])))
 	require.NoError(t, err)
 	require.Equal(t, RingChunked, a, "the cost model would take recursive doubling")
 	require.Equal(t, 64, tuned.Chunk)
@@ -143,23 +144,23 @@ func TestTuningCodec(t *testing.T) {
 		wantAlgo  Algorithm
 	}{
 		{"float32 takes the table's codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 100, -1, nil)
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.CodecBF16, Ring},
 		{"int32 does not take a lossy codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[int32](ctx, c, codec.KindAllreduce, Sum, 100, -1, nil)
+			k, err := prepare[int32](ctx, c, wire.KindAllreduce, Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.CodecNone, Ring},
 		{"the call's codec first", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 100, -1, []Option{WithCompression(codec.CodecNone)})
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 100, -1, []Option{WithCompression(codec.CodecNone)})
 			return k.cfg, k.me.Algorithm, err
 		}, codec.CodecNone, Ring},
 		{"shm without a codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1000, -1, nil)
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1000, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.CodecNone, Shm},
 		{"shm with a codec falls back", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, codec.KindAllreduce, Sum, 1000, -1, []Option{WithCompression(codec.CodecZstd)})
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1000, -1, []Option{WithCompression(codec.CodecZstd)})
 			return k.cfg, k.me.Algorithm, err
 		}, codec.CodecZstd, RecursiveDoubling},
 	}

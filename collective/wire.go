@@ -7,6 +7,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Every message of a call goes through send and irecv/await, which is
@@ -58,9 +59,9 @@ var sentHook func()
 // results lives on one rank. Bcast's and Allgather's forwarders send
 // values they received, which are rounded already; rounding them again
 // changes nothing.
-func keepsRounded(kind codec.Kind) bool {
+func keepsRounded(kind wire.Kind) bool {
 	switch kind {
-	case codec.KindAllreduce, codec.KindBcast, codec.KindAllgather, codec.KindAllgatherv:
+	case wire.KindAllreduce, wire.KindBcast, wire.KindAllgather, wire.KindAllgatherv:
 		return true
 	}
 	return false
@@ -126,7 +127,7 @@ func (k *call[T]) await(in *inbound, peer int, dst []T, off int) error {
 
 // arrive waits for in, the receive from peer of want elements at offset
 // off, and checks what arrived: its payload's length and header.
-func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, codec.Header, error) {
+func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, error) {
 	n, h, err := in.req.WaitHeader(k.ctx)
 	in.req = nil
 	return n, h, k.check(peer, n, &h, want, off, err)
@@ -214,7 +215,7 @@ func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int
 // arrives; this check adds what a call does not describe (codecs,
 // lengths and offsets, which chunk sizes decide) and covers operations
 // too old for comm to remember.
-func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) error {
+func (k *call[T]) check(peer, n int, h *wire.Header, want, off int, err error) error {
 	if err != nil {
 		if te := new(comm.TruncateError); errors.As(err, &te) {
 			if k.codecDiffers(h) {
@@ -244,12 +245,12 @@ func (k *call[T]) check(peer, n int, h *codec.Header, want, off int, err error) 
 // codecDiffers reports whether h's payload is in a codec this call does
 // not send. A lossless codec's payload that did not shrink goes raw; any
 // other difference is two ranks passing different codecs.
-func (k *call[T]) codecDiffers(h *codec.Header) bool {
+func (k *call[T]) codecDiffers(h *wire.Header) bool {
 	mine := k.cfg.codec
 	return h.Codec != mine && !(h.Codec == codec.CodecNone && !mine.Lossy())
 }
 
-func (k *call[T]) codecMismatch(peer int, h *codec.Header) error {
+func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {
 	return k.mismatch(peer, h, fmt.Sprintf("it sent %s-coded data where this rank's call uses %s", h.Codec, k.cfg.codec))
 }
 

@@ -1,7 +1,7 @@
 // Package transport defines the links that carry gocoll's messages between
 // two ranks, and nothing about collectives.
 //
-// A Link moves messages: a fixed codec.Header followed by a payload. The
+// A Link moves messages: a fixed wire.Header followed by a payload. The
 // reader sees the header first and then chooses where the payload goes,
 // which is what makes zero-copy receives possible: the communicator reads
 // a payload straight into the slice of a posted receive and only buffers

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Link is an ordered, reliable, message-oriented connection between two
-// ranks. Each message is a codec.Header followed by Header.Length payload
+// ranks. Each message is a wire.Header followed by Header.Length payload
 // bytes. The reading side decides where the payload goes after it has seen
 // the header, which is what lets a receiver read a payload straight into
 // the buffer of a posted receive.
@@ -29,15 +29,15 @@ type Link interface {
 	// the message is partly written, the link is closed (a half-sent
 	// message cannot be taken back) and the error wraps both ctx's error
 	// and net.ErrClosed.
-	WriteMessage(ctx context.Context, h codec.Header, payload []byte) error
+	WriteMessage(ctx context.Context, h wire.Header, payload []byte) error
 
 	// ReadHeader blocks until the next message arrives and decodes its
 	// header into h. Payload of the previous message that was not read is
 	// skipped first. It returns io.EOF when the peer closed the link at a
 	// message boundary, io.ErrUnexpectedEOF when it vanished in the middle
-	// of one, an error wrapping codec.ErrBadHeader for garbage (after which
+	// of one, an error wrapping wire.ErrBadHeader for garbage (after which
 	// the link is closed), and an error wrapping net.ErrClosed after Close.
-	ReadHeader(h *codec.Header) error
+	ReadHeader(h *wire.Header) error
 
 	// ReadPayload reads exactly len(p) bytes of the current message's
 	// payload into p. Asking for more than what remains of the payload is

@@ -13,7 +13,7 @@
 //	  ]
 //	}
 //
-// An entry applies to calls of its collective (as codec.Kind names it,
+// An entry applies to calls of its collective (as wire.Kind names it,
 // any case) on a communicator of exactly ranks ranks over transport
 // (auto, tcp, shm or mem, as comm.WithTransport names it) whose message
 // is min_bytes to max_bytes bytes, both included. Ranks match exactly: a

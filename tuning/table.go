@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // MaxChunk bounds an entry's chunk, as it bounds nothing else: a larger
@@ -32,8 +33,8 @@ type Entry struct {
 	Chunk      int    `json:"chunk"`
 	Codec      string `json:"codec"`
 
-	kind  codec.Kind
-	algo  codec.Algorithm
+	kind  wire.Kind
+	algo  wire.Algorithm
 	codec codec.CodecID
 }
 
@@ -45,7 +46,7 @@ type Table struct {
 
 // A Choice is what a table says of one call.
 type Choice struct {
-	Algorithm codec.Algorithm
+	Algorithm wire.Algorithm
 	Chunk     int // bytes; 0 for the default
 	// Codec is the wire codec. A lossy one (codec.CodecBF16,
 	// codec.CodecFP16) applies to float32 and float64 calls only; package
@@ -124,17 +125,17 @@ func (t *Table) check() error {
 
 func (e *Entry) check() error {
 	var err error
-	if e.kind, err = codec.ParseCollective(e.Collective); err != nil {
+	if e.kind, err = wire.ParseCollective(e.Collective); err != nil {
 		return err
 	}
-	if e.algo, err = codec.ParseAlgorithm(e.Algorithm); err != nil {
+	if e.algo, err = wire.ParseAlgorithm(e.Algorithm); err != nil {
 		return err
 	}
 	switch {
-	case e.algo == codec.AlgoAuto:
+	case e.algo == wire.AlgoAuto:
 		return fmt.Errorf("%w: algorithm auto chooses nothing; leave the range out of the table to keep the built-in selection", codec.ErrInvalid)
-	case !codec.Accepts(e.kind, e.algo):
-		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, e.kind, e.algo, codec.Algorithms(e.kind))
+	case !wire.Accepts(e.kind, e.algo):
+		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, e.kind, e.algo, wire.Algorithms(e.kind))
 	case e.Ranks < 1:
 		return fmt.Errorf("%w: ranks %d: want at least 1", codec.ErrInvalid, e.Ranks)
 	case !slices.Contains(Transports, e.Transport):
@@ -164,7 +165,7 @@ func (e *Entry) check() error {
 // Lookup returns the choice of the entry for a call of kind with bytes
 // bytes on a communicator of ranks ranks over transport, if one applies.
 // A nil table chooses nothing.
-func (t *Table) Lookup(kind codec.Kind, ranks int, transport string, bytes int64) (Choice, bool) {
+func (t *Table) Lookup(kind wire.Kind, ranks int, transport string, bytes int64) (Choice, bool) {
 	if t == nil {
 		return Choice{}, false
 	}

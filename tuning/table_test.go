@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 const validTable = `{"entries": [
@@ -32,7 +33,7 @@ func TestLoadValid(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tab.Entries, 6)
 	require.Equal(t, "none", tab.Entries[1].Codec, "an omitted codec is none")
-	require.Equal(t, Choice{Algorithm: codec.AlgoRingChunked, Codec: codec.CodecBF16}, tab.Entries[4].Choice())
+	require.Equal(t, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.CodecBF16}, tab.Entries[4].Choice())
 
 	var buf bytes.Buffer
 	require.NoError(t, tab.Write(&buf))
@@ -103,24 +104,24 @@ func TestLookup(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		name      string
-		kind      codec.Kind
+		kind      wire.Kind
 		ranks     int
 		transport string
 		bytes     int64
 		want      Choice
 		found     bool
 	}{
-		{"low end of a range", codec.KindAllreduce, 4, "tcp", 0, Choice{Algorithm: codec.AlgoTree}, true},
-		{"high end of a range", codec.KindAllreduce, 4, "tcp", 8191, Choice{Algorithm: codec.AlgoTree}, true},
-		{"between ranges", codec.KindAllreduce, 4, "tcp", 8192, Choice{}, false},
-		{"with a chunk", codec.KindAllreduce, 4, "tcp", 4 << 20, Choice{Algorithm: codec.AlgoRingChunked, Chunk: 1 << 20}, true},
-		{"above every range", codec.KindAllreduce, 4, "tcp", 64<<20 + 1, Choice{}, false},
-		{"other rank count", codec.KindAllreduce, 2, "tcp", 50, Choice{Algorithm: codec.AlgoRing}, true},
-		{"ranks match exactly", codec.KindAllreduce, 3, "tcp", 50, Choice{}, false},
-		{"other transport", codec.KindAllreduce, 4, "shm", 50, Choice{}, false},
-		{"other collective", codec.KindBcast, 4, "shm", 50, Choice{Algorithm: codec.AlgoChain, Chunk: 65536}, true},
-		{"a lossy codec", codec.KindAllreduce, 4, "tcp", 64 << 20, Choice{Algorithm: codec.AlgoRingChunked, Codec: codec.CodecBF16}, true},
-		{"a lossless codec", codec.KindAllgather, 4, "tcp", 100, Choice{Algorithm: codec.AlgoRing, Codec: codec.CodecZstd}, true},
+		{"low end of a range", wire.KindAllreduce, 4, "tcp", 0, Choice{Algorithm: wire.AlgoTree}, true},
+		{"high end of a range", wire.KindAllreduce, 4, "tcp", 8191, Choice{Algorithm: wire.AlgoTree}, true},
+		{"between ranges", wire.KindAllreduce, 4, "tcp", 8192, Choice{}, false},
+		{"with a chunk", wire.KindAllreduce, 4, "tcp", 4 << 20, Choice{Algorithm: wire.AlgoRingChunked, Chunk: 1 << 20}, true},
+		{"above every range", wire.KindAllreduce, 4, "tcp", 64<<20 + 1, Choice{}, false},
+		{"other rank count", wire.KindAllreduce, 2, "tcp", 50, Choice{Algorithm: wire.AlgoRing}, true},
+		{"ranks match exactly", wire.KindAllreduce, 3, "tcp", 50, Choice{}, false},
+		{"other transport", wire.KindAllreduce, 4, "shm", 50, Choice{}, false},
+		{"other collective", wire.KindBcast, 4, "shm", 50, Choice{Algorithm: wire.AlgoChain, Chunk: 65536}, true},
+		{"a lossy codec", wire.KindAllreduce, 4, "tcp", 64 << 20, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.CodecBF16}, true},
+		{"a lossless codec", wire.KindAllgather, 4, "tcp", 100, Choice{Algorithm: wire.AlgoRing, Codec: codec.CodecZstd}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +131,6 @@ func TestLookup(t *testing.T) {
 		})
 	}
 	var none *Table
-	_, found := none.Lookup(codec.KindAllreduce, 4, "tcp", 0)
+	_, found := none.Lookup(wire.KindAllreduce, 4, "tcp", 0)
 	require.False(t, found, "a nil table chooses nothing")
 }

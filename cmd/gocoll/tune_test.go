@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/tuning"
 )
 
@@ -33,7 +33,7 @@ func TestTuneEndToEnd(t *testing.T) {
 	for _, e := range table.Entries {
 		require.Equal(t, "mem", e.Transport)
 		require.Equal(t, 2, e.Ranks)
-		choice, ok := table.Lookup(codec.KindAllreduce, 2, "mem", e.MinBytes)
+		choice, ok := table.Lookup(wire.KindAllreduce, 2, "mem", e.MinBytes)
 		require.True(t, ok)
 		require.Equal(t, e.Algorithm, choice.Algorithm.String())
 	}
@@ -74,7 +74,7 @@ func TestTuneCodecs(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range table.Entries {
 		require.Contains(t, []string{"none", "bf16", "zstd"}, e.Codec)
-		choice, ok := table.Lookup(codec.KindAllreduce, 2, "mem", e.MinBytes)
+		choice, ok := table.Lookup(wire.KindAllreduce, 2, "mem", e.MinBytes)
 		require.True(t, ok)
 		require.Equal(t, e.Codec, choice.Codec.String())
 		if choice.Codec.Lossy() {

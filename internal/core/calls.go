@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Every collective call, and Split, is an operation of its communicator:
 // it takes the communicator's next sequence number (StartCall) and
-// registers what this rank called (a codec.Call) in the communicator's
+// registers what this rank called (a wire.Call) in the communicator's
 // call table. The reader of every inbound link checks each frame of an
 // operation against the table, whatever receive the frame is for and
 // whether or not one is posted:
@@ -27,7 +27,7 @@ import (
 // algorithm. For ranks that disagree so thoroughly that neither sends the
 // other anything (two ranks each waiting for the other to be the root of
 // a Bcast), a receive of an operation that has waited ProbeDelay sends a
-// probe (codec.FlagProbe) to the rank it waits for: a header-only frame
+// probe (wire.FlagProbe) to the rank it waits for: a header-only frame
 // that carries its call and matches no receive, so the table on the other
 // side finds the mismatch.
 
@@ -56,12 +56,12 @@ type callTable struct {
 // makes one, the call a peer's frame showed.
 type callRecord struct {
 	seq   uint64
-	local bool       // call is this rank's own
-	call  codec.Call // this rank's call, or the first one heard of
-	from  int        // world rank whose frame showed call, when !local
+	local bool      // call is this rank's own
+	call  wire.Call // this rank's call, or the first one heard of
+	from  int       // world rank whose frame showed call, when !local
 	// other is a call heard of before this rank's own that differs from
 	// call, from world rank otherFrom; otherFrom is -1 when there is none.
-	other     codec.Call
+	other     wire.Call
 	otherFrom int
 }
 
@@ -74,7 +74,7 @@ func (t *callTable) bind(c *Comm) {
 
 // start registers this rank's call of operation seq and returns a
 // mismatch with a call a peer's frame showed before.
-func (t *callTable) start(seq uint64, call codec.Call) *MismatchError {
+func (t *callTable) start(seq uint64, call wire.Call) *MismatchError {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec := &t.recs[seq%callHistory]
@@ -94,7 +94,7 @@ func (t *callTable) start(seq uint64, call codec.Call) *MismatchError {
 
 // observe checks the frame h from world rank src against the operation's
 // record and returns the mismatch it shows, if any.
-func (t *callTable) observe(src int, h *codec.Header) *MismatchError {
+func (t *callTable) observe(src int, h *wire.Header) *MismatchError {
 	remote := h.Call()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -116,7 +116,7 @@ func (t *callTable) observe(src int, h *codec.Header) *MismatchError {
 
 // local returns this rank's call of operation seq, if it is still on
 // record.
-func (t *callTable) local(seq uint64) (codec.Call, bool) {
+func (t *callTable) local(seq uint64) (wire.Call, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec := &t.recs[seq%callHistory]
@@ -125,7 +125,7 @@ func (t *callTable) local(seq uint64) (codec.Call, bool) {
 
 // mismatch describes this rank's call against the call of world rank
 // peer. The caller holds t.mu.
-func (t *callTable) mismatch(mine codec.Call, peer int, theirs codec.Call) *MismatchError {
+func (t *callTable) mismatch(mine wire.Call, peer int, theirs wire.Call) *MismatchError {
 	return &MismatchError{Rank: t.rank, Peer: slices.Index(t.group, peer), Local: mine, Remote: theirs}
 }
 
@@ -163,7 +163,7 @@ func (ep *endpoint) probe(r *Request) {
 	if !ok {
 		return
 	}
-	h := codec.Header{Flags: codec.FlagProbe, Kind: call.Kind, DType: call.DType, Op: call.Op,
+	h := wire.Header{Flags: wire.FlagProbe, Kind: call.Kind, DType: call.DType, Op: call.Op,
 		Comm: r.key.comm, Seq: seq, Tag: r.key.tag, Count: uint64(call.Count), Root: int32(call.Root),
 		Algorithm: call.Algorithm}
 	src := r.src

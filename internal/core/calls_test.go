@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // TestCallTable drives one communicator's table through the orders in
@@ -13,15 +14,15 @@ import (
 // communicator has world ranks 10, 11 and 12; this rank is 11, rank 1 of
 // the communicator.
 func TestCallTable(t *testing.T) {
-	sum := codec.Call{Kind: codec.KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 8, Root: -1, Algorithm: codec.AlgoRing}
+	sum := wire.Call{Kind: wire.KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 8, Root: -1, Algorithm: wire.AlgoRing}
 	maxCall := sum
 	maxCall.Op = codec.OpMax
-	bcast := codec.Call{Kind: codec.KindBcast, DType: codec.Float32, Count: 8, Root: 2, Algorithm: codec.AlgoTree}
+	bcast := wire.Call{Kind: wire.KindBcast, DType: codec.Float32, Count: 8, Root: 2, Algorithm: wire.AlgoTree}
 
 	type event struct {
 		start bool // this rank starts call seq; else world rank from sends a frame of it
 		seq   uint64
-		call  codec.Call
+		call  wire.Call
 		from  int
 	}
 	tests := []struct {
@@ -55,7 +56,7 @@ func TestCallTable(t *testing.T) {
 				if e.start {
 					got = table.start(e.seq, e.call)
 				} else {
-					h := codec.Header{Kind: e.call.Kind, DType: e.call.DType, Op: e.call.Op, Seq: e.seq,
+					h := wire.Header{Kind: e.call.Kind, DType: e.call.DType, Op: e.call.Op, Seq: e.seq,
 						Count: uint64(e.call.Count), Root: int32(e.call.Root), Algorithm: e.call.Algorithm}
 					got = table.observe(e.from, &h)
 				}

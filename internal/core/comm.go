@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Comm is a communicator: a group of ranks that exchange messages. The
@@ -88,7 +89,7 @@ func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
 	if err := c.check("send", dst, tag); err != nil {
 		return err
 	}
-	h := codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Comm: c.id, Tag: int64(tag),
+	h := wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Comm: c.id, Tag: int64(tag),
 		Count: uint64(len(b)), Length: uint64(len(b)), Root: -1}
 	if err := c.SendHeader(ctx, dst, &h, b); err != nil {
 		return c.opError("send", dst, int64(tag), err)
@@ -120,7 +121,7 @@ func (r *Request) Wait(ctx context.Context) (int, error) {
 }
 
 // wait is Wait that also returns the header of the message received.
-func (r *Request) wait(ctx context.Context) (int, codec.Header, error) {
+func (r *Request) wait(ctx context.Context) (int, wire.Header, error) {
 	n, err := r.ep.wait(ctx, r)
 	h, c, peer, tag := r.hdr, r.comm, r.peer, r.key.tag
 	*r = Request{done: r.done}
@@ -135,7 +136,7 @@ func (r *Request) wait(ctx context.Context) (int, codec.Header, error) {
 // in; Comm is set to c's id. It is the primitive that collectives build
 // on: they choose the kind, element type, count, op, root and sequence
 // number that the receiver checks.
-func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload []byte) error {
+func (c *Comm) SendHeader(ctx context.Context, dst int, h *wire.Header, payload []byte) error {
 	switch {
 	case c.closed.Load():
 		return ErrClosed
@@ -150,10 +151,10 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *codec.Header, payload
 // returns its length and header, so that a collective can compare what the
 // sender sent with what it expected. Unlike Recv it accepts the library's
 // negative tags (InternalTag).
-func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, codec.Header, error) {
+func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, wire.Header, error) {
 	r, err := c.IrecvHeader(src, tag, b)
 	if err != nil {
-		return 0, codec.Header{}, err
+		return 0, wire.Header{}, err
 	}
 	return r.WaitHeader(ctx)
 }
@@ -173,7 +174,7 @@ func (c *Comm) IrecvHeader(src int, tag int64, b []byte) (*Request, error) {
 // WaitHeader is Wait that also returns the header of the message
 // received. On a truncation error the header is that of the message that
 // did not fit, so the caller can say what the sender sent.
-func (r *Request) WaitHeader(ctx context.Context) (int, codec.Header, error) {
+func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, error) {
 	return r.wait(ctx)
 }
 
@@ -191,7 +192,7 @@ func (r *Request) WaitHeader(ctx context.Context) (int, codec.Header, error) {
 // both calls; StartCall returns it when the frame came first. Like
 // SendHeader, StartCall leaves naming the call in its errors to the
 // caller.
-func (c *Comm) StartCall(h *codec.Header) error {
+func (c *Comm) StartCall(h *wire.Header) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -227,7 +228,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	size := len(c.group)
 	// Every message of a split is one rank's entry in the table of all
 	// ranks' entries (the table itself, from rank 0, is all of them).
-	h := codec.Header{Kind: codec.KindSplit, DType: codec.Int64, Count: 2 * uint64(size), Root: 0}
+	h := wire.Header{Kind: wire.KindSplit, DType: codec.Int64, Count: 2 * uint64(size), Root: 0}
 	if err := c.StartCall(&h); err != nil {
 		return nil, c.opError("split", -1, 0, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -165,17 +166,17 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 func (ep *endpoint) readLoop(src int, l transport.Link) {
 	defer ep.wg.Done()
 	ib := &ep.inboxes[src]
-	var h codec.Header
+	var h wire.Header
 	var calls *callTable // of communicator callsOf: most frames are for the one before
 	var callsOf uint64
 	for {
 		err := l.ReadHeader(&h)
 		if err == nil {
 			switch {
-			case h.Flags&codec.FlagGoodbye != 0:
+			case h.Flags&wire.FlagGoodbye != 0:
 				ib.close(fmt.Errorf("%w: rank %d", ErrPeerClosed, src))
 				continue
-			case h.Flags&codec.FlagAbort != 0:
+			case h.Flags&wire.FlagAbort != 0:
 				err = ep.readFailure(src, l, &h)
 			default:
 				if h.Seq != 0 {
@@ -193,7 +194,7 @@ func (ep *endpoint) readLoop(src int, l transport.Link) {
 						}
 					}
 				}
-				if h.Flags&codec.FlagProbe == 0 {
+				if h.Flags&wire.FlagProbe == 0 {
 					err = ep.receive(ib, l, &h)
 				}
 			}
@@ -224,7 +225,7 @@ func (ep *endpoint) linkDown(src int, ib *inbox, l transport.Link, err error) {
 
 // receive delivers the payload of the message whose header is h: straight
 // into a posted receive when there is one, else into a pooled buffer.
-func (ep *endpoint) receive(ib *inbox, l transport.Link, h *codec.Header) error {
+func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header) error {
 	n := int(h.Length)
 	for {
 		ib.mu.Lock()
@@ -469,7 +470,7 @@ func putTimer(t *time.Timer) {
 }
 
 // send sends one message to world rank dst.
-func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload []byte) error {
+func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload []byte) error {
 	if err := ep.err(); err != nil {
 		return err
 	}
@@ -522,7 +523,7 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *codec.Header, payload 
 }
 
 // sendSelf delivers a message to this rank's own inbox.
-func (ep *endpoint) sendSelf(h *codec.Header, payload []byte) {
+func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
 	ib := &ep.inboxes[ep.rank]
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
@@ -660,12 +661,12 @@ func (ep *endpoint) close() error {
 		// A rank that closes after a failure passes the failure on instead
 		// of a goodbye, so that its peers blame the rank that caused it
 		// rather than the one that left.
-		var last codec.Header
+		var last wire.Header
 		var payload []byte
 		if failure := failurePayload(ep.err()); failure != nil {
 			last, payload = failureHeader(failure), failure
 		} else {
-			last = codec.Header{Kind: codec.KindControl, Flags: codec.FlagGoodbye, DType: codec.Uint8, Root: -1}
+			last = wire.Header{Kind: wire.KindControl, Flags: wire.FlagGoodbye, DType: codec.Uint8, Root: -1}
 		}
 		ep.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport/mem"
 )
 
@@ -231,12 +232,12 @@ func TestBadHeaderIsTheCallersError(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
-		h       codec.Header
+		h       wire.Header
 		payload []byte
 		want    string
 	}{
-		{"length disagrees", codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Length: 4, Count: 4, Root: -1}, []byte("ab"), "header says 4 payload bytes but the payload has 2"},
-		{"no element type", codec.Header{Kind: codec.KindSend, Root: -1}, nil, "unknown element type"},
+		{"length disagrees", wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Length: 4, Count: 4, Root: -1}, []byte("ab"), "header says 4 payload bytes but the payload has 2"},
+		{"no element type", wire.Header{Kind: wire.KindSend, Root: -1}, nil, "unknown element type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/failreport"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -149,8 +150,8 @@ func (e *AbortError) Unwrap() []error {
 // roots or algorithms. The rank that finds it aborts the job with it, so
 // that every rank fails with this description instead of waiting.
 type MismatchError struct {
-	Rank, Peer    int        // ranks in the communicator; Rank is usually the one that found it
-	Local, Remote codec.Call // what each called
+	Rank, Peer    int       // ranks in the communicator; Rank is usually the one that found it
+	Local, Remote wire.Call // what each called
 	Detail        string
 }
 

@@ -3,7 +3,7 @@ package core
 import (
 	"fmt"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Ranks match their collectives by the order in which each issues them.
@@ -22,7 +22,7 @@ const busyContended = 1 << 8
 // fails, wrapping ErrInvalid, while another blocking collective runs on c;
 // that one then fails too, at LeaveCall, since its partners on the other
 // ranks may be this goroutine's.
-func (c *Comm) EnterCall(kind codec.Kind) error {
+func (c *Comm) EnterCall(kind wire.Kind) error {
 	var state uint32
 	for {
 		if c.busy.CompareAndSwap(0, uint32(kind)) {
@@ -33,7 +33,7 @@ func (c *Comm) EnterCall(kind codec.Kind) error {
 			break
 		}
 	}
-	running := codec.Kind(state & 0xff)
+	running := wire.Kind(state & 0xff)
 	return fmt.Errorf("%w: %s called while %s runs on this communicator in another goroutine: "+
 		"blocking collectives of one communicator must not overlap (use AllreduceAsync, or Split a communicator per goroutine)",
 		ErrInvalid, kind, running)
@@ -46,7 +46,7 @@ func (c *Comm) LeaveCall() error {
 	if state := c.busy.Swap(0); state&busyContended != 0 {
 		return fmt.Errorf("%w: another collective was called on this communicator in another goroutine while %s ran: "+
 			"the ranks may have matched the wrong calls (use AllreduceAsync, or Split a communicator per goroutine)",
-			ErrInvalid, codec.Kind(state&0xff))
+			ErrInvalid, wire.Kind(state&0xff))
 	}
 	return nil
 }

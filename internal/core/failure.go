@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
-// A failure frame (a frame with codec.FlagAbort) tells a peer that the job
+// A failure frame (a frame with wire.FlagAbort) tells a peer that the job
 // cannot go on, and whom to blame: the rank that aborted, or the ranks
 // that were lost. Its payload is
 //
@@ -86,8 +87,8 @@ func lostManyPayload(pe *PeerError) []byte {
 	return append(b, reason...)
 }
 
-func failureHeader(payload []byte) codec.Header {
-	return codec.Header{Kind: codec.KindControl, Flags: codec.FlagAbort, DType: codec.Uint8,
+func failureHeader(payload []byte) wire.Header {
+	return wire.Header{Kind: wire.KindControl, Flags: wire.FlagAbort, DType: codec.Uint8,
 		Count: uint64(len(payload)), Length: uint64(len(payload)), Root: -1}
 }
 
@@ -285,7 +286,7 @@ func (ep *endpoint) silent(rank int, what string) error {
 
 // readFailure reads the payload of a failure frame and fails the endpoint
 // with the failure it reports.
-func (ep *endpoint) readFailure(src int, l transport.Link, h *codec.Header) error {
+func (ep *endpoint) readFailure(src int, l transport.Link, h *wire.Header) error {
 	if h.Length > failureHead+maxAbortReason {
 		return fmt.Errorf("failure frame from rank %d with %d payload bytes (at most %d)", src, h.Length, failureHead+maxAbortReason)
 	}

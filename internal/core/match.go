@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"sync"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -27,7 +27,7 @@ type Request struct {
 
 	state reqState // guarded by the inbox's mutex
 	n     int
-	hdr   codec.Header
+	hdr   wire.Header
 	err   error
 	done  chan struct{} // receives one value when the request completes
 }
@@ -48,7 +48,7 @@ type matchKey struct {
 // message is a message that arrived before its receive. Its buffer comes
 // from a size-class pool and goes back once the message is received.
 type message struct {
-	hdr     codec.Header
+	hdr     wire.Header
 	buf     []byte // len == hdr.Length
 	class   int
 	arrived bool     // payload fully read
@@ -107,7 +107,7 @@ func (ib *inbox) post(r *Request) {
 
 // takePosted removes and returns the oldest posted receive for h, or nil.
 // The caller holds ib.mu.
-func (ib *inbox) takePosted(h *codec.Header) *Request {
+func (ib *inbox) takePosted(h *wire.Header) *Request {
 	k := keyOf(h)
 	if _, ok := ib.posted.front(k); !ok {
 		return nil
@@ -115,7 +115,7 @@ func (ib *inbox) takePosted(h *codec.Header) *Request {
 	return ib.posted.pop(k)
 }
 
-func keyOf(h *codec.Header) matchKey { return matchKey{h.Comm, h.Tag} }
+func keyOf(h *wire.Header) matchKey { return matchKey{h.Comm, h.Tag} }
 
 // withdraw removes r if it is still waiting for a message, and reports
 // whether it did. A request that is receiving cannot be withdrawn: its
@@ -143,7 +143,7 @@ func (ib *inbox) close(err error) {
 
 // complete records the outcome and wakes the waiter. The caller holds the
 // inbox's mutex or owns r exclusively.
-func (r *Request) complete(n int, h *codec.Header, err error) {
+func (r *Request) complete(n int, h *wire.Header, err error) {
 	r.n, r.err = n, err
 	if h != nil {
 		r.hdr = *h
@@ -156,7 +156,7 @@ func (r *Request) complete(n int, h *codec.Header, err error) {
 // of any size mix stops allocating once each class has warmed up.
 var messagePools [64]sync.Pool
 
-func getMessage(h *codec.Header) *message {
+func getMessage(h *wire.Header) *message {
 	n := int(h.Length)
 	class := 0
 	if n > 1 {

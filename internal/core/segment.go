@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/shmem"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // A Segment is shared memory that every rank of a communicator maps,
@@ -157,7 +158,7 @@ func (s *Segment) Enqueue() uint64 { return s.ticket.Add(1) }
 type SegmentOp struct {
 	s        *Segment
 	ctx      context.Context
-	call     codec.Call
+	call     wire.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
 	round    uint64    // current round, from 1
@@ -169,7 +170,7 @@ type SegmentOp struct {
 // Begin waits for the turn of the operation with the given ticket (every
 // earlier one has ended) and records its call, h after StartCall, in the
 // segment. End must follow a successful Begin.
-func (s *Segment) Begin(ctx context.Context, ticket uint64, h *codec.Header) (SegmentOp, error) {
+func (s *Segment) Begin(ctx context.Context, ticket uint64, h *wire.Header) (SegmentOp, error) {
 	if s.uses.Add(2)&segClosed != 0 {
 		s.release(false)
 		return SegmentOp{}, ErrClosed
@@ -464,7 +465,7 @@ func (op *SegmentOp) check(r int) error {
 
 // putCall and getCall store a call record: ticket, sequence number, count,
 // root and the four one-byte fields.
-func putCall(b []byte, ticket, seq uint64, c codec.Call) {
+func putCall(b []byte, ticket, seq uint64, c wire.Call) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], ticket)
@@ -473,12 +474,12 @@ func putCall(b []byte, ticket, seq uint64, c codec.Call) {
 	le.PutUint64(b[24:], uint64(uint32(int32(c.Root)))|uint64(c.Kind)<<32|uint64(c.DType)<<40|uint64(c.Op)<<48|uint64(c.Algorithm)<<56)
 }
 
-func getCall(b []byte) (call codec.Call, seq, ticket uint64) {
+func getCall(b []byte) (call wire.Call, seq, ticket uint64) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
 	ticket, seq = le.Uint64(b[0:]), le.Uint64(b[8:])
 	w := le.Uint64(b[24:])
-	call = codec.Call{Kind: codec.Kind(w >> 32), DType: codec.DType(w >> 40), Op: codec.OpID(w >> 48),
-		Algorithm: codec.Algorithm(w >> 56), Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
+	call = wire.Call{Kind: wire.Kind(w >> 32), DType: codec.DType(w >> 40), Op: codec.OpID(w >> 48),
+		Algorithm: wire.Algorithm(w >> 56), Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
 	return call, seq, ticket
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -47,7 +47,7 @@ func PingPong(b *testing.B, a transport.Link, size int) {
 	out := make([]byte, size)
 	in := make([]byte, size)
 	ctx := context.Background()
-	var got codec.Header
+	var got wire.Header
 	roundTrip := func() {
 		if err := a.WriteMessage(ctx, h, out); err != nil {
 			b.Fatal(err)
@@ -74,19 +74,19 @@ func PingPong(b *testing.B, a transport.Link, size int) {
 
 // Stream measures one-way bandwidth: a writes messages of size bytes
 // back to back to its peer, which runs Sink. The last message of a batch
-// is flagged codec.FlagLast and the peer answers it, so that the timer
+// is flagged wire.FlagLast and the peer answers it, so that the timer
 // stops when the last message has been read, not merely written into
 // buffers.
 func Stream(b *testing.B, a transport.Link, size int) {
 	h := header(0, 0, size)
 	out := make([]byte, size)
 	ctx := context.Background()
-	var got codec.Header
+	var got wire.Header
 	batch := func(n int) {
 		for i := range n {
 			h.Flags = 0
 			if i == n-1 {
-				h.Flags = codec.FlagLast
+				h.Flags = wire.FlagLast
 			}
 			if err := a.WriteMessage(ctx, h, out); err != nil {
 				b.Fatal(err)
@@ -107,18 +107,18 @@ func Stream(b *testing.B, a transport.Link, size int) {
 // Echo sends every message that l receives back, until l fails, and
 // returns that error. It is the peer of PingPong.
 func Echo(l transport.Link) error {
-	return serve(l, func(h *codec.Header, p []byte) error {
+	return serve(l, func(h *wire.Header, p []byte) error {
 		return l.WriteMessage(context.Background(), *h, p)
 	})
 }
 
 // Sink reads every message of l and answers each one flagged
-// codec.FlagLast with an empty message, until l fails, and returns that
+// wire.FlagLast with an empty message, until l fails, and returns that
 // error. It is the peer of Stream.
 func Sink(l transport.Link) error {
 	ack := header(0, 0, 0)
-	return serve(l, func(h *codec.Header, p []byte) error {
-		if h.Flags&codec.FlagLast == 0 {
+	return serve(l, func(h *wire.Header, p []byte) error {
+		if h.Flags&wire.FlagLast == 0 {
 			return nil
 		}
 		return l.WriteMessage(context.Background(), ack, nil)
@@ -127,8 +127,8 @@ func Sink(l transport.Link) error {
 
 // serve reads every message of l into one buffer, which grows as needed,
 // and hands it to f, until l or f fails.
-func serve(l transport.Link, f func(h *codec.Header, p []byte) error) error {
-	var h codec.Header
+func serve(l transport.Link, f func(h *wire.Header, p []byte) error) error {
+	var h wire.Header
 	var buf []byte
 	for {
 		if err := l.ReadHeader(&h); err != nil {

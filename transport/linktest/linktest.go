@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 )
 
@@ -232,9 +233,9 @@ func (e *env) asyncOK(f func() error) func(t *testing.T) error {
 // header returns a valid header for a payload of n bytes. Links carry
 // headers without reading them, so the suite numbers its messages in the
 // communicator id: id is what a test checks for order and identity.
-func header(tag int64, id uint64, n int) codec.Header {
-	return codec.Header{
-		Kind:   codec.KindSend,
+func header(tag int64, id uint64, n int) wire.Header {
+	return wire.Header{
+		Kind:   wire.KindSend,
 		DType:  codec.Uint8,
 		Comm:   id,
 		Tag:    tag,
@@ -258,8 +259,8 @@ func pattern(b []byte, seed uint64) []byte {
 }
 
 // readMessage reads a whole message into a new buffer.
-func readMessage(l transport.Link) (codec.Header, []byte, error) {
-	var h codec.Header
+func readMessage(l transport.Link) (wire.Header, []byte, error) {
+	var h wire.Header
 	if err := l.ReadHeader(&h); err != nil {
 		return h, nil, err
 	}
@@ -278,7 +279,7 @@ func testRoundTrip(t *testing.T, e *env) {
 			}{{"dialer to acceptor", a, b}, {"acceptor to dialer", b, a}} {
 				payload := pattern(make([]byte, n), uint64(n))
 				h := header(int64(-n), uint64(n), n)
-				h.Flags = codec.FlagLast
+				h.Flags = wire.FlagLast
 				wait := e.asyncOK(func() error { return dir.from.WriteMessage(context.Background(), h, payload) })
 				got, data, err := readMessage(dir.to)
 				require.NoError(t, err, dir.name)
@@ -333,7 +334,7 @@ func testPartialSkip(t *testing.T, e *env) {
 		return nil
 	})
 	for i, r := range reads {
-		var h codec.Header
+		var h wire.Header
 		require.NoError(t, b.ReadHeader(&h))
 		require.Equal(t, uint64(i), h.Comm, "a skipped payload was read as a header")
 		if r == 0 {
@@ -365,7 +366,7 @@ func testOverrun(t *testing.T, e *env) {
 		h = header(0, 2, 0)
 		return a.WriteMessage(context.Background(), h, nil)
 	})
-	var h codec.Header
+	var h wire.Header
 	require.NoError(t, b.ReadHeader(&h))
 	require.Error(t, b.ReadPayload(make([]byte, 101)))
 	p := make([]byte, 100)
@@ -454,7 +455,7 @@ func testInvalidWrite(t *testing.T, e *env) {
 	require.Error(t, a.WriteMessage(context.Background(), h, make([]byte, 9)), "payload shorter than Length")
 	bad := header(0, 1, 0)
 	bad.DType = 0
-	require.ErrorIs(t, a.WriteMessage(context.Background(), bad, nil), codec.ErrBadHeader)
+	require.ErrorIs(t, a.WriteMessage(context.Background(), bad, nil), wire.ErrBadHeader)
 	// The link is still usable and nothing of the rejected messages went
 	// out.
 	h = header(0, 2, 3)
@@ -473,7 +474,7 @@ func settle() { time.Sleep(50 * time.Millisecond) }
 func testCloseUnblocksRead(t *testing.T, e *env) {
 	_, b := e.pair(t)
 	wait := e.async(func() error {
-		var h codec.Header
+		var h wire.Header
 		return b.ReadHeader(&h)
 	})
 	settle()
@@ -512,7 +513,7 @@ func testUseAfterClose(t *testing.T, e *env) {
 	a, b := e.pair(t)
 	require.NoError(t, a.Close())
 	require.NoError(t, a.Close(), "Close is idempotent")
-	var h codec.Header
+	var h wire.Header
 	require.ErrorIs(t, a.ReadHeader(&h), net.ErrClosed)
 	require.ErrorIs(t, a.ReadPayload(make([]byte, 1)), net.ErrClosed)
 	w := header(0, 1, 1)
@@ -540,7 +541,7 @@ func testEOFAtBoundary(t *testing.T, e *env) {
 		require.Equal(t, uint64(i), h.Comm)
 		require.Equal(t, pattern(make([]byte, n), uint64(i)), p)
 	}
-	var h codec.Header
+	var h wire.Header
 	require.ErrorIs(t, b.ReadHeader(&h), io.EOF)
 	require.NoError(t, wait(t))
 	require.ErrorIs(t, b.ReadHeader(&h), io.EOF, "io.EOF again after the end")
@@ -553,7 +554,7 @@ func testUnexpectedEOF(t *testing.T, e *env) {
 	}{
 		{"ReadPayload", func(l transport.Link) error { return l.ReadPayload(make([]byte, bigMessage-(1<<20))) }},
 		{"ReadHeader skips", func(l transport.Link) error {
-			var h codec.Header
+			var h wire.Header
 			return l.ReadHeader(&h)
 		}},
 	} {
@@ -562,7 +563,7 @@ func testUnexpectedEOF(t *testing.T, e *env) {
 			h := header(0, 1, bigMessage)
 			payload := pattern(make([]byte, bigMessage), 1)
 			wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
-			var got codec.Header
+			var got wire.Header
 			require.NoError(t, b.ReadHeader(&got))
 			p := make([]byte, 1<<20)
 			require.NoError(t, b.ReadPayload(p))
@@ -603,7 +604,7 @@ func testCancelMidWrite(t *testing.T, e *env) {
 	h := header(0, 1, bigMessage)
 	payload := make([]byte, bigMessage)
 	wait := e.async(func() error { return a.WriteMessage(ctx, h, payload) })
-	var got codec.Header
+	var got wire.Header
 	require.NoError(t, b.ReadHeader(&got))
 	require.NoError(t, b.ReadPayload(make([]byte, 1<<20)))
 	cancel()

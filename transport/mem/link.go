@@ -8,7 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
 	"github.com/gocoll/gocoll/transport/internal/writelock"
@@ -17,7 +17,7 @@ import (
 // message is what a writer hands to the reader: the header, and the
 // writer's own payload slice, which the reader copies from.
 type message struct {
-	h       codec.Header
+	h       wire.Header
 	payload []byte
 }
 
@@ -151,7 +151,7 @@ func (e *end) String() string {
 // both ctx.Err() and net.ErrClosed. After Close the error wraps
 // net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
 // WriteMessage does not allocate.
-func (e *end) WriteMessage(ctx context.Context, h codec.Header, payload []byte) error {
+func (e *end) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
 	p := e.out
 	ctxDone, err := p.wsem.Acquire(ctx, "mem", &h, payload, e.done, p.readerGone)
 	switch err {
@@ -169,7 +169,7 @@ func (e *end) WriteMessage(ctx context.Context, h codec.Header, payload []byte) 
 }
 
 // write sends one message; the caller holds wsem.
-func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *codec.Header, payload []byte) error {
+func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header, payload []byte) error {
 	p := e.out
 	select {
 	case <-e.done:
@@ -210,10 +210,10 @@ func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *codec.Heade
 		// End the pipe under the same lock, so that the reader
 		// cannot finish in between and the message counts as lost.
 		p.endLocked(true, false)
-		sent := codec.HeaderSize + p.copied
+		sent := wire.HeaderSize + p.copied
 		p.mu.Unlock()
 		e.Close()
-		return &linkerr.Interrupted{Net: "mem", Cause: ctx.Err(), Sent: int64(sent), Total: int64(codec.HeaderSize + len(payload))}
+		return &linkerr.Interrupted{Net: "mem", Cause: ctx.Err(), Sent: int64(sent), Total: int64(wire.HeaderSize + len(payload))}
 	case <-e.done:
 	case <-p.readerGone:
 	}
@@ -235,7 +235,7 @@ func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *codec.Heade
 // or died at a message boundary, io.ErrUnexpectedEOF when it did so
 // inside a message, and an error wrapping net.ErrClosed after Close.
 // ReadHeader does not allocate.
-func (e *end) ReadHeader(h *codec.Header) error {
+func (e *end) ReadHeader(h *wire.Header) error {
 	if isClosed(e.done) {
 		return e.closedErr("read")
 	}

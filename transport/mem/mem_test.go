@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/wire"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
@@ -22,8 +23,8 @@ import (
 	"github.com/gocoll/gocoll/transport/mem"
 )
 
-func header(n int) codec.Header {
-	return codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
+func header(n int) wire.Header {
+	return wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
 }
 
 // pair returns a dialed link of rank dial to rank accept and the accepted
@@ -71,7 +72,7 @@ func TestAllocs(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var got codec.Header
+		var got wire.Header
 		for range runs + 1 { // AllocsPerRun adds a warm-up run
 			if b.ReadHeader(&got) != nil || b.ReadPayload(dst) != nil {
 				return
@@ -199,7 +200,7 @@ func TestCancelWhileWaitingForReader(t *testing.T) {
 
 	h = header(2)
 	ch = result(func() error { return a.WriteMessage(context.Background(), h, []byte("ok")) })
-	var got codec.Header
+	var got wire.Header
 	require.NoError(t, b.ReadHeader(&got))
 	p := make([]byte, 2)
 	require.NoError(t, b.ReadPayload(p))
@@ -211,7 +212,7 @@ func TestCancelWhileWaitingForReader(t *testing.T) {
 func deadPeer(t *testing.T, a, b transport.Link) {
 	t.Helper()
 	for _, l := range []transport.Link{a, b} {
-		var h codec.Header
+		var h wire.Header
 		require.ErrorIs(t, l.ReadHeader(&h), io.EOF)
 		w := header(1)
 		err := l.WriteMessage(context.Background(), w, []byte{1})
@@ -234,7 +235,7 @@ func TestBreak(t *testing.T) {
 	t.Run("blocked calls", func(t *testing.T) {
 		a, b := pair(t, mem.NewNetwork().Transport(), 0, 1)
 		read := result(func() error {
-			var h codec.Header
+			var h wire.Header
 			return b.ReadHeader(&h)
 		})
 		h := header(10)
@@ -256,7 +257,7 @@ func TestBreak(t *testing.T) {
 		a, b := pair(t, mem.NewNetwork().Transport(), 0, 1)
 		h := header(10)
 		write := result(func() error { return a.WriteMessage(context.Background(), h, make([]byte, 10)) })
-		var got codec.Header
+		var got wire.Header
 		require.NoError(t, b.ReadHeader(&got))
 		require.NoError(t, b.ReadPayload(make([]byte, 4)))
 		require.NoError(t, mem.Break(b))
@@ -295,7 +296,7 @@ func TestDisconnect(t *testing.T) {
 	// The other link is untouched.
 	h := header(1)
 	ch := result(func() error { return other.WriteMessage(context.Background(), h, []byte{9}) })
-	var got codec.Header
+	var got wire.Header
 	require.NoError(t, otherB.ReadHeader(&got))
 	require.NoError(t, otherB.ReadPayload(make([]byte, 1)))
 	require.NoError(t, wait(t, ch))
@@ -344,7 +345,7 @@ func TestListenerCloseClosesQueued(t *testing.T) {
 	require.NoError(t, err)
 	defer a.Close()
 	require.NoError(t, ln.Close())
-	var h codec.Header
+	var h wire.Header
 	require.ErrorIs(t, a.ReadHeader(&h), io.EOF)
 	w := header(0)
 	require.ErrorIs(t, a.WriteMessage(context.Background(), w, nil), syscall.EPIPE)

@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/shmem"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
 	"github.com/gocoll/gocoll/transport/internal/writelock"
@@ -31,7 +31,7 @@ import (
 // which the reader copies with process_vm_readv.
 const (
 	prefixSize = 8
-	recordSize = prefixSize + codec.HeaderSize
+	recordSize = prefixSize + wire.HeaderSize
 )
 
 // maxChunk bounds the bytes that a writer copies into the ring before it
@@ -291,7 +291,7 @@ func (l *link) stopped(ctxDone <-chan struct{}) error {
 
 // WriteMessage sends h and payload as one message. It does not retain h
 // or payload after it returns. len(payload) must equal h.Length and h
-// must be valid (codec.Header.Validate); otherwise nothing is sent, the
+// must be valid (wire.Header.Validate); otherwise nothing is sent, the
 // link stays usable and the error says why.
 //
 // A message that fits in the free space of the ring is copied in and
@@ -307,7 +307,7 @@ func (l *link) stopped(ctxDone <-chan struct{}) error {
 // ctx.Err() and net.ErrClosed. After Close the error wraps
 // net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
 // WriteMessage does not allocate.
-func (l *link) WriteMessage(ctx context.Context, h codec.Header, payload []byte) error {
+func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
 	ctxDone, err := l.wsem.Acquire(ctx, "shm", &h, payload, l.done, nil)
 	if err != nil {
 		if err == writelock.ErrClosed {
@@ -330,7 +330,7 @@ func (l *link) WriteMessage(ctx context.Context, h codec.Header, payload []byte)
 // write sends one message; the caller holds wsem and counts among the
 // writing users. It returns the reasons of await, and a descriptive
 // error for a peer that broke the protocol.
-func (l *link) write(ctxDone <-chan struct{}, h *codec.Header, payload []byte) error {
+func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) error {
 	if l.theirs.Load() != sideOpen {
 		return errPeerGone
 	}
@@ -348,7 +348,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *codec.Header, payload []byte) e
 		l.out.ack.Store(ackPending)
 	}
 	binary.LittleEndian.PutUint64(l.wrec[:prefixSize], addr)
-	h.MarshalTo((*[codec.HeaderSize]byte)(l.wrec[prefixSize:]))
+	h.MarshalTo((*[wire.HeaderSize]byte)(l.wrec[prefixSize:]))
 
 	// The record goes in whole or not at all, so that a context that
 	// ends while the ring is full leaves the link at a boundary.
@@ -436,7 +436,7 @@ func (l *link) writeErr(ctx context.Context, err error, payload int) error {
 		}
 		sent := int64(l.wpub-l.wstart) - prefixSize
 		l.Close()
-		return &linkerr.Interrupted{Net: "shm", Cause: ctx.Err(), Sent: sent, Total: int64(codec.HeaderSize + payload)}
+		return &linkerr.Interrupted{Net: "shm", Cause: ctx.Err(), Sent: sent, Total: int64(wire.HeaderSize + payload)}
 	}
 	switch err {
 	case errLocalClosed:
@@ -462,10 +462,10 @@ func (l *link) closedErr(op string) error {
 // first skipping what is left of the previous message's payload. It
 // returns io.EOF when the peer closed the link or died at a message
 // boundary, io.ErrUnexpectedEOF when it did so inside a message, an
-// error wrapping codec.ErrBadHeader for a header that does not decode
+// error wrapping wire.ErrBadHeader for a header that does not decode
 // (the link is then closed), and an error wrapping net.ErrClosed after
 // Close. ReadHeader does not allocate.
-func (l *link) ReadHeader(h *codec.Header) error {
+func (l *link) ReadHeader(h *wire.Header) error {
 	if !l.enter(&l.rusers) {
 		return l.closedErr("read")
 	}
@@ -474,7 +474,7 @@ func (l *link) ReadHeader(h *codec.Header) error {
 	return err
 }
 
-func (l *link) readHeader(h *codec.Header) error {
+func (l *link) readHeader(h *wire.Header) error {
 	if l.remaining > 0 {
 		if err := l.skip(); err != nil {
 			return err
@@ -489,9 +489,9 @@ func (l *link) readHeader(h *codec.Header) error {
 	l.in.get(l.rhead, l.rrec[:])
 	l.consume(recordSize)
 	addr := binary.LittleEndian.Uint64(l.rrec[:prefixSize])
-	err := h.Unmarshal((*[codec.HeaderSize]byte)(l.rrec[prefixSize:]))
+	err := h.Unmarshal((*[wire.HeaderSize]byte)(l.rrec[prefixSize:]))
 	if err == nil && addr != 0 && h.Length == 0 {
-		err = fmt.Errorf("%w: CMA descriptor for an empty payload", codec.ErrBadHeader)
+		err = fmt.Errorf("%w: CMA descriptor for an empty payload", wire.ErrBadHeader)
 	}
 	if err != nil {
 		l.Close()

@@ -15,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/linktest"
 	"github.com/gocoll/gocoll/transport/shm"
@@ -155,7 +155,7 @@ func TestPeerKilled(t *testing.T) {
 			l, cmd := startHelper(t, ln, tc.mode)
 			require.NoError(t, readWhole(l, []byte("hello")))
 			if tc.partial {
-				var h codec.Header
+				var h wire.Header
 				require.NoError(t, l.ReadHeader(&h))
 				require.Equal(t, uint64(helperLarge), h.Length)
 				p := make([]byte, 1<<20)
@@ -177,11 +177,11 @@ func TestPeerKilled(t *testing.T) {
 				if tc.partial {
 					return l.ReadPayload(make([]byte, helperLarge-(1<<20)))
 				}
-				var h codec.Header
+				var h wire.Header
 				return l.ReadHeader(&h)
 			})
 			require.ErrorIs(t, result(t, read, 10*time.Second), tc.want)
-			var h codec.Header
+			var h wire.Header
 			require.ErrorIs(t, l.ReadHeader(&h), tc.want, "and again")
 			require.ErrorIs(t, result(t, blocked, 10*time.Second), syscall.EPIPE, "a write to a dead process must fail")
 		})
@@ -201,9 +201,9 @@ func TestServingHelpers(t *testing.T) {
 
 	sink, _ := startHelper(t, ln, "sink")
 	h := header(4, 2*shm.CMAThreshold)
-	h.Flags = codec.FlagLast
+	h.Flags = wire.FlagLast
 	require.NoError(t, sink.WriteMessage(context.Background(), h, make([]byte, h.Length)))
-	var got codec.Header
+	var got wire.Header
 	require.NoError(t, sink.ReadHeader(&got))
 	require.Zero(t, got.Length, "the sink answers with an empty message")
 }

@@ -27,14 +27,15 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/auth"
 	"github.com/gocoll/gocoll/transport/linktest"
 	"github.com/gocoll/gocoll/transport/shm"
 )
 
-func header(tag int64, n int) codec.Header {
-	return codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Tag: tag, Count: uint64(n), Length: uint64(n), Root: -1}
+func header(tag int64, n int) wire.Header {
+	return wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Tag: tag, Count: uint64(n), Length: uint64(n), Root: -1}
 }
 
 // fill fills b with bytes that depend on seed.
@@ -160,7 +161,7 @@ func TestWrapAround(t *testing.T) {
 	})
 	pieces := rand.New(rand.NewPCG(3, 4))
 	for i := range messages {
-		var h codec.Header
+		var h wire.Header
 		require.NoError(t, b.ReadHeader(&h))
 		require.Equal(t, uint64(i), h.Comm)
 		p, err := readInPieces(b, int(h.Length), pieces)
@@ -191,7 +192,7 @@ func TestLargerThanRing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			payload := fill(make([]byte, tc.size), uint64(i))
 			done := async(func() error { return a.WriteMessage(context.Background(), header(int64(i), tc.size), payload) })
-			var h codec.Header
+			var h wire.Header
 			require.NoError(t, b.ReadHeader(&h))
 			require.Equal(t, int64(i), h.Tag, "a skipped payload was read as a header")
 			n := tc.read
@@ -258,7 +259,7 @@ func TestConcurrentWriters(t *testing.T) {
 			}
 			next := make([]int, writers)
 			for range writers * perWriter {
-				var h codec.Header
+				var h wire.Header
 				require.NoError(t, b.ReadHeader(&h))
 				w, i := int(h.Tag)/tags, int(h.Comm)
 				require.Equal(t, next[w], i, "writer %d: messages out of order", w)
@@ -304,7 +305,7 @@ func TestLargePayloads(t *testing.T) {
 					seed := uint64(round*100 + i)
 					payload := fill(make([]byte, n), seed)
 					done := async(func() error { return a.WriteMessage(context.Background(), header(int64(i), n), payload) })
-					var h codec.Header
+					var h wire.Header
 					require.NoError(t, b.ReadHeader(&h))
 					require.Equal(t, uint64(n), h.Length)
 					got, err := readInPieces(b, n, r)
@@ -330,7 +331,7 @@ func TestCMAWaitsForReader(t *testing.T) {
 	write := func() <-chan error {
 		return async(func() error { return a.WriteMessage(context.Background(), h, payload) })
 	}
-	var got codec.Header
+	var got wire.Header
 	p := make([]byte, len(payload))
 	pending := func(t *testing.T, done <-chan error) {
 		t.Helper()
@@ -435,7 +436,7 @@ func TestWakeAfterIdle(t *testing.T) {
 
 // readWhole reads the next message of l and checks that it is want.
 func readWhole(l transport.Link, want []byte) error {
-	var h codec.Header
+	var h wire.Header
 	if err := l.ReadHeader(&h); err != nil {
 		return err
 	}
@@ -473,7 +474,7 @@ func TestCloseDuringTraffic(t *testing.T) {
 			wg.Go(func() {
 				p := make([]byte, 3*shm.CMAThreshold)
 				for {
-					var h codec.Header
+					var h wire.Header
 					if l.ReadHeader(&h) != nil {
 						return
 					}
@@ -626,7 +627,7 @@ func TestAllocs(t *testing.T) {
 				}
 			}()
 			defer close(start)
-			var got codec.Header
+			var got wire.Header
 			allocs := testing.AllocsPerRun(1000, func() {
 				start <- struct{}{}
 				if err := b.ReadHeader(&got); err != nil {

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport"
 	"github.com/gocoll/gocoll/transport/internal/handshake"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
@@ -29,7 +29,7 @@ type link struct {
 
 	// Write side, owned by the holder of wsem.
 	wsem      writelock.Lock
-	hdr       [codec.HeaderSize]byte
+	hdr       [wire.HeaderSize]byte
 	iov       [2][]byte   // header and payload
 	bufs      net.Buffers // slice of iov, consumed by WriteTo
 	interrupt func()      // the method value l.interruptWrite, made once
@@ -37,7 +37,7 @@ type link struct {
 
 	// Read side, owned by the reading goroutine.
 	r         *bufio.Reader
-	rhdr      [codec.HeaderSize]byte
+	rhdr      [wire.HeaderSize]byte
 	remaining uint64 // unread payload bytes of the current message
 }
 
@@ -65,7 +65,7 @@ func (l *link) String() string {
 
 // WriteMessage sends h and payload as one message with a single writev
 // system call. It does not retain h or payload. len(payload) must equal
-// h.Length and h must be valid (codec.Header.Validate); otherwise nothing
+// h.Length and h must be valid (wire.Header.Validate); otherwise nothing
 // is sent, the link stays usable and the error says why.
 //
 // If ctx is done before the message starts to go out, WriteMessage
@@ -76,7 +76,7 @@ func (l *link) String() string {
 //
 // With a context that can never be done (ctx.Done() == nil, as for
 // context.Background()), WriteMessage does not allocate.
-func (l *link) WriteMessage(ctx context.Context, h codec.Header, payload []byte) error {
+func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
 	ctxDone, err := l.wsem.Acquire(ctx, "tcp", &h, payload, l.done, nil)
 	if err != nil {
 		if err == writelock.ErrClosed {
@@ -90,7 +90,7 @@ func (l *link) WriteMessage(ctx context.Context, h codec.Header, payload []byte)
 }
 
 // write sends one message; the caller holds wsem.
-func (l *link) write(ctx context.Context, watch bool, h *codec.Header, payload []byte) error {
+func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []byte) error {
 	select {
 	case <-l.done:
 		return l.closedErr("write")
@@ -124,7 +124,7 @@ func (l *link) write(ctx context.Context, watch bool, h *codec.Header, payload [
 			return ctx.Err()
 		}
 		l.Close()
-		return &linkerr.Interrupted{Net: "tcp", Cause: ctx.Err(), Sent: n, Total: int64(codec.HeaderSize + len(payload))}
+		return &linkerr.Interrupted{Net: "tcp", Cause: ctx.Err(), Sent: n, Total: int64(wire.HeaderSize + len(payload))}
 	}
 	if err != nil {
 		l.Close()
@@ -150,11 +150,11 @@ func (l *link) resetWriteDeadline() error {
 // ReadHeader reads the next message's header into h, first skipping what
 // is left of the previous message's payload. It returns io.EOF when the
 // peer closed the link at a message boundary, io.ErrUnexpectedEOF when
-// the stream ended inside a message, an error wrapping codec.ErrBadHeader
+// the stream ended inside a message, an error wrapping wire.ErrBadHeader
 // for a header that does not decode (the link is then closed), and an
 // error wrapping net.ErrClosed after Close. Other errors are the
 // connection's (for example a reset).
-func (l *link) ReadHeader(h *codec.Header) error {
+func (l *link) ReadHeader(h *wire.Header) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/wire"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/transport"
@@ -23,8 +24,8 @@ import (
 	"github.com/gocoll/gocoll/transport/tcp"
 )
 
-func header(n int) codec.Header {
-	return codec.Header{Kind: codec.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
+func header(n int) wire.Header {
+	return wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
 }
 
 func TestOptions(t *testing.T) {
@@ -53,7 +54,7 @@ func TestOptions(t *testing.T) {
 			a, b := linktest.Pair(t, tr)
 			h := header(3)
 			require.NoError(t, a.WriteMessage(context.Background(), h, []byte("abc")))
-			var got codec.Header
+			var got wire.Header
 			require.NoError(t, b.ReadHeader(&got))
 			p := make([]byte, 3)
 			require.NoError(t, b.ReadPayload(p))
@@ -97,7 +98,7 @@ func TestWriteMessageAllocs(t *testing.T) {
 	payload := make([]byte, 1000)
 	h := header(len(payload))
 	dst := make([]byte, len(payload))
-	var got codec.Header
+	var got wire.Header
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := a.WriteMessage(ctx, h, payload); err != nil {
@@ -165,7 +166,7 @@ func TestListenerCloseEndsHandshakes(t *testing.T) {
 	require.NoError(t, silent.SetReadDeadline(time.Now().Add(5*time.Second)))
 	_, err = silent.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
-	var h codec.Header
+	var h wire.Header
 	// The dialer's last handshake byte may still be unread when the
 	// listener closes the connection, which then resets it.
 	err = waiting.ReadHeader(&h)
@@ -203,16 +204,16 @@ func fakePeer(t *testing.T, serve func(c net.Conn)) string {
 
 func TestBadHeaderClosesLink(t *testing.T) {
 	addr := fakePeer(t, func(c net.Conn) {
-		c.Write(bytes.Repeat([]byte{0xa5}, codec.HeaderSize))
+		c.Write(bytes.Repeat([]byte{0xa5}, wire.HeaderSize))
 		io.Copy(io.Discard, c)
 	})
 	var tr tcp.Transport
 	l, err := tr.Dial(context.Background(), addr, 1, linktest.Config(0, nil))
 	require.NoError(t, err)
 	defer l.Close()
-	var h codec.Header
+	var h wire.Header
 	err = l.ReadHeader(&h)
-	require.ErrorIs(t, err, codec.ErrBadHeader)
+	require.ErrorIs(t, err, wire.ErrBadHeader)
 	assert.Contains(t, err.Error(), "rank 1")
 	require.ErrorIs(t, l.ReadHeader(&h), net.ErrClosed, "the link is closed after a bad header")
 }
@@ -225,28 +226,28 @@ func TestTruncatedMessage(t *testing.T) {
 		want error
 	}{
 		{"half a header", func(c net.Conn) {
-			var b [codec.HeaderSize]byte
+			var b [wire.HeaderSize]byte
 			h := header(100)
 			h.MarshalTo(&b)
 			c.Write(b[:30])
 		}, func(l transport.Link) error {
-			var h codec.Header
+			var h wire.Header
 			return l.ReadHeader(&h)
 		}, io.ErrUnexpectedEOF},
 		{"header and part of the payload", func(c net.Conn) {
-			var b [codec.HeaderSize]byte
+			var b [wire.HeaderSize]byte
 			h := header(100)
 			h.MarshalTo(&b)
 			c.Write(append(b[:], make([]byte, 10)...))
 		}, func(l transport.Link) error {
-			var h codec.Header
+			var h wire.Header
 			if err := l.ReadHeader(&h); err != nil {
 				return err
 			}
 			return l.ReadPayload(make([]byte, 100))
 		}, io.ErrUnexpectedEOF},
 		{"nothing", func(c net.Conn) {}, func(l transport.Link) error {
-			var h codec.Header
+			var h wire.Header
 			return l.ReadHeader(&h)
 		}, io.EOF},
 	}
@@ -324,7 +325,7 @@ func TestLargeReadBypassesBuffer(t *testing.T) {
 	}
 	h := header(len(payload))
 	go a.WriteMessage(context.Background(), h, payload)
-	var got codec.Header
+	var got wire.Header
 	require.NoError(t, b.ReadHeader(&got))
 	dst := make([]byte, len(payload))
 	off := 0

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/gocoll/gocoll/transport/internal/linkerr"
 )
 
@@ -37,7 +37,7 @@ var (
 // never be done.
 //
 // Acquire does not allocate unless it fails on a bad message.
-func (w Lock) Acquire(ctx context.Context, netw string, h *codec.Header, payload []byte, done, gone <-chan struct{}) (ctxDone <-chan struct{}, err error) {
+func (w Lock) Acquire(ctx context.Context, netw string, h *wire.Header, payload []byte, done, gone <-chan struct{}) (ctxDone <-chan struct{}, err error) {
 	if uint64(len(payload)) != h.Length {
 		return nil, linkerr.LengthMismatch(netw, len(payload), h.Length)
 	}

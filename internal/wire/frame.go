@@ -1,10 +1,12 @@
-package codec
+package wire
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gocoll/gocoll/codec"
 )
 
 // HeaderSize is the size of an encoded Header in bytes.
@@ -105,13 +107,6 @@ const (
 	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe
 )
 
-// CodecID names the wire encoding of a payload. CodecNone means the payload
-// is the elements' own little-endian bytes.
-type CodecID uint8
-
-// CodecNone is the identity encoding. The other codecs are in compress.go.
-const CodecNone CodecID = 0
-
 // Header is the fixed-size header in front of every message. All fields
 // travel little-endian at fixed offsets:
 //
@@ -141,9 +136,9 @@ const CodecNone CodecID = 0
 type Header struct {
 	Flags  Flags
 	Kind   Kind
-	DType  DType
-	Codec  CodecID
-	Op     OpID
+	DType  codec.DType
+	Codec  codec.CodecID
+	Op     codec.OpID
 	Comm   uint64 // communicator id
 	Seq    uint64 // collective sequence number on Comm; 0 for point-to-point
 	Tag    int64  // matching tag
@@ -190,9 +185,9 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	}
 	h.Flags = Flags(b[3])
 	h.Kind = Kind(b[4])
-	h.DType = DType(b[5])
-	h.Codec = CodecID(b[6])
-	h.Op = OpID(b[7])
+	h.DType = codec.DType(b[5])
+	h.Codec = codec.CodecID(b[6])
+	h.Op = codec.OpID(b[7])
 	h.Comm = binary.LittleEndian.Uint64(b[8:])
 	h.Seq = binary.LittleEndian.Uint64(b[16:])
 	h.Tag = int64(binary.LittleEndian.Uint64(b[24:]))
@@ -216,7 +211,7 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: unknown element type %d", ErrBadHeader, uint8(h.DType))
 	case !h.Codec.Valid():
 		return fmt.Errorf("%w: unknown codec %d", ErrBadHeader, uint8(h.Codec))
-	case h.Op >= numOps:
+	case !h.Op.Valid():
 		return fmt.Errorf("%w: unknown op %d", ErrBadHeader, uint8(h.Op))
 	case !h.Algorithm.Valid():
 		return fmt.Errorf("%w: unknown algorithm %d", ErrBadHeader, uint8(h.Algorithm))
@@ -236,7 +231,7 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: count of %d %s elements overflows", ErrBadHeader, h.Count, h.DType)
 	case h.Offset > h.Count:
 		return fmt.Errorf("%w: offset %d beyond count %d", ErrBadHeader, h.Offset, h.Count)
-	case h.Codec != CodecNone:
+	case h.Codec != codec.CodecNone:
 		return h.validateCodec(size)
 	case h.Length%size != 0:
 		return fmt.Errorf("%w: payload of %d bytes is not a whole number of %s elements", ErrBadHeader, h.Length, h.DType)
@@ -256,7 +251,7 @@ func (h *Header) validateCodec(size uint64) error {
 	room := h.Count - h.Offset
 	if h.Codec.Lossy() {
 		switch {
-		case h.DType != Float32 && h.DType != Float64:
+		case h.DType != codec.Float32 && h.DType != codec.Float64:
 			return fmt.Errorf("%w: %s payload of %s elements", ErrBadHeader, h.Codec, h.DType)
 		case h.Length%2 != 0:
 			return fmt.Errorf("%w: %s payload of %d bytes is not a whole number of elements", ErrBadHeader, h.Codec, h.Length)
@@ -285,9 +280,9 @@ func (h *Header) validateKind() error {
 		}
 	}
 	switch reduces := kindReduces(h.Kind); {
-	case reduces && h.Op == OpNone:
+	case reduces && h.Op == codec.OpNone:
 		return fmt.Errorf("%w: %s frame without an op", ErrBadHeader, h.Kind)
-	case !reduces && h.Op != OpNone:
+	case !reduces && h.Op != codec.OpNone:
 		return fmt.Errorf("%w: op %s on %s frame", ErrBadHeader, h.Op, h.Kind)
 	}
 	switch ordered := h.Kind != KindSend && h.Kind != KindControl; {

@@ -1,8 +1,10 @@
-package codec
+package wire
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gocoll/gocoll/codec"
 )
 
 // Algorithm names the algorithm of a collective call on the wire. Every
@@ -62,7 +64,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(a), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of %s)", ErrInvalid, s, strings.Join(algorithmNames[:], ", "))
+	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of %s)", codec.ErrInvalid, s, strings.Join(algorithmNames[:], ", "))
 }
 
 // Call is the identity of one collective call: what every rank of a
@@ -72,8 +74,8 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 // two ranks called different things.
 type Call struct {
 	Kind      Kind
-	DType     DType
-	Op        OpID
+	DType     codec.DType
+	Op        codec.OpID
 	Count     int // elements of the whole operation
 	Root      int // -1 for collectives without a root
 	Algorithm Algorithm
@@ -91,7 +93,7 @@ func (c Call) String() string {
 		return "Split"
 	}
 	s := fmt.Sprintf("%s(%d × %s", c.Kind, c.Count, c.DType)
-	if c.Op != OpNone {
+	if c.Op != codec.OpNone {
 		s += ", " + c.Op.String()
 	}
 	if c.Root >= 0 {

@@ -1,9 +1,11 @@
-package codec
+package wire
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gocoll/gocoll/codec"
 )
 
 // accepted lists the algorithms each collective accepts; the first is the
@@ -48,7 +50,7 @@ func ParseCollective(s string) (Kind, error) {
 		names = append(names, strings.ToLower(k.String()))
 	}
 	slices.Sort(names)
-	return 0, fmt.Errorf("%w: unknown collective %q (want one of %s)", ErrInvalid, s, strings.Join(names, ", "))
+	return 0, fmt.Errorf("%w: unknown collective %q (want one of %s)", codec.ErrInvalid, s, strings.Join(names, ", "))
 }
 
 // Fallback returns the algorithm the selector takes for the collective of

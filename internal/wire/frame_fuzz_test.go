@@ -1,8 +1,9 @@
-package codec
+package wire
 
 import (
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
 	fuzz "github.com/google/gofuzz"
 	"github.com/stretchr/testify/require"
 )
@@ -78,17 +79,17 @@ func TestHeaderGofuzz(t *testing.T) {
 		// from just past its range.
 		often := func() bool { return c.Intn(5) > 0 }
 		h.Kind = Kind(c.Intn(int(numKinds) + 1))
-		h.DType = DType(c.Intn(int(numDTypes) + 1))
+		h.DType = codec.DType(c.Intn(int(limit(codec.DType.Valid)) + 1))
 		// Every codec and one past the last; CodecNone half the time.
-		h.Codec = CodecID(c.Intn(int(numCodecs) + 1))
+		h.Codec = codec.CodecID(c.Intn(int(limit(codec.CodecID.Valid)) + 1))
 		if c.RandBool() {
-			h.Codec = CodecNone
+			h.Codec = codec.CodecNone
 		}
-		h.Op = OpID(c.Intn(int(numOps) + 1))
+		h.Op = codec.OpID(c.Intn(int(limit(codec.OpID.Valid)) + 1))
 		if often() {
-			h.Op = OpNone
+			h.Op = codec.OpNone
 			if kindReduces(h.Kind) {
-				h.Op = OpID(1 + c.Intn(int(numOps)-1))
+				h.Op = codec.OpID(1 + c.Intn(int(limit(codec.OpID.Valid))-1))
 			}
 		}
 		h.Flags = Flags(c.Intn(int(knownFlags) + 2))
@@ -129,7 +130,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		switch {
 		case h.Codec.Lossy():
 			h.Length = h.Length / size * 2 // two bytes an element
-		case h.Codec != CodecNone && h.Length > 0:
+		case h.Codec != codec.CodecNone && h.Length > 0:
 			h.Length -= uint64(c.Intn(2)) // often smaller than raw
 		}
 		if h.Flags&(FlagGoodbye|FlagProbe) != 0 && often() {
@@ -150,7 +151,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		checkHeader(t, &h)
 		if h.Validate() == nil {
 			valid++
-			if h.Codec != CodecNone {
+			if h.Codec != codec.CodecNone {
 				compressed++
 			}
 		}
@@ -173,4 +174,16 @@ func TestHeaderGofuzz(t *testing.T) {
 		}
 		checkHeaderBytes(t, &b)
 	}
+}
+
+// limit is one past the largest value of a codec enumeration that valid
+// accepts: the first unknown one.
+func limit[T ~uint8](valid func(T) bool) T {
+	var n T
+	for v := range T(255) {
+		if valid(v) {
+			n = v + 1
+		}
+	}
+	return n
 }
