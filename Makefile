@@ -48,10 +48,12 @@ fuzz:
 # bcast and gather of 2 ranks over shared memory and tcp, allreduce's link
 # algorithms of 4 ranks over tcp for the cost model, and the gob-encoded
 # object collectives; then a plot beside Open MPI's and mpi4py's figures
-# where ../shared/anchors has them, the comparison with those, and the
+# where bench/reference/results (or REFERENCE=dir) has them (see
+# bench/reference/README.md), the comparison with those, and the
 # model fitted to the tcp points.
 RESULTS := bench/results
-ANCHORS := $(wildcard ../shared/anchors/results/openmpi.csv ../shared/anchors/results/mpi4py.csv)
+REFERENCE ?= bench/reference/results
+ANCHORS := $(wildcard $(REFERENCE)/openmpi.csv $(REFERENCE)/mpi4py.csv)
 SWEEP   := $(BIN)/gocoll bench --scale 0.5
 bench: build
 	mkdir -p $(RESULTS)

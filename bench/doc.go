@@ -1,6 +1,6 @@
 // Package bench measures collectives the way the OSU micro-benchmarks and
 // nccl-tests do, and reads and writes the results in the format that the
-// reference scripts in ../shared/anchors use, so that a sweep of gocoll
+// reference scripts in bench/reference use, so that a sweep of gocoll
 // and one of Open MPI or mpi4py on the same machine sit side by side.
 //
 // A Result is one (collective, size) point: the average time of a call,

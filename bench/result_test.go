@@ -76,14 +76,11 @@ func TestCSVRoundTrip(t *testing.T) {
 	}
 }
 
-// TestReadAnchors reads the reference results of ../shared/anchors, the
-// files that gocoll bench compare joins ours with, in their own format.
+// TestReadAnchors reads reference results in the format of
+// bench/reference's scripts, the files that gocoll bench compare joins
+// ours with.
 func TestReadAnchors(t *testing.T) {
-	const anchors = "../../shared/anchors/results/openmpi.csv"
-	f, err := os.Open(anchors)
-	if os.IsNotExist(err) {
-		f, err = os.Open("testdata/openmpi.csv")
-	}
+	f, err := os.Open("testdata/openmpi.csv")
 	require.NoError(t, err)
 	defer f.Close()
 	rs, err := ReadCSV(f)

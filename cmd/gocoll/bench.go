@@ -33,8 +33,8 @@ const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collective
        gocoll bench <tool> [arguments]
 
 Bench starts a job of n ranks on this machine and sweeps collectives over
-message sizes the way the OSU micro-benchmarks and ../shared/anchors time
-them: for each collective, algorithm, chunk size, codec and size it makes
+message sizes the way the OSU micro-benchmarks and the scripts in
+bench/reference time them: for each collective, algorithm, chunk size, codec and size it makes
 a few warm-up calls, then times each call alone, between barriers. A
 rank's figure is its average; the one reported is the largest over the
 ranks, with the fastest and the slowest single call on any rank. Every

@@ -25,7 +25,7 @@ func init() {
 const benchPlotUsage = `usage: gocoll bench plot -o out.png|out.svg [--collective c,...] [--np n,...] [--transport t,...] [--impl i,...] [--title text] result.csv [more.csv ...]
 
 Plot draws the results in the CSV files (gocoll bench --csv's, or the
-anchors' from ../shared/anchors) as one image. Each collective in them
+reference results of bench/reference) as one image. Each collective in them
 gets a row of two panels: bus bandwidth (GB/s, linear) and the average
 time per call (log) against the message size (log2, in B, KiB, MiB).
 Each combination of implementation, algorithm, codec, transport and
