@@ -189,35 +189,40 @@ func (ep *endpoint) settleLoss() {
 	close(settled)
 }
 
-// passOnWithin bounds passOn: the frames are small and the links idle
-// by now, unless a peer stopped reading, and the store answers at once
-// unless it is gone.
+// passOnWithin bounds each half of passOn, the reports to the store and
+// the frames along the links: the store answers at once unless it is
+// gone, and the frames are small and the links idle by now, unless a
+// peer stopped reading.
 const passOnWithin = 200 * time.Millisecond
 
 // passOn passes a loss this rank found, or was told of, on before any
 // call of this rank can return it, and leaves the rendezvous store: a
 // program that exits on the error (without Close) would otherwise look
 // lost itself to peers still gathering news of the loss, and be named
-// with it. The loss goes along this rank's links, and to the store for
-// each rank it did not report itself, so the ranks that have no link to
-// this one hear of it from the store; leaving after that is no news.
+// with it. The loss goes to the store for each rank it did not report
+// itself, so the ranks that have no link to this one hear of it from the
+// store, and along this rank's links; leaving after that is no news.
 // Close leaves the store again later, which is harmless.
 func (ep *endpoint) passOn(failure *PeerError, lost []lostRank) {
+	// The store first, on a bound of its own: it reaches every rank, and
+	// a link to a peer that stopped reading must not use up its time.
 	ctx, cancel := context.WithTimeout(context.Background(), passOnWithin)
-	defer cancel()
-	payload := failurePayload(failure)
-	h := failureHeader(payload)
-	for i := range ep.peers {
-		if o := ep.peers[i].link.Load(); o != nil && !slices.Contains(failure.Ranks, i) {
-			_ = o.WriteMessage(ctx, h, payload)
-		}
-	}
 	for _, l := range lost {
 		if l.byStore {
 			continue
 		}
 		if err := ep.store.ReportLost(ctx, l.rank, l.cause.Error()); err != nil {
 			ep.log.Debug("reporting a loss to the rendezvous store", "lost", l.rank, "err", err)
+		}
+	}
+	cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), passOnWithin)
+	defer cancel()
+	payload := failurePayload(failure)
+	h := failureHeader(payload)
+	for i := range ep.peers {
+		if o := ep.peers[i].link.Load(); o != nil && !slices.Contains(failure.Ranks, i) {
+			_ = o.WriteMessage(ctx, h, payload)
 		}
 	}
 	if err := ep.store.Close(); err != nil {

@@ -74,6 +74,33 @@ func (f *fixture) client(t *testing.T, kind string, rank int) *Client {
 	return f.dial(t, rank)
 }
 
+// members makes the clients of ranks 0 to n-1: rank 0's in-process, as
+// rank 0 of a job holds it, the others over TCP.
+func (f *fixture) members(t *testing.T, n int) []*Client {
+	t.Helper()
+	clients := make([]*Client, n)
+	clients[0] = f.join(t, 0)
+	for r := 1; r < n; r++ {
+		clients[r] = f.dial(t, r)
+	}
+	return clients
+}
+
+// closeAndCheckGone closes the store and checks that every client but
+// clients[except] hears StoreGone last.
+func (f *fixture) closeAndCheckGone(t *testing.T, clients []*Client, except int) {
+	t.Helper()
+	require.NoError(t, f.srv.Close())
+	for r, c := range clients {
+		if r == except {
+			continue
+		}
+		ev := nextEvent(t, c)
+		require.Equal(t, StoreGone, ev.Kind, "rank %d: %v", r, ev)
+		eventsClosed(t, c)
+	}
+}
+
 // waiting is the number of gets the store holds for key.
 func (f *fixture) waiting(key string) int {
 	f.srv.mu.Lock()

@@ -576,17 +576,10 @@ func TestAbort(t *testing.T) {
 	for _, kind := range []string{"tcp", "local"} {
 		t.Run(kind, func(t *testing.T) {
 			f := serve(t, 4)
-			clients := make([]*Client, 3)
+			clients := f.members(t, 3)
 			aborter := 1
 			if kind == "local" {
 				aborter = 0
-			}
-			for r := range clients {
-				k := "tcp"
-				if r == 0 {
-					k = "local"
-				}
-				clients[r] = f.client(t, k, r)
 			}
 			require.NoError(t, clients[aborter].Abort("loss is NaN"))
 			want := Event{Kind: Aborted, Rank: aborter, Reason: "loss is NaN"}
@@ -606,15 +599,7 @@ func TestAbort(t *testing.T) {
 			late := f.dial(t, 3)
 			require.Equal(t, want, nextEvent(t, late))
 
-			require.NoError(t, f.srv.Close())
-			for r, c := range append(clients, late) {
-				if r == aborter {
-					continue
-				}
-				ev := nextEvent(t, c)
-				require.Equal(t, StoreGone, ev.Kind, "rank %d: %v", r, ev)
-				eventsClosed(t, c)
-			}
+			f.closeAndCheckGone(t, append(clients, late), aborter)
 			// The aborting rank heard nothing of its own abort.
 			ev := nextEvent(t, clients[aborter])
 			if kind == "tcp" {
@@ -633,17 +618,10 @@ func TestReportLost(t *testing.T) {
 	for _, kind := range []string{"tcp", "local"} {
 		t.Run(kind, func(t *testing.T) {
 			f := serve(t, 4)
-			clients := make([]*Client, 3)
+			clients := f.members(t, 3)
 			reporter := 1
 			if kind == "local" {
 				reporter = 0
-			}
-			for r := range clients {
-				k := "tcp"
-				if r == 0 {
-					k = "local"
-				}
-				clients[r] = f.client(t, k, r)
 			}
 			const lost = 2
 			ctx, cancel := bg()
@@ -661,15 +639,7 @@ func TestReportLost(t *testing.T) {
 			late := f.dial(t, 3)
 			require.Equal(t, want, nextEvent(t, late))
 
-			require.NoError(t, f.srv.Close())
-			for r, c := range append(clients, late) {
-				if r == lost {
-					continue
-				}
-				ev := nextEvent(t, c)
-				require.Equal(t, StoreGone, ev.Kind, "rank %d: %v", r, ev)
-				eventsClosed(t, c)
-			}
+			f.closeAndCheckGone(t, append(clients, late), lost)
 		})
 	}
 }

@@ -180,29 +180,47 @@ func (r *recorder) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// The acceptor of the stranger tests: its rank and job id must never
+// reach a dialer that has not proven the secret.
+const acceptorRank, acceptorJob = 0x5eed, 0xfeedfacecafebeef
+
+// secretAcceptor runs Server for acceptorRank of acceptorJob, with the
+// secret "job secret" and admit, on one end of a pipe and returns the
+// other end, closed when the test ends.
+func secretAcceptor(t *testing.T, admit func(rank int) error) net.Conn {
+	c, s := net.Pipe()
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, s.SetDeadline(time.Now().Add(5*time.Second)))
+	go func() {
+		Server(s, Params{Secret: []byte("job secret"), JobID: acceptorJob, Service: ServiceLink, Rank: acceptorRank}, admit)
+		s.Close()
+	}()
+	return c
+}
+
+// assertLearntNothing checks that got, all a stranger read, holds
+// neither the acceptor's rank nor its job id.
+func assertLearntNothing(t *testing.T, got string) {
+	t.Helper()
+	var rankBytes, jobBytes [8]byte
+	binary.LittleEndian.PutUint64(rankBytes[:], acceptorRank)
+	binary.LittleEndian.PutUint64(jobBytes[:], acceptorJob)
+	assert.NotContains(t, got, string(rankBytes[:]), "the stranger learnt the acceptor's rank")
+	assert.NotContains(t, got, string(jobBytes[:]), "the stranger learnt the job id")
+}
+
 // TestStrangerLearnsNothing runs Client with a wrong secret, or none,
 // against an acceptor: nothing it reads may carry the acceptor's rank or
 // the job id.
 func TestStrangerLearnsNothing(t *testing.T) {
-	const rank, job = 0x5eed, 0xfeedfacecafebeef
-	var rankBytes, jobBytes [8]byte
-	binary.LittleEndian.PutUint64(rankBytes[:], rank)
-	binary.LittleEndian.PutUint64(jobBytes[:], job)
 	for _, secret := range [][]byte{nil, []byte("guess")} {
 		t.Run(fmt.Sprintf("secret=%q", secret), func(t *testing.T) {
-			c, s := net.Pipe()
-			defer c.Close()
-			require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
-			require.NoError(t, s.SetDeadline(time.Now().Add(5*time.Second)))
-			go func() {
-				Server(s, Params{Secret: []byte("job secret"), JobID: job, Service: ServiceLink, Rank: rank}, nil)
-				s.Close()
-			}()
+			c := secretAcceptor(t, nil)
 			rec := &recorder{ReadWriter: c}
 			_, _, err := Client(rec, Params{Secret: secret, Service: ServiceLink, Rank: 3}, -1)
 			require.ErrorIs(t, err, transport.ErrRefused)
-			assert.NotContains(t, rec.got.String(), string(rankBytes[:]), "the stranger learnt the acceptor's rank")
-			assert.NotContains(t, rec.got.String(), string(jobBytes[:]), "the stranger learnt the job id")
+			assertLearntNothing(t, rec.got.String())
 		})
 	}
 }
@@ -212,22 +230,10 @@ func TestStrangerLearnsNothing(t *testing.T) {
 // it gets back must be free of the acceptor's rank and job id, and the
 // acceptor must not call admit.
 func TestWrongSecretLearnsNothing(t *testing.T) {
-	const rank, job = 0x5eed, 0xfeedfacecafebeef
-	var rankBytes, jobBytes [8]byte
-	binary.LittleEndian.PutUint64(rankBytes[:], rank)
-	binary.LittleEndian.PutUint64(jobBytes[:], job)
 	for _, secret := range [][]byte{nil, []byte("guess")} {
 		t.Run(fmt.Sprintf("secret=%q", secret), func(t *testing.T) {
-			c, s := net.Pipe()
-			defer c.Close()
-			require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
-			require.NoError(t, s.SetDeadline(time.Now().Add(5*time.Second)))
 			admitted := make(chan int, 1)
-			go func() {
-				Server(s, Params{Secret: []byte("job secret"), JobID: job, Service: ServiceLink, Rank: rank},
-					func(r int) error { admitted <- r; return nil })
-				s.Close()
-			}()
+			c := secretAcceptor(t, func(r int) error { admitted <- r; return nil })
 			// The stranger speaks the protocol but ignores the result of the
 			// challenge check and sends a proof anyway, then reads all.
 			hb := validHello()
@@ -246,8 +252,7 @@ func TestWrongSecretLearnsNothing(t *testing.T) {
 			_, err = c.Write(proof[:])
 			require.NoError(t, err)
 			io.Copy(&got, c)
-			assert.NotContains(t, got.String(), string(rankBytes[:]), "the stranger learnt the acceptor's rank")
-			assert.NotContains(t, got.String(), string(jobBytes[:]), "the stranger learnt the job id")
+			assertLearntNothing(t, got.String())
 			assert.Contains(t, got.String(), "failed authentication")
 			select {
 			case r := <-admitted:
