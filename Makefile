@@ -4,7 +4,7 @@ BIN     := bin
 RANKS   ?= 4
 # The packages whose goroutines share state; codec's kernels are pure
 # functions, tested without the detector in test-all.
-RACE_PKGS := ./transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
+RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
 
 .PHONY: all build demo test fmt-check vet test-race test-all fuzz bench gobench clean
 
@@ -68,7 +68,7 @@ bench: build
 
 # The Go benchmarks of the kernels, links and point-to-point paths.
 gobench:
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./codec ./transport/... ./comm ./collective
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./codec ./internal/transport/... ./comm ./collective
 
 clean:
 	rm -rf $(BIN)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gocoll/gocoll/internal/testutil"
 
-	"github.com/gocoll/gocoll/transport"
-	"github.com/gocoll/gocoll/transport/tcp"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/tcp"
 )
 
 // TestIntrudersAreRefused dials a rank's link listener with a wrong secret

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // An endpoint is one rank's presence in a job: its links, its inboxes and

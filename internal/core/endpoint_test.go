@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/transport/mem"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/transport/mem"
 )
 
 // TestSteadyStateAllocatesNothing: once links and pools are warm, a send

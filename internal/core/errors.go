@@ -7,8 +7,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/failreport"
+	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // Sentinel errors. Test for them with errors.Is; the errors that calls

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // A failure frame (a frame with wire.FlagAbort) tells a peer that the job

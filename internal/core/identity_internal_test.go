@@ -14,7 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/rendezvous"
 	"github.com/gocoll/gocoll/internal/testutil"
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/internal/transport"
 )
 
 // freeAddr returns a loopback address with a port nobody listens on.

@@ -14,9 +14,9 @@ import (
 	"sync"
 
 	"github.com/gocoll/gocoll/internal/rendezvous"
-	"github.com/gocoll/gocoll/transport"
-	"github.com/gocoll/gocoll/transport/mem"
-	"github.com/gocoll/gocoll/transport/tcp"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/mem"
+	"github.com/gocoll/gocoll/internal/transport/tcp"
 )
 
 // Init is comm.Init.

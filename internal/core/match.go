@@ -4,8 +4,8 @@ import (
 	"math/bits"
 	"sync"
 
+	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/transport"
 )
 
 // Matching follows MPI: a receive names (source, communicator, tag), and

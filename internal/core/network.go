@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocoll/gocoll/transport"
-	"github.com/gocoll/gocoll/transport/shm"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/shm"
 )
 
 // A network is one kind of link that a rank offers its peers: the

@@ -21,7 +21,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/internal/transport"
 )
 
 // Load reads a PEM certificate and key and the PEM certificates of the CA

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/internal/ratelog"
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/internal/transport"
 )
 
 // TestStoreBoundsHandshakes connects many clients that never say a word:

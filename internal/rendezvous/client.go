@@ -16,7 +16,7 @@ import (
 	"unicode"
 
 	"github.com/gocoll/gocoll/internal/mtls"
-	"github.com/gocoll/gocoll/transport/auth"
+	"github.com/gocoll/gocoll/internal/transport/auth"
 )
 
 // EventKind says what happened to a rank or to the store.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/internal/transport"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocoll/gocoll/transport"
+	"github.com/gocoll/gocoll/internal/transport"
 )
 
 // Sentinel errors. Test for them with errors.Is; the errors that calls

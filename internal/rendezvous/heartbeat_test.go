@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/transport/auth"
+	"github.com/gocoll/gocoll/internal/transport/auth"
 )
 
 // testPeriod is the heartbeat period of these tests: long enough that a

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/internal/ratelog"
-	"github.com/gocoll/gocoll/transport"
-	"github.com/gocoll/gocoll/transport/auth"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/auth"
 )
 
 // Server is the store of one job. Rank 0 runs it; every rank, rank 0

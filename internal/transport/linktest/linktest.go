@@ -1,0 +1,745 @@
+package linktest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/wire"
+)
+
+// MakeTransport returns the transport under test. It is called once per
+// case; it may return the same transport every time.
+type MakeTransport func(t *testing.T) transport.Transport
+
+// RawDialer opens a connection to the listener at addr that bypasses the
+// transport's handshake, so that the suite can send it bytes that are
+// not a handshake.
+type RawDialer func(addr string) (io.ReadWriteCloser, error)
+
+// Option configures the suite.
+type Option func(*suite)
+
+// WithRawDial enables the cases that connect to a listener without a
+// handshake (garbage, silence) through dial. Byte-stream transports
+// should pass it; transports without bytes to forge (mem) cannot.
+func WithRawDial(dial RawDialer) Option {
+	return func(s *suite) { s.raw = dial }
+}
+
+// WithTimeout sets the watchdog of each case; the default is Timeout.
+func WithTimeout(d time.Duration) Option {
+	return func(s *suite) { s.timeout = d }
+}
+
+// Timeout is the default time a case may take before the watchdog fails
+// it.
+const Timeout = 10 * time.Second
+
+// JobID is the job that the suite's links, and those of Config, belong
+// to.
+const JobID = 0x6c696e6b74657374
+
+// The ranks of the two ends of the suite's links.
+const (
+	dialRank   = 0
+	acceptRank = 1
+)
+
+var secret = []byte("linktest secret")
+
+type suite struct {
+	mk      MakeTransport
+	raw     RawDialer
+	timeout time.Duration
+}
+
+// TestTransport runs the conformance suite against the transports that
+// mk returns. See the package documentation for what it checks.
+func TestTransport(t *testing.T, mk MakeTransport, opts ...Option) {
+	s := &suite{mk: mk, timeout: Timeout}
+	for _, o := range opts {
+		o(s)
+	}
+	CheckGoroutines(t)
+	cases := []struct {
+		name string
+		run  func(t *testing.T, e *env)
+		raw  bool // needs WithRawDial
+	}{
+		{"RoundTrip", testRoundTrip, false},
+		{"Order", testOrder, false},
+		{"PartialPayloadSkipped", testPartialSkip, false},
+		{"ReadPayloadOverrun", testOverrun, false},
+		{"ConcurrentWriters", testConcurrentWriters, false},
+		{"Bidirectional", testBidirectional, false},
+		{"InvalidWrite", testInvalidWrite, false},
+		{"CloseUnblocksReadHeader", testCloseUnblocksRead, false},
+		{"CloseUnblocksWriteMessage", testCloseUnblocksWrite, false},
+		{"PeerCloseFailsWrite", testPeerCloseFailsWrite, false},
+		{"UseAfterClose", testUseAfterClose, false},
+		{"EOFAtBoundary", testEOFAtBoundary, false},
+		{"UnexpectedEOFInPayload", testUnexpectedEOF, false},
+		{"ContextDoneBeforeWrite", testCancelBeforeWrite, false},
+		{"ContextEndsMidWrite", testCancelMidWrite, false},
+		{"Refused", testRefused, false},
+		{"ListenerClose", testListenerClose, false},
+		{"Garbage", testGarbage, true},
+	}
+	for _, c := range cases {
+		if c.raw && s.raw == nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, s.newEnv(t))
+		})
+	}
+}
+
+// env is the state of one case: its transport, its log and what the
+// watchdog closes.
+type env struct {
+	tr  transport.Transport
+	raw RawDialer
+	ctx context.Context // ends when the watchdog fires
+	log *logBuffer
+
+	mu      sync.Mutex
+	closers []io.Closer
+}
+
+func (s *suite) newEnv(t *testing.T) *env {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &env{tr: s.mk(t), raw: s.raw, ctx: ctx, log: &logBuffer{}}
+	timer := time.AfterFunc(s.timeout, func() {
+		t.Errorf("watchdog: case still running after %v; closing its links", s.timeout)
+		cancel()
+		e.closeAll()
+	})
+	t.Cleanup(func() {
+		timer.Stop()
+		cancel()
+		e.closeAll()
+	})
+	return e
+}
+
+func (e *env) track(c io.Closer) {
+	e.mu.Lock()
+	e.closers = append(e.closers, c)
+	e.mu.Unlock()
+}
+
+func (e *env) closeAll() {
+	e.mu.Lock()
+	cs := e.closers
+	e.closers = nil
+	e.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+func (e *env) config(rank int) transport.Config { return Config(rank, e.log) }
+
+func (e *env) listen(t *testing.T) transport.Listener {
+	t.Helper()
+	ln, err := e.tr.Listen("", e.config(acceptRank))
+	require.NoError(t, err)
+	require.NotEmpty(t, ln.Addr())
+	e.track(ln)
+	return ln
+}
+
+// accept returns the next link of ln, failing the test if there is none
+// before the watchdog fires.
+func (e *env) accept(t *testing.T, ln transport.Listener) transport.Link {
+	t.Helper()
+	type res struct {
+		l   transport.Link
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		l, err := ln.Accept()
+		ch <- res{l, err}
+	}()
+	var r res
+	select {
+	case r = <-ch:
+	case <-e.ctx.Done():
+		require.FailNow(t, "Accept did not return")
+	}
+	require.NoError(t, r.err)
+	e.track(r.l)
+	return r.l
+}
+
+// pair returns the two ends of a new link: a dialed (rank 0), b accepted
+// (rank 1).
+func (e *env) pair(t *testing.T) (a, b transport.Link) {
+	t.Helper()
+	ln := e.listen(t)
+	a, err := e.tr.Dial(e.ctx, ln.Addr(), acceptRank, e.config(dialRank))
+	require.NoError(t, err)
+	e.track(a)
+	b = e.accept(t, ln)
+	require.Equal(t, acceptRank, a.Peer())
+	require.Equal(t, dialRank, b.Peer())
+	return a, b
+}
+
+// async runs f in a goroutine; the returned function waits for its
+// result (or the watchdog).
+func (e *env) async(f func() error) func(t *testing.T) error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return func(t *testing.T) error {
+		t.Helper()
+		select {
+		case err := <-ch:
+			return err
+		case <-e.ctx.Done():
+			require.FailNow(t, "goroutine of the case did not finish")
+			return nil
+		}
+	}
+}
+
+// asyncOK is async for a function that should succeed: if it fails, the
+// case's links are closed at once so that the other side of the case
+// fails fast instead of waiting for the watchdog.
+func (e *env) asyncOK(f func() error) func(t *testing.T) error {
+	return e.async(func() error {
+		err := f()
+		if err != nil {
+			e.closeAll()
+		}
+		return err
+	})
+}
+
+// header returns a valid header for a payload of n bytes. Links carry
+// headers without reading them, so the suite numbers its messages in the
+// communicator id: id is what a test checks for order and identity.
+func header(tag int64, id uint64, n int) wire.Header {
+	return wire.Header{
+		Kind:   wire.KindSend,
+		DType:  codec.Uint8,
+		Comm:   id,
+		Tag:    tag,
+		Count:  uint64(n) + 7,
+		Length: uint64(n),
+		Root:   -1,
+		Offset: 7,
+	}
+}
+
+// pattern fills b with bytes that depend on seed and position.
+func pattern(b []byte, seed uint64) []byte {
+	x := seed*0x9e3779b97f4a7c15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// readMessage reads a whole message into a new buffer.
+func readMessage(l transport.Link) (wire.Header, []byte, error) {
+	var h wire.Header
+	if err := l.ReadHeader(&h); err != nil {
+		return h, nil, err
+	}
+	p := make([]byte, h.Length)
+	err := l.ReadPayload(p)
+	return h, p, err
+}
+
+func testRoundTrip(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	for _, n := range []int{0, 1, 63, 64, 65, 4096, 1<<20 + 3, 16 << 20} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			for _, dir := range []struct {
+				name     string
+				from, to transport.Link
+			}{{"dialer to acceptor", a, b}, {"acceptor to dialer", b, a}} {
+				payload := pattern(make([]byte, n), uint64(n))
+				h := header(int64(-n), uint64(n), n)
+				h.Flags = wire.FlagLast
+				wait := e.asyncOK(func() error { return dir.from.WriteMessage(context.Background(), h, payload) })
+				got, data, err := readMessage(dir.to)
+				require.NoError(t, err, dir.name)
+				require.NoError(t, wait(t), dir.name)
+				require.Equal(t, h, got, dir.name)
+				require.True(t, bytes.Equal(payload, data), "%s: payload of %d bytes differs", dir.name, n)
+			}
+		})
+	}
+}
+
+func testOrder(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	const n = 1000
+	wait := e.asyncOK(func() error {
+		for i := range n {
+			h := header(1, uint64(i), i%97)
+			if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, i%97), uint64(i))); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	for i := range n {
+		h, p, err := readMessage(b)
+		require.NoError(t, err)
+		require.Equal(t, uint64(i), h.Comm, "message out of order")
+		require.Equal(t, pattern(make([]byte, i%97), uint64(i)), p)
+	}
+	require.NoError(t, wait(t))
+}
+
+func testPartialSkip(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	// Message i has 1000+i bytes; the reader reads reads[i] of them.
+	reads := []int{0, 10, 999, 1002, 0, 1 << 20, 5}
+	sizes := make([]int, len(reads))
+	for i := range reads {
+		sizes[i] = 1000 + i
+		if reads[i] > 1000 {
+			sizes[i] = reads[i] + i + 1
+		}
+	}
+	sizes = append(sizes, 100)
+	wait := e.asyncOK(func() error {
+		for i, n := range sizes {
+			h := header(0, uint64(i), n)
+			if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, n), uint64(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, r := range reads {
+		var h wire.Header
+		require.NoError(t, b.ReadHeader(&h))
+		require.Equal(t, uint64(i), h.Comm, "a skipped payload was read as a header")
+		if r == 0 {
+			continue
+		}
+		// Read the prefix in two pieces.
+		p := make([]byte, r)
+		require.NoError(t, b.ReadPayload(p[:r/2]))
+		require.NoError(t, b.ReadPayload(p[r/2:]))
+		require.Equal(t, pattern(make([]byte, sizes[i]), uint64(i))[:r], p)
+	}
+	h, p, err := readMessage(b)
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(reads)), h.Comm)
+	require.Equal(t, pattern(make([]byte, 100), uint64(len(reads))), p)
+	require.NoError(t, wait(t))
+}
+
+func testOverrun(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	require.Error(t, b.ReadPayload(make([]byte, 1)), "ReadPayload before any header")
+	require.NoError(t, b.ReadPayload(nil), "an empty ReadPayload always succeeds")
+	payload := pattern(make([]byte, 100), 3)
+	wait := e.asyncOK(func() error {
+		h := header(0, 1, 100)
+		if err := a.WriteMessage(context.Background(), h, payload); err != nil {
+			return err
+		}
+		h = header(0, 2, 0)
+		return a.WriteMessage(context.Background(), h, nil)
+	})
+	var h wire.Header
+	require.NoError(t, b.ReadHeader(&h))
+	require.Error(t, b.ReadPayload(make([]byte, 101)))
+	p := make([]byte, 100)
+	require.NoError(t, b.ReadPayload(p[:40]))
+	require.Error(t, b.ReadPayload(make([]byte, 61)))
+	require.NoError(t, b.ReadPayload(p[40:]), "a failed ReadPayload must not consume anything")
+	require.Equal(t, payload, p)
+	require.Error(t, b.ReadPayload(make([]byte, 1)), "ReadPayload past the end of the payload")
+	require.NoError(t, b.ReadHeader(&h))
+	require.Equal(t, uint64(2), h.Comm)
+	require.Error(t, b.ReadPayload(make([]byte, 1)), "ReadPayload of an empty message")
+	require.NoError(t, wait(t))
+}
+
+func testConcurrentWriters(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	const writers, perWriter = 8, 200
+	size := func(w, i int) int { return (w*131 + i*977) % 5000 }
+	var waits []func(*testing.T) error
+	for w := range writers {
+		waits = append(waits, e.asyncOK(func() error {
+			for i := range perWriter {
+				n := size(w, i)
+				h := header(int64(w), uint64(i), n)
+				if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, n), uint64(w<<32|i))); err != nil {
+					return fmt.Errorf("writer %d message %d: %w", w, i, err)
+				}
+			}
+			return nil
+		}))
+	}
+	next := make([]int, writers)
+	for range writers * perWriter {
+		h, p, err := readMessage(b)
+		require.NoError(t, err)
+		w, i := int(h.Tag), int(h.Comm)
+		require.True(t, w >= 0 && w < writers, "bad writer %d", w)
+		require.Equal(t, next[w], i, "writer %d: messages out of order", w)
+		next[w]++
+		require.Len(t, p, size(w, i))
+		require.True(t, bytes.Equal(pattern(make([]byte, len(p)), uint64(w<<32|i)), p), "writer %d message %d: interleaved payload", w, i)
+	}
+	for _, wait := range waits {
+		require.NoError(t, wait(t))
+	}
+}
+
+func testBidirectional(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	const n = 300
+	send := func(l transport.Link, seed uint64) func(*testing.T) error {
+		return e.asyncOK(func() error {
+			for i := range n {
+				size := (i * 4099) % (64 << 10)
+				h := header(int64(seed), uint64(i), size)
+				if err := l.WriteMessage(context.Background(), h, pattern(make([]byte, size), seed+uint64(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	recv := func(l transport.Link, seed uint64) func(*testing.T) error {
+		return e.asyncOK(func() error {
+			for i := range n {
+				h, p, err := readMessage(l)
+				if err != nil {
+					return err
+				}
+				if h.Comm != uint64(i) || uint64(h.Tag) != seed || !bytes.Equal(p, pattern(make([]byte, len(p)), seed+uint64(i))) {
+					return fmt.Errorf("message %d from %d: got id %d tag %d, or a wrong payload", i, seed, h.Comm, h.Tag)
+				}
+			}
+			return nil
+		})
+	}
+	waits := []func(*testing.T) error{send(a, 1000), send(b, 2000), recv(b, 1000), recv(a, 2000)}
+	for _, wait := range waits {
+		require.NoError(t, wait(t))
+	}
+}
+
+func testInvalidWrite(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	h := header(0, 1, 10)
+	require.Error(t, a.WriteMessage(context.Background(), h, make([]byte, 9)), "payload shorter than Length")
+	bad := header(0, 1, 0)
+	bad.DType = 0
+	require.ErrorIs(t, a.WriteMessage(context.Background(), bad, nil), wire.ErrBadHeader)
+	// The link is still usable and nothing of the rejected messages went
+	// out.
+	h = header(0, 2, 3)
+	wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), h, []byte{1, 2, 3}) })
+	got, p, err := readMessage(b)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), got.Comm)
+	require.Equal(t, []byte{1, 2, 3}, p)
+	require.NoError(t, wait(t))
+}
+
+// settle gives a goroutine time to block in the call it is about to make.
+// The cases that use it pass whether or not it blocked in time.
+func settle() { time.Sleep(50 * time.Millisecond) }
+
+func testCloseUnblocksRead(t *testing.T, e *env) {
+	_, b := e.pair(t)
+	wait := e.async(func() error {
+		var h wire.Header
+		return b.ReadHeader(&h)
+	})
+	settle()
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, wait(t), net.ErrClosed)
+}
+
+// bigMessage is larger than the socket buffers of any TCP connection
+// between two processes of one host, so that writing it blocks until the
+// peer reads.
+const bigMessage = 64 << 20
+
+func testCloseUnblocksWrite(t *testing.T, e *env) {
+	a, _ := e.pair(t)
+	h := header(0, 1, bigMessage)
+	payload := make([]byte, bigMessage)
+	wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
+	settle()
+	require.NoError(t, a.Close())
+	require.ErrorIs(t, wait(t), net.ErrClosed)
+}
+
+func testPeerCloseFailsWrite(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	h := header(0, 1, bigMessage)
+	payload := make([]byte, bigMessage)
+	wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
+	settle()
+	require.NoError(t, b.Close())
+	err := wait(t)
+	require.Error(t, err, "a write whose reader closed must fail")
+	require.False(t, errors.Is(err, net.ErrClosed), "the writer's own link was not closed, got %v", err)
+}
+
+func testUseAfterClose(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close(), "Close is idempotent")
+	var h wire.Header
+	require.ErrorIs(t, a.ReadHeader(&h), net.ErrClosed)
+	require.ErrorIs(t, a.ReadPayload(make([]byte, 1)), net.ErrClosed)
+	w := header(0, 1, 1)
+	require.ErrorIs(t, a.WriteMessage(context.Background(), w, []byte{1}), net.ErrClosed)
+	require.ErrorIs(t, b.ReadHeader(&h), io.EOF)
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, b.ReadHeader(&h), net.ErrClosed)
+}
+
+func testEOFAtBoundary(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	sizes := []int{0, 10, 1 << 16, 1}
+	wait := e.asyncOK(func() error {
+		for i, n := range sizes {
+			h := header(0, uint64(i), n)
+			if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, n), uint64(i))); err != nil {
+				return err
+			}
+		}
+		return a.Close()
+	})
+	for i, n := range sizes {
+		h, p, err := readMessage(b)
+		require.NoError(t, err, "messages written before Close must be delivered")
+		require.Equal(t, uint64(i), h.Comm)
+		require.Equal(t, pattern(make([]byte, n), uint64(i)), p)
+	}
+	var h wire.Header
+	require.ErrorIs(t, b.ReadHeader(&h), io.EOF)
+	require.NoError(t, wait(t))
+	require.ErrorIs(t, b.ReadHeader(&h), io.EOF, "io.EOF again after the end")
+}
+
+func testUnexpectedEOF(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		name   string
+		finish func(l transport.Link) error // reads after the peer closed
+	}{
+		{"ReadPayload", func(l transport.Link) error { return l.ReadPayload(make([]byte, bigMessage-(1<<20))) }},
+		{"ReadHeader skips", func(l transport.Link) error {
+			var h wire.Header
+			return l.ReadHeader(&h)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := e.pair(t)
+			h := header(0, 1, bigMessage)
+			payload := pattern(make([]byte, bigMessage), 1)
+			wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
+			var got wire.Header
+			require.NoError(t, b.ReadHeader(&got))
+			p := make([]byte, 1<<20)
+			require.NoError(t, b.ReadPayload(p))
+			require.Equal(t, payload[:len(p)], p)
+			require.NoError(t, a.Close())
+			require.ErrorIs(t, wait(t), net.ErrClosed)
+			require.ErrorIs(t, tc.finish(b), io.ErrUnexpectedEOF)
+		})
+	}
+}
+
+func testCancelBeforeWrite(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h := header(0, 1, 5)
+	require.ErrorIs(t, a.WriteMessage(ctx, h, make([]byte, 5)), context.Canceled)
+	dl, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	require.ErrorIs(t, a.WriteMessage(dl, h, make([]byte, 5)), context.DeadlineExceeded)
+
+	// The link still works, and the cancelled messages never went out.
+	live, cancel3 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel3()
+	h = header(0, 2, 3)
+	wait := e.asyncOK(func() error { return a.WriteMessage(live, h, []byte{7, 8, 9}) })
+	got, p, err := readMessage(b)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), got.Comm)
+	require.Equal(t, []byte{7, 8, 9}, p)
+	require.NoError(t, wait(t))
+}
+
+func testCancelMidWrite(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := header(0, 1, bigMessage)
+	payload := make([]byte, bigMessage)
+	wait := e.async(func() error { return a.WriteMessage(ctx, h, payload) })
+	var got wire.Header
+	require.NoError(t, b.ReadHeader(&got))
+	require.NoError(t, b.ReadPayload(make([]byte, 1<<20)))
+	cancel()
+	err := wait(t)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, net.ErrClosed, "a message cut short closes the link")
+	w := header(0, 2, 0)
+	require.ErrorIs(t, a.WriteMessage(context.Background(), w, nil), net.ErrClosed)
+	require.ErrorIs(t, b.ReadPayload(make([]byte, bigMessage-(1<<20))), io.ErrUnexpectedEOF)
+}
+
+func testRefused(t *testing.T, e *env) {
+	ln := e.listen(t)
+	tests := []struct {
+		name string
+		cfg  func(c *transport.Config)
+		peer int
+	}{
+		{"wrong secret", func(c *transport.Config) { c.Secret = []byte("not the secret") }, acceptRank},
+		{"no secret", func(c *transport.Config) { c.Secret = nil }, acceptRank},
+		{"other job", func(c *transport.Config) { c.JobID = JobID + 1 }, acceptRank},
+		{"wrong rank", func(c *transport.Config) {}, acceptRank + 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.log.lines()
+			cfg := e.config(dialRank)
+			tc.cfg(&cfg)
+			l, err := e.tr.Dial(e.ctx, ln.Addr(), tc.peer, cfg)
+			require.ErrorIs(t, err, transport.ErrRefused)
+			require.Nil(t, l)
+			// The listener logs the refusal, possibly after Dial
+			// returned.
+			require.Eventually(t, func() bool { return e.log.lines() > before }, 5*time.Second, time.Millisecond,
+				"refusal not logged by the listener")
+			// And it keeps serving.
+			good, err := e.tr.Dial(e.ctx, ln.Addr(), acceptRank, e.config(dialRank))
+			require.NoError(t, err)
+			e.track(good)
+			b := e.accept(t, ln)
+			require.Equal(t, dialRank, b.Peer())
+			roundTrip(t, e, good, b)
+		})
+	}
+}
+
+// roundTrip checks that one small message goes from a to b.
+func roundTrip(t *testing.T, e *env, a, b transport.Link) {
+	t.Helper()
+	h := header(9, 9, 4)
+	wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), h, []byte("ping")) })
+	got, p, err := readMessage(b)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	require.Equal(t, []byte("ping"), p)
+	require.NoError(t, wait(t))
+}
+
+func testListenerClose(t *testing.T, e *env) {
+	ln := e.listen(t)
+	addr := ln.Addr()
+	wait := e.async(func() error {
+		_, err := ln.Accept()
+		return err
+	})
+	settle()
+	require.NoError(t, ln.Close())
+	require.ErrorIs(t, wait(t), net.ErrClosed)
+	_, err := ln.Accept()
+	require.ErrorIs(t, err, net.ErrClosed)
+	_, err = e.tr.Dial(e.ctx, addr, acceptRank, e.config(dialRank))
+	require.Error(t, err, "dial to a closed listener")
+}
+
+func testGarbage(t *testing.T, e *env) {
+	ln := e.listen(t)
+	// A connection that never says anything holds a handshake goroutine
+	// until the timeout or Close; it must not hold up others.
+	silent, err := e.raw(ln.Addr())
+	require.NoError(t, err)
+	e.track(silent)
+	inputs := map[string][]byte{
+		"random":    pattern(make([]byte, 4096), 99),
+		"short":     []byte("GCAUTH1"),
+		"http":      []byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n" + string(make([]byte, 64))),
+		"empty":     nil,
+		"one zero":  {0},
+		"long junk": pattern(make([]byte, 1<<20), 98),
+	}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			before := e.log.lines()
+			c, err := e.raw(ln.Addr())
+			require.NoError(t, err)
+			e.track(c)
+			// The listener may hang up before all of it is written.
+			c.Write(in)
+			if cw, ok := c.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
+			}
+			require.Eventually(t, func() bool { return e.log.lines() > before }, 5*time.Second, time.Millisecond,
+				"garbage not logged by the listener")
+			c.Close()
+			good, err := e.tr.Dial(e.ctx, ln.Addr(), acceptRank, e.config(dialRank))
+			require.NoError(t, err)
+			e.track(good)
+			b := e.accept(t, ln)
+			roundTrip(t, e, good, b)
+		})
+	}
+	assert.Contains(t, e.log.String(), "remote=", "log lines name the remote address")
+}
+
+// logBuffer collects log output; it is safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	n  int
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n += bytes.Count(p, []byte("\n"))
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) lines() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,13 @@
+package mem_test
+
+import (
+	"testing"
+
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/linktest"
+	"github.com/gocoll/gocoll/internal/transport/mem"
+)
+
+func TestConformance(t *testing.T) {
+	linktest.TestTransport(t, func(t *testing.T) transport.Transport { return mem.NewNetwork().Transport() })
+}

@@ -1,0 +1,23 @@
+//go:build linux
+
+package shm
+
+import "github.com/gocoll/gocoll/internal/transport"
+
+// RefuseCMA makes the reading side of l act from now on as if
+// process_vm_readv were refused (EPERM). Call it from the goroutine that
+// reads l.
+func RefuseCMA(l transport.Link) { l.(*link).refuseCMA = true }
+
+// CMARefused reports whether the writing side of l has been told that
+// CMA is refused. Call it while no WriteMessage of l runs.
+func CMARefused(l transport.Link) bool { return l.(*link).cmaRefused }
+
+// ReaderParked reports whether the reader of l sleeps on its bell.
+func ReaderParked(l transport.Link) bool { return l.(*link).in.consumer.parked.Load() != 0 }
+
+// WriterParked reports whether a writer of l sleeps on its bell.
+func WriterParked(l transport.Link) bool { return l.(*link).out.producer.parked.Load() != 0 }
+
+// RingSize is the ring size of the links that t dials.
+func RingSize(t *Transport) int { return t.o.ringBytes() }

@@ -1,0 +1,697 @@
+//go:build linux
+
+package shm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gocoll/gocoll/internal/shmem"
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/internal/linkerr"
+	"github.com/gocoll/gocoll/internal/transport/internal/writelock"
+	"github.com/gocoll/gocoll/internal/wire"
+)
+
+// A message in a ring is a record: an 8-byte word, the 64-byte header,
+// then the payload. The word is 0 when the payload follows in the ring;
+// otherwise it is the address of the payload in the writer's process,
+// which the reader copies with process_vm_readv.
+const (
+	prefixSize = 8
+	recordSize = prefixSize + wire.HeaderSize
+)
+
+// maxChunk bounds the bytes that a writer copies into the ring before it
+// publishes them, and that a reader copies out before it frees them, so
+// that the two overlap on long payloads instead of taking turns.
+const maxChunk = 64 << 10
+
+// maxVMRead bounds one process_vm_readv: the kernel cuts longer
+// transfers short at about 2 GiB.
+const maxVMRead = 1 << 30
+
+// Waiting: a waiter polls for spinPolls rounds, then yields to other
+// goroutines between polls for spinSched and to other threads for
+// spinYield, and then sleeps on its bell for at most parkTimeout at a
+// time. The spinning covers the tens of microseconds in which a peer
+// that is running answers, and must be measured in time: a round costs
+// anything from a nanosecond to a microsecond. The sleeps keep an idle
+// link from costing a core. parkTimeout also bounds how late a writer
+// notices that its context ended, since nothing rings a bell for that.
+const (
+	spinPolls   = 100
+	spinSched   = 30 * time.Microsecond
+	spinYield   = 20 * time.Microsecond
+	parkTimeout = 100 * time.Millisecond
+)
+
+// Reasons for a wait to end other than its condition.
+var (
+	errLocalClosed = errors.New("link closed")
+	errPeerGone    = errors.New("peer gone")
+	errCtxDone     = errors.New("context done")
+)
+
+// link is a transport.Link over a shared region. Side 0 is the dialer;
+// side s writes into ring s and reads from ring 1-s.
+type link struct {
+	conn   *net.UnixConn // open for the link's life: its end is the peer's end
+	peer   int
+	reg    *shmem.Region
+	out    ring
+	in     ring
+	size   uint64
+	chunk  uint64
+	noCMA  bool
+	mine   *atomic.Uint32 // this side's closed word
+	theirs *atomic.Uint32 // the peer's closed word
+
+	// What a CMA read needs: the peer's process as this one sees it (0
+	// when it lives in a PID namespace that this one cannot see), and
+	// the address and value of its cookie, a word in the peer's memory
+	// that every read also fetches. A cookie that does not match means
+	// that the PID now belongs to another process, so nothing read from
+	// it can be delivered.
+	peerPID        int
+	peerCookieAddr uint64
+	peerCookie     uint64
+	cookie         *uint64 // this side's, which the peer reads
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	unmapped  atomic.Bool
+
+	// Write side, owned by the holder of wsem, a mutex that a writer can
+	// give up waiting for.
+	wusers     users // WriteMessage and Close
+	wsem       writelock.Lock
+	wtail      uint64 // bytes written into the ring, published or not
+	wpub       uint64 // bytes published (the ring's tail)
+	wstart     uint64 // wpub when the current message began
+	whead      uint64 // the ring's head as last seen
+	wrec       [recordSize]byte
+	wts        shmem.Timespec
+	wcma       []byte // the payload of the CMA write in progress
+	cmaRefused bool   // the reader refused a CMA read: use the ring from now on
+
+	// Read side, owned by the reading goroutine.
+	rusers    users  // ReadHeader, ReadPayload and the watcher
+	rhead     uint64 // bytes consumed (the ring's head)
+	rtail     uint64 // the ring's tail as last seen
+	rrec      [recordSize]byte
+	rts       shmem.Timespec
+	remaining uint64 // unread payload bytes of the current message
+	cmaAddr   uint64 // nonzero: the current payload is in the writer's memory, here
+	cmaOff    uint64 // payload bytes already read by CMA
+	refuseCMA bool   // test hook: act as if process_vm_readv were refused
+	liov      [2]unix.Iovec
+	riov      [2]unix.RemoteIovec
+	cookieBuf [8]byte
+}
+
+var _ transport.Link = (*link)(nil)
+
+// users counts the calls of one side of a link (reading or writing)
+// that use the region, on cache lines of its own, so that the reader and
+// the writers do not contend for one counter. Close never waits for
+// calls and never pulls the memory from under one: the last user out of
+// a closed link unmaps the region.
+type users struct {
+	_ [slot]byte
+	n atomic.Int32
+	_ [slot - 4]byte
+}
+
+// linkParams is what the setup of a link found out.
+type linkParams struct {
+	reg            *shmem.Region
+	side           int
+	ringSize       int
+	peer           int
+	peerPID        int
+	peerCookieAddr uint64
+	peerCookie     uint64
+	cookie         *uint64
+}
+
+// newLink makes the link over p.reg and starts its watcher.
+func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
+	reg := p.reg
+	l := &link{
+		conn:           c,
+		peer:           p.peer,
+		reg:            reg,
+		out:            newRing(reg, p.side, p.ringSize),
+		in:             newRing(reg, 1-p.side, p.ringSize),
+		size:           uint64(p.ringSize),
+		chunk:          uint64(min(p.ringSize/4, maxChunk)),
+		noCMA:          o.noCMA,
+		mine:           reg.Uint32(offClosed + p.side*slot),
+		theirs:         reg.Uint32(offClosed + (1-p.side)*slot),
+		peerPID:        p.peerPID,
+		peerCookieAddr: p.peerCookieAddr,
+		peerCookie:     p.peerCookie,
+		cookie:         p.cookie,
+		done:           make(chan struct{}),
+		wsem:           writelock.New(),
+	}
+	l.liov[1].Base = &l.cookieBuf[0]
+	l.liov[1].SetLen(len(l.cookieBuf))
+	l.riov[1] = unix.RemoteIovec{Base: uintptr(l.peerCookieAddr), Len: len(l.cookieBuf)}
+	go l.watch()
+	return l
+}
+
+// Peer returns the rank at the other end, as proven by the handshake.
+func (l *link) Peer() int { return l.peer }
+
+func (l *link) String() string {
+	return fmt.Sprintf("shm link to rank %d (pid %d)", l.peer, l.peerPID)
+}
+
+// watch waits for the end of the socket, which comes when the peer
+// closes the link or its process dies, and then wakes this side's
+// waiters, so that nothing waits for a peer that is gone.
+func (l *link) watch() {
+	var b [1]byte
+	l.conn.Read(b[:]) // nothing is sent after the setup: any return is the end
+	if l.enter(&l.rusers) {
+		l.peerGone()
+		l.exit(&l.rusers)
+	}
+}
+
+// peerGone records that the peer is gone, unless it closed its end
+// first, and wakes this side's waiters.
+func (l *link) peerGone() {
+	l.theirs.CompareAndSwap(sideOpen, sideDied)
+	l.in.consumer.wake()
+	l.out.producer.wake()
+}
+
+// enter counts a call among u before it uses the region; it fails once
+// the link is closed. Close stores closed before it looks at the
+// counts, and a call counts itself before it looks at closed, so either
+// the call sees the link closed or the last one out sees the call.
+func (l *link) enter(u *users) bool {
+	u.n.Add(1)
+	if l.closed.Load() {
+		l.exit(u)
+		return false
+	}
+	return true
+}
+
+// exit ends a call counted by enter. The last call out of a closed link
+// unmaps the region.
+func (l *link) exit(u *users) {
+	u.n.Add(-1)
+	if l.closed.Load() && l.rusers.n.Load() == 0 && l.wusers.n.Load() == 0 && l.unmapped.CompareAndSwap(false, true) {
+		l.reg.Close()
+	}
+}
+
+// await waits until idx - base >= need and returns the value of idx that
+// satisfied it. It spins first and then sleeps on b, the bell of the
+// calling side, with ts as the scratch of the sleep's timeout. It gives
+// up with errLocalClosed after Close, errPeerGone once the peer closed or
+// died, and errCtxDone when ctxDone (which may be nil) is closed; the
+// condition is checked once more after the peer is seen gone, since the
+// peer stores its last indices before it goes.
+func (l *link) await(b bell, ts *shmem.Timespec, idx *atomic.Uint64, base, need uint64, ctxDone <-chan struct{}) (uint64, error) {
+	var start time.Time
+	for i := 0; ; i++ {
+		if v := idx.Load(); v-base >= need {
+			return v, nil
+		}
+		if err := l.stopped(ctxDone); err != nil {
+			v := idx.Load()
+			if v-base >= need {
+				return v, nil
+			}
+			return v, err
+		}
+		if i < spinPolls {
+			continue
+		}
+		if i == spinPolls {
+			start = time.Now()
+		}
+		switch spun := time.Since(start); {
+		case spun < spinSched:
+			runtime.Gosched()
+		case spun < spinSched+spinYield:
+			shmem.Yield()
+		default:
+			// Announce, check again, sleep: a waker that stores its
+			// index after the check sees parked set and bumps seq,
+			// which makes the sleep return at once.
+			seq := b.seq.Load()
+			b.parked.Store(1)
+			if v := idx.Load(); v-base < need && l.stopped(ctxDone) == nil {
+				shmem.Wait(b.seq, seq, parkTimeout, ts)
+			}
+			b.parked.Store(0)
+		}
+	}
+}
+
+// stopped says why a wait must end, if it must.
+func (l *link) stopped(ctxDone <-chan struct{}) error {
+	if l.closed.Load() {
+		return errLocalClosed
+	}
+	if l.theirs.Load() != sideOpen {
+		return errPeerGone
+	}
+	if ctxDone == nil {
+		return nil
+	}
+	select {
+	case <-ctxDone:
+		return errCtxDone
+	default:
+		return nil
+	}
+}
+
+// WriteMessage sends h and payload as one message. It does not retain h
+// or payload after it returns. len(payload) must equal h.Length and h
+// must be valid (wire.Header.Validate); otherwise nothing is sent, the
+// link stays usable and the error says why.
+//
+// A message that fits in the free space of the ring is copied in and
+// WriteMessage returns; a larger one streams through the ring as the
+// reader frees space. A payload of CMAThreshold bytes or more is, unless
+// CMA is off or was refused on this link, read by the reader straight
+// out of payload, and WriteMessage returns once the reader has read or
+// skipped it.
+//
+// If ctx is done before the message starts to go out, WriteMessage
+// returns ctx.Err() and the link stays usable. If ctx ends while the
+// message is partly sent, the link is closed and the error wraps both
+// ctx.Err() and net.ErrClosed. After Close the error wraps
+// net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
+// WriteMessage does not allocate.
+func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
+	ctxDone, err := l.wsem.Acquire(ctx, "shm", &h, payload, l.done, nil)
+	if err != nil {
+		if err == writelock.ErrClosed {
+			return l.closedErr("write")
+		}
+		return err
+	}
+	if l.enter(&l.wusers) {
+		if err = l.write(ctxDone, &h, payload); err != nil {
+			err = l.writeErr(ctx, err, len(payload))
+		}
+		l.exit(&l.wusers)
+	} else {
+		err = l.closedErr("write")
+	}
+	l.wsem.Release()
+	return err
+}
+
+// write sends one message; the caller holds wsem and counts among the
+// writing users. It returns the reasons of await, and a descriptive
+// error for a peer that broke the protocol.
+func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) error {
+	if l.theirs.Load() != sideOpen {
+		return errPeerGone
+	}
+	l.wstart = l.wpub
+	var addr uint64
+	cma := len(payload) >= CMAThreshold && !l.noCMA && !l.cmaRefused
+	if cma {
+		// The reader reads the payload at this address until it
+		// acknowledges it. Storing the slice in the link keeps it alive
+		// meanwhile, and makes it escape: a caller that the compiler
+		// devirtualizes could otherwise keep it on a goroutine stack,
+		// which moves when it is copied. Heap objects do not move.
+		l.wcma = payload
+		addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
+		l.out.ack.Store(ackPending)
+	}
+	binary.LittleEndian.PutUint64(l.wrec[:prefixSize], addr)
+	h.MarshalTo((*[wire.HeaderSize]byte)(l.wrec[prefixSize:]))
+
+	// The record goes in whole or not at all, so that a context that
+	// ends while the ring is full leaves the link at a boundary.
+	if err := l.reserve(recordSize, ctxDone); err != nil {
+		return err
+	}
+	l.out.put(l.wtail, l.wrec[:])
+	l.wtail += recordSize
+	if cma {
+		l.publish()
+		_, err := l.await(l.out.producer, &l.wts, l.out.ack, 0, 1, ctxDone)
+		l.wcma = nil
+		if err != nil {
+			return err
+		}
+		if l.out.ack.Load() == ackDone {
+			return nil
+		}
+		// Refused: send the rest through the ring, now and from now on.
+		l.cmaRefused = true
+		off := l.out.resume.Load()
+		if off > uint64(len(payload)) {
+			return fmt.Errorf("shm: rank %d refused CMA at offset %d of a %d-byte payload", l.peer, off, len(payload))
+		}
+		payload = payload[off:]
+	}
+	for len(payload) > 0 {
+		if l.wtail-l.whead == l.size {
+			if err := l.reserve(min(uint64(len(payload)), l.chunk), ctxDone); err != nil {
+				return err
+			}
+		}
+		n := min(uint64(len(payload)), l.size-(l.wtail-l.whead), l.chunk-(l.wtail-l.wpub))
+		l.out.put(l.wtail, payload[:n])
+		l.wtail += n
+		payload = payload[n:]
+		if l.wtail-l.wpub == l.chunk {
+			l.publish()
+		}
+	}
+	l.publish()
+	// A Close that began before the message was published may have made
+	// the reader stop short of it; the message then counts as not sent.
+	if l.closed.Load() {
+		return errLocalClosed
+	}
+	return nil
+}
+
+// reserve waits until the ring has n free bytes, publishing what was
+// written before it waits.
+func (l *link) reserve(n uint64, ctxDone <-chan struct{}) error {
+	if l.size-(l.wtail-l.whead) >= n {
+		return nil
+	}
+	l.whead = l.out.head.Load()
+	if l.size-(l.wtail-l.whead) >= n {
+		return nil
+	}
+	l.publish()
+	v, err := l.await(l.out.producer, &l.wts, l.out.head, l.wtail-l.size, n, ctxDone)
+	l.whead = v
+	return err
+}
+
+// publish makes the written bytes visible to the reader and wakes it if
+// it sleeps.
+func (l *link) publish() {
+	if l.wpub == l.wtail {
+		return
+	}
+	l.wpub = l.wtail
+	l.out.tail.Store(l.wpub)
+	l.out.consumer.ring()
+}
+
+// writeErr turns a failed write's reason into its error. Bytes written
+// but not published are dropped; a message that was partly published
+// cannot be taken back, so then the link is closed.
+func (l *link) writeErr(ctx context.Context, err error, payload int) error {
+	l.wtail = l.wpub
+	if err == errCtxDone {
+		if l.wpub == l.wstart {
+			return ctx.Err()
+		}
+		sent := int64(l.wpub-l.wstart) - prefixSize
+		l.Close()
+		return &linkerr.Interrupted{Net: "shm", Cause: ctx.Err(), Sent: sent, Total: int64(wire.HeaderSize + payload)}
+	}
+	switch err {
+	case errLocalClosed:
+		// Close may still be on its way to marking this side closed
+		// in the region; the peer must see that before the caller
+		// reuses a payload that the peer may be reading by CMA. Close
+		// returns only once the first Close is done.
+		l.Close()
+		return l.closedErr("write")
+	case errPeerGone:
+		return &net.OpError{Op: "write", Net: "shm", Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: syscall.EPIPE}
+	}
+	l.Close()
+	return fmt.Errorf("%w; link closed", err)
+}
+
+// closedErr is the error of a call on a closed link.
+func (l *link) closedErr(op string) error {
+	return &net.OpError{Op: op, Net: "shm", Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: net.ErrClosed}
+}
+
+// ReadHeader waits for the next message and decodes its header into h,
+// first skipping what is left of the previous message's payload. It
+// returns io.EOF when the peer closed the link or died at a message
+// boundary, io.ErrUnexpectedEOF when it did so inside a message, an
+// error wrapping wire.ErrBadHeader for a header that does not decode
+// (the link is then closed), and an error wrapping net.ErrClosed after
+// Close. ReadHeader does not allocate.
+func (l *link) ReadHeader(h *wire.Header) error {
+	if !l.enter(&l.rusers) {
+		return l.closedErr("read")
+	}
+	err := l.readHeader(h)
+	l.exit(&l.rusers)
+	return err
+}
+
+func (l *link) readHeader(h *wire.Header) error {
+	if l.remaining > 0 {
+		if err := l.skip(); err != nil {
+			return err
+		}
+	}
+	if err := l.fill(recordSize); err != nil {
+		if err == errPeerGone && l.rtail == l.rhead {
+			return io.EOF
+		}
+		return l.readErr(err)
+	}
+	l.in.get(l.rhead, l.rrec[:])
+	l.consume(recordSize)
+	addr := binary.LittleEndian.Uint64(l.rrec[:prefixSize])
+	err := h.Unmarshal((*[wire.HeaderSize]byte)(l.rrec[prefixSize:]))
+	if err == nil && addr != 0 && h.Length == 0 {
+		err = fmt.Errorf("%w: CMA descriptor for an empty payload", wire.ErrBadHeader)
+	}
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("shm: link from rank %d: %w; link closed", l.peer, err)
+	}
+	l.remaining = h.Length
+	l.cmaAddr = addr
+	l.cmaOff = 0
+	return nil
+}
+
+// skip discards the rest of the current message's payload.
+func (l *link) skip() error {
+	if l.cmaAddr == 0 {
+		return l.drain(nil, l.remaining)
+	}
+	if l.theirs.Load() != sideOpen {
+		// The writer gave up on the message (it waits for the ack
+		// otherwise).
+		return io.ErrUnexpectedEOF
+	}
+	l.remaining = 0
+	l.cmaAddr = 0
+	l.ack(ackDone)
+	return nil
+}
+
+// ReadPayload reads exactly len(p) bytes of the current message's
+// payload into p: from the ring, or straight from the writer's memory
+// for a CMA message. It does not retain p. Asking for more bytes than
+// remain in the message is an error, and then nothing is read. It
+// returns io.ErrUnexpectedEOF if the writer closed or died inside the
+// message and an error wrapping net.ErrClosed after Close; on error, how
+// much of p was filled is unspecified. ReadPayload does not allocate.
+func (l *link) ReadPayload(p []byte) error {
+	if !l.enter(&l.rusers) {
+		return l.closedErr("read")
+	}
+	var err error
+	switch {
+	case uint64(len(p)) > l.remaining:
+		err = linkerr.Overrun("shm", len(p), l.remaining)
+	case len(p) == 0:
+	case l.cmaAddr != 0:
+		err = l.readCMA(p)
+	default:
+		err = l.drain(p, uint64(len(p)))
+	}
+	l.exit(&l.rusers)
+	return err
+}
+
+// drain consumes n bytes of payload from the ring, copying them into p
+// unless p is nil.
+func (l *link) drain(p []byte, n uint64) error {
+	for n > 0 {
+		if l.rtail == l.rhead {
+			if err := l.fill(1); err != nil {
+				return l.readErr(err)
+			}
+		}
+		k := min(n, l.rtail-l.rhead, l.chunk)
+		if p != nil {
+			l.in.get(l.rhead, p[:k])
+			p = p[k:]
+		}
+		l.consume(k)
+		l.remaining -= k
+		n -= k
+	}
+	return nil
+}
+
+// fill waits until the ring holds n unread bytes.
+func (l *link) fill(n uint64) error {
+	if l.rtail-l.rhead >= n {
+		return nil
+	}
+	l.rtail = l.in.tail.Load()
+	if l.rtail-l.rhead >= n {
+		return nil
+	}
+	v, err := l.await(l.in.consumer, &l.rts, l.in.tail, l.rhead, n, nil)
+	l.rtail = v
+	return err
+}
+
+// consume frees n read bytes of the ring and wakes the writer if it
+// waits for space.
+func (l *link) consume(n uint64) {
+	l.rhead += n
+	l.in.head.Store(l.rhead)
+	l.in.producer.ring()
+}
+
+// readErr turns the reason a read inside a message stopped into its
+// error.
+func (l *link) readErr(err error) error {
+	if err == errPeerGone {
+		return io.ErrUnexpectedEOF
+	}
+	return l.closedErr("read")
+}
+
+// readCMA reads p from the writer's memory. If the kernel refuses, it
+// asks the writer to send the rest of the payload through the ring and
+// reads p from there.
+func (l *link) readCMA(p []byte) error {
+	err := l.vmRead(p)
+	switch {
+	case err == unix.EPERM || err == unix.ENOSYS:
+		l.ack(ackRefused)
+		l.cmaAddr = 0
+		return l.drain(p, uint64(len(p)))
+	case l.closed.Load():
+		return l.closedErr("read")
+	case l.theirs.Load() != sideOpen:
+		// The writer gave up on the message, and may have reused the
+		// payload while it was read.
+		return io.ErrUnexpectedEOF
+	case err == unix.ESRCH || err == errNotPeer:
+		// The process is gone. Its socket closes later, when it has
+		// let go of its memory.
+		l.peerGone()
+		return io.ErrUnexpectedEOF
+	case err != nil:
+		l.Close()
+		return fmt.Errorf("shm: reading %d bytes of a message from rank %d (pid %d): %w; link closed", len(p), l.peer, l.peerPID, err)
+	}
+	l.cmaOff += uint64(len(p))
+	l.remaining -= uint64(len(p))
+	if l.remaining == 0 {
+		l.cmaAddr = 0
+		l.ack(ackDone)
+	}
+	return nil
+}
+
+// errNotPeer says that the peer's PID now names another process.
+var errNotPeer = errors.New("the peer's process is gone")
+
+// vmRead copies len(p) bytes of the current CMA payload into p, and the
+// peer's cookie with each piece.
+func (l *link) vmRead(p []byte) error {
+	if l.peerPID == 0 || l.refuseCMA {
+		return unix.EPERM
+	}
+	for off := 0; off < len(p); {
+		n := min(len(p)-off, maxVMRead)
+		l.liov[0].Base = &p[off]
+		l.liov[0].SetLen(n)
+		l.riov[0] = unix.RemoteIovec{Base: uintptr(l.cmaAddr + l.cmaOff + uint64(off)), Len: n}
+		got, err := unix.ProcessVMReadv(l.peerPID, l.liov[:], l.riov[:], 0)
+		l.liov[0].Base = nil
+		switch {
+		case err != nil:
+			return err
+		case got != n+len(l.cookieBuf):
+			return fmt.Errorf("process_vm_readv read %d of %d bytes", got, n+len(l.cookieBuf))
+		case binary.NativeEndian.Uint64(l.cookieBuf[:]) != l.peerCookie:
+			return errNotPeer
+		}
+		off += n
+	}
+	return nil
+}
+
+// ack tells the writer of the current CMA message that this side is done
+// with it, or (ackRefused) that it must send the payload from cmaOff on
+// through the ring.
+func (l *link) ack(v uint64) {
+	if v == ackRefused {
+		l.in.resume.Store(l.cmaOff)
+	}
+	l.in.ack.Store(v)
+	l.in.producer.ring()
+}
+
+// Close closes this end. The peer reads what was written before, then
+// io.EOF (or io.ErrUnexpectedEOF inside a message), and its writes fail;
+// pending calls on this end return errors wrapping net.ErrClosed. Close
+// does not wait for them: the region is unmapped when the last of them
+// has returned. Close is idempotent and returns nil.
+func (l *link) Close() error {
+	l.closeOnce.Do(func() {
+		l.wusers.n.Add(1) // Close uses the region too
+		// closed before mine: a writer that has published a message
+		// and then finds the link still open (see write) stored its
+		// tail before the peer can see this side closed, and the peer
+		// looks at the ring once more when it does.
+		l.closed.Store(true)
+		close(l.done)
+		l.mine.Store(sideClosed)
+		// Whoever waits, on either side, must look again.
+		l.out.consumer.wake()
+		l.in.producer.wake()
+		l.in.consumer.wake()
+		l.out.producer.wake()
+		l.conn.Close() // ends the watcher, and tells the peer's
+		l.exit(&l.wusers)
+	})
+	return nil
+}
