@@ -2,8 +2,8 @@
 GO      ?= go
 BIN     := bin
 RANKS   ?= 4
-# The packages whose goroutines share state; codec's kernels are pure
-# functions, tested without the detector in test-all.
+# The packages whose goroutines share state; codec's and the kernels'
+# arithmetic is pure functions, tested without the detector in test-all.
 RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
 
 .PHONY: all build demo test fmt-check vet test-race test-all fuzz bench gobench clean
@@ -34,14 +34,16 @@ test-race:
 	$(GO) test -race -count=1 -timeout 10m $(RACE_PKGS)
 
 # Every package without the race detector (allocation counts only mean
-# something here), and codec again without unsafe.
+# something here), and the element views and kernels again without
+# unsafe.
 test-all:
 	$(GO) test -count=1 -timeout 10m ./...
-	$(GO) test -count=1 -timeout 5m -tags purego ./codec/...
+	$(GO) test -count=1 -timeout 5m -tags purego ./codec/... ./internal/kernel/...
 
 # Short fuzzing runs of every target that parses bytes from a peer.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime 30s ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/kernel
 
 # Point-to-point and kernel benchmarks.
 # A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,
@@ -68,7 +70,7 @@ bench: build
 
 # The Go benchmarks of the kernels, links and point-to-point paths.
 gobench:
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./codec ./internal/transport/... ./comm ./collective
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/kernel ./internal/transport/... ./comm ./collective
 
 clean:
 	rm -rf $(BIN)

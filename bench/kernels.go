@@ -27,11 +27,11 @@ import (
 // 2^11.
 // With codecAuto the call may get either lossy codec, so the stricter
 // bound holds.
-func exactUpTo(c codec.CodecID) int {
+func exactUpTo(c codec.ID) int {
 	switch c {
-	case codec.CodecBF16, codecAuto:
+	case codec.BF16, codecAuto:
 		return 1 << 8
-	case codec.CodecFP16:
+	case codec.FP16:
 		return 1 << 11
 	}
 	return 1 << 24
@@ -158,7 +158,7 @@ func (e *VerifyError) Error() string {
 		when = fmt.Sprintf("after call %d", e.Iteration)
 	}
 	with := e.Algo
-	if e.Codec != codec.CodecNone.String() {
+	if e.Codec != codec.None.String() {
 		with += " and " + e.Codec
 	}
 	return fmt.Sprintf("wrong result of %s of %d bytes with %s: rank %d holds %v at element %d, want %v (%s)",
@@ -213,7 +213,7 @@ func (k *kernel) allreduce() {
 	if k.p.collective == "reduce" {
 		k.call = func() error {
 			copy(out, send)
-			return collective.Reduce(k.ctx, k.c, out, collective.Sum, 0, k.opts...)
+			return collective.Reduce(k.ctx, k.c, out, codec.Sum, 0, k.opts...)
 		}
 		if k.me != 0 {
 			return
@@ -221,7 +221,7 @@ func (k *kernel) allreduce() {
 	} else {
 		k.call = func() error {
 			copy(out, send)
-			return collective.Allreduce(k.ctx, k.c, out, collective.Sum, k.opts...)
+			return collective.Allreduce(k.ctx, k.c, out, codec.Sum, k.opts...)
 		}
 	}
 	k.stamped = func(it int) error {
@@ -322,7 +322,7 @@ func (k *kernel) reduceScatter() {
 		}
 		out[0] = -1
 	}
-	k.call = func() error { return collective.ReduceScatter(k.ctx, k.c, send, out, collective.Sum, k.opts...) }
+	k.call = func() error { return collective.ReduceScatter(k.ctx, k.c, send, out, codec.Sum, k.opts...) }
 	k.stamped = func(it int) error {
 		return k.expect(0, it, sumOver(k.n, func(r int) float32 { return k.stamp(r, it) }))
 	}

@@ -35,7 +35,7 @@ type Config struct {
 	// means the default only.
 	Chunks []int
 	// Codecs are the wire codecs (collective.WithCompression) to measure
-	// each algorithm and chunk size with, as codec.ParseCodec spells
+	// each algorithm and chunk size with, as codec.Parse spells
 	// them, or "auto", which passes no codec and so leaves it to
 	// GOCOLL_CODEC or the tuning table (to measure a table against the
 	// defaults); empty means none. The shared-memory algorithms (shm,
@@ -66,7 +66,7 @@ var DefaultCollectives = []string{"allreduce", "bcast", "gather"}
 // request is a parsed Config: its algorithms and codecs.
 type request struct {
 	algos  algoRequest
-	codecs []codec.CodecID
+	codecs []codec.ID
 }
 
 // withDefaults returns a copy of cfg with its defaults filled in and
@@ -89,7 +89,7 @@ func (cfg Config) withDefaults() (Config, request, error) {
 		}
 	}
 	if len(cfg.Codecs) == 0 {
-		cfg.Codecs = []string{codec.CodecNone.String()}
+		cfg.Codecs = []string{codec.None.String()}
 	}
 	var req request
 	for _, name := range cfg.Codecs {
@@ -117,7 +117,7 @@ func (cfg Config) withDefaults() (Config, request, error) {
 		return cfg, request{}, fmt.Errorf("the object sweep measures allreduce and allgather, and the collectives (%s) include neither",
 			strings.Join(cfg.Collectives, ", "))
 	}
-	if cfg.Objects && !slices.Contains(req.codecs, codec.CodecNone) {
+	if cfg.Objects && !slices.Contains(req.codecs, codec.None) {
 		return cfg, request{}, fmt.Errorf("the object collectives take no codec and are measured uncompressed, and the codecs (%s) leave out none",
 			strings.Join(cfg.Codecs, ", "))
 	}
@@ -154,18 +154,18 @@ func Warmup(iters int) int { return max(iters/10, 2) }
 // codecAuto stands for "auto" in Config.Codecs: the call passes no
 // codec, so GOCOLL_CODEC or the communicator's tuning table chooses it,
 // which is how a tuned table is measured against the defaults.
-const codecAuto = codec.CodecID(255)
+const codecAuto = codec.ID(255)
 
-// parseCodec is codec.ParseCodec that also knows "auto".
-func parseCodec(name string) (codec.CodecID, error) {
+// parseCodec is codec.Parse that also knows "auto".
+func parseCodec(name string) (codec.ID, error) {
 	if name == "auto" {
 		return codecAuto, nil
 	}
-	return codec.ParseCodec(name)
+	return codec.Parse(name)
 }
 
 // codecName is what Result.Codec says of c.
-func codecName(c codec.CodecID) string {
+func codecName(c codec.ID) string {
 	if c == codecAuto {
 		return "auto"
 	}
@@ -177,7 +177,7 @@ type point struct {
 	collective string // as Result.Collective
 	algo       collective.Algorithm
 	chunk      int // bytes per chunk of a pipelined algorithm; 0 for the default
-	codec      codec.CodecID
+	codec      codec.ID
 	object     bool // gob-encoded through the object collectives
 	bytes      int64
 }
@@ -195,7 +195,7 @@ func (p point) String() string {
 	if p.chunk > 0 {
 		s += fmt.Sprintf(" in chunks of %d bytes", p.chunk)
 	}
-	if p.codec != codec.CodecNone {
+	if p.codec != codec.None {
 		s += " and codec " + codecName(p.codec)
 	}
 	return s
@@ -249,7 +249,7 @@ func (cfg Config) plan(req request, t topology) []point {
 			}
 			for _, chunk := range chunks {
 				for _, c := range req.codecs {
-					if c != codec.CodecNone && c != codecAuto && !a.Compresses() {
+					if c != codec.None && c != codecAuto && !a.Compresses() {
 						continue
 					}
 					for _, b := range cfg.Sizes {
@@ -362,7 +362,7 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	// slowest call and, negated, the fastest.
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	t := []float64{us(sum) / float64(iters), us(slowest), -us(fastest)}
-	if err := collective.Allreduce(ctx, c, t, collective.Max); err != nil {
+	if err := collective.Allreduce(ctx, c, t, codec.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
 	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: codecName(p.codec),

@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	kernels "github.com/gocoll/gocoll/internal/kernel"
 )
 
 func TestIterations(t *testing.T) {
@@ -78,7 +79,7 @@ func TestConfigErrors(t *testing.T) {
 func names(pts []point) []string {
 	var s []string
 	for _, p := range pts {
-		if p.codec != codec.CodecNone {
+		if p.codec != codec.None {
 			s = append(s, fmt.Sprintf("%s/%s/%s/%d", p.collective, p.algoName(), p.codec, p.bytes))
 			continue
 		}
@@ -150,13 +151,13 @@ func TestAlgorithmsMatchCollective(t *testing.T) {
 			continue
 		}
 		for a := collective.Algorithm(1); a.Valid(); a++ {
-			for _, c := range []codec.CodecID{codec.CodecNone, codec.CodecBF16} {
+			for _, c := range []codec.ID{codec.None, codec.BF16} {
 				t.Run(name+"/"+a.String()+"/"+c.String(), func(t *testing.T) {
 					comms, err := comm.NewLocal(1)
 					require.NoError(t, err)
 					defer comms[0].Close()
 					err = newKernel(t.Context(), comms[0], point{collective: name, algo: a, codec: c, bytes: 16}).call()
-					want := slices.Contains(Algorithms(name), a) && (topology{ranks: 1}).runs(a) && (c == codec.CodecNone || a.Compresses())
+					want := slices.Contains(Algorithms(name), a) && (topology{ranks: 1}).runs(a) && (c == codec.None || a.Compresses())
 					if want {
 						require.NoError(t, err)
 					} else {
@@ -283,7 +284,7 @@ func TestRunCodecs(t *testing.T) {
 // contribution changes every sum, the pattern being at least 1; and the
 // stamps, and their sums, change from call to call.
 func TestValues(t *testing.T) {
-	for _, c := range codec.Codecs() {
+	for _, c := range codec.IDs() {
 		limit := exactUpTo(c)
 		if c.Lossy() {
 			// exactUpTo is the codec's own bound: every whole number up to
@@ -326,7 +327,7 @@ func TestValues(t *testing.T) {
 // requireExact checks f(r, i) for n ranks and m elements: each value is a
 // whole number from least to limit, and it, or with sum each running sum
 // over the ranks, is at most limit and unchanged by codec c.
-func requireExact(t *testing.T, c codec.CodecID, limit, n, m int, sum bool, least float32, f func(r, i int) float32) {
+func requireExact(t *testing.T, c codec.ID, limit, n, m int, sum bool, least float32, f func(r, i int) float32) {
 	t.Helper()
 	for i := range m {
 		var s float32
@@ -347,9 +348,9 @@ func requireExact(t *testing.T, c codec.CodecID, limit, n, m int, sum bool, leas
 }
 
 // round returns x after a trip through c.
-func round(c codec.CodecID, x float32) float32 {
+func round(c codec.ID, x float32) float32 {
 	b := []float32{x}
-	codec.Round(c, b)
+	kernels.Round(c, b)
 	return b[0]
 }
 
@@ -360,21 +361,21 @@ func round(c codec.CodecID, x float32) float32 {
 func TestVerifyCatchesAWrongValue(t *testing.T) {
 	tests := []struct {
 		collective string
-		codec      codec.CodecID
+		codec      codec.ID
 		index      int
 		iteration  int
 	}{
-		{"allreduce", codec.CodecNone, 0, 0},
-		{"allreduce", codec.CodecNone, 5, -1},
-		{"allreduce", codec.CodecBF16, 0, 0},
-		{"allreduce", codec.CodecFP16, 6, -1},
-		{"bcast", codec.CodecNone, 7, -1},
-		{"bcast", codec.CodecBF16, 7, -1},
-		{"allgather", codec.CodecNone, 4, 0}, // block 1 starts at 4 with 2 ranks of 16 bytes
-		{"alltoall", codec.CodecZstd, 3, -1},
-		{"reducescatter", codec.CodecNone, 1, -1},
-		{"reducescatter", codec.CodecBF16, 0, 0},
-		{"allreduce_object", codec.CodecNone, 2, -1},
+		{"allreduce", codec.None, 0, 0},
+		{"allreduce", codec.None, 5, -1},
+		{"allreduce", codec.BF16, 0, 0},
+		{"allreduce", codec.FP16, 6, -1},
+		{"bcast", codec.None, 7, -1},
+		{"bcast", codec.BF16, 7, -1},
+		{"allgather", codec.None, 4, 0}, // block 1 starts at 4 with 2 ranks of 16 bytes
+		{"alltoall", codec.Zstd, 3, -1},
+		{"reducescatter", codec.None, 1, -1},
+		{"reducescatter", codec.BF16, 0, 0},
+		{"allreduce_object", codec.None, 2, -1},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%s/%d", tt.collective, tt.codec, tt.index), func(t *testing.T) {

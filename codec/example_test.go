@@ -6,49 +6,6 @@ import (
 	"github.com/gocoll/gocoll/codec"
 )
 
-func ExampleReduce() {
-	// What a rank does with a neighbour's contribution.
-	mine := []float32{1, 2, 3}
-	theirs := []float32{10, 20, 30}
-	if err := codec.Reduce(codec.Sum, mine, theirs); err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(mine)
-
-	// Averages are sums until the end.
-	codec.Finish(codec.Avg, mine, 2)
-	fmt.Println(mine)
-
-	fmt.Println(codec.Reduce(codec.Xor, mine, theirs))
-	// Output:
-	// [11 22 33]
-	// [5.5 11 16.5]
-	// invalid input: op xor is not defined for float32
-}
-
-func ExampleReduceLeft() {
-	// An order-sensitive op, x ∘ y = 2x + y. Whichever rank keeps the
-	// result, low ∘ high is computed in rank order.
-	affine := codec.NewOp("affine", func(dst, src []int64) {
-		for i := range dst {
-			dst[i] = 2*dst[i] + src[i]
-		}
-	}, false)
-
-	low, high := []int64{1}, []int64{100}
-	_ = codec.Reduce(affine, low, high) // low = low ∘ high
-	fmt.Println(low)
-
-	low, high = []int64{1}, []int64{100}
-	scratch := make([]int64, 1)
-	_ = codec.ReduceLeft(affine, low, high, scratch) // high = low ∘ high
-	fmt.Println(high)
-	// Output:
-	// [102]
-	// [102]
-}
-
 func ExampleBytes() {
 	s := []uint16{0x0102, 0x0304}
 	fmt.Printf("% x\n", codec.Bytes(s))
@@ -64,9 +21,9 @@ func ExampleBytes() {
 	// invalid input: 3 bytes is not a whole number of 2-byte uint16 elements
 }
 
-func ExampleBF16FromFloat32() {
+func ExampleBFloat16FromFloat32() {
 	for _, f := range []float32{1, 0.1, 3.14159, 1e38, 65520} {
-		fmt.Println(f, codec.BF16FromFloat32(f), codec.Float16FromFloat32(f))
+		fmt.Println(f, codec.BFloat16FromFloat32(f), codec.Float16FromFloat32(f))
 	}
 	// Output:
 	// 1 1 1
@@ -74,4 +31,15 @@ func ExampleBF16FromFloat32() {
 	// 3.14159 3.140625 3.140625
 	// 1e+38 9.96921e+37 +Inf
 	// 65520 65536 +Inf
+}
+
+func ExampleParse() {
+	for _, name := range []string{"bf16", "zstd", "lz4"} {
+		id, err := codec.Parse(name)
+		fmt.Println(id, id.Lossy(), err)
+	}
+	// Output:
+	// bf16 true <nil>
+	// zstd false <nil>
+	// none false invalid input: unknown codec "lz4" (want one of [none bf16 fp16 zstd s2])
 }

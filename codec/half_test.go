@@ -1,11 +1,12 @@
-package codec
+package codec_test
 
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,99 +15,47 @@ import (
 // math.RoundToEven instead of bit tricks, so an error in one is not
 // repeated in the other.
 
-// format describes a binary floating-point format narrower than float32.
-type format struct {
-	name    string
-	manBits int // stored mantissa bits
-	expBits int
-	bias    int
-}
-
-var (
-	bf16Format = format{name: "bf16", manBits: 7, expBits: 8, bias: 127}
-	fp16Format = format{name: "fp16", manBits: 10, expBits: 5, bias: 15}
-)
-
-func (f format) emin() int { return 1 - f.bias }
-func (f format) emax() int { return 1<<f.expBits - 2 - f.bias }
-
-// decode returns the value of bit pattern x in format f, NaN for NaNs.
-func (f format) decode(x uint16) float64 {
-	sign := 1.0
-	if x>>(f.manBits+f.expBits)&1 == 1 {
-		sign = -1
-	}
-	exp := int(x>>f.manBits) & (1<<f.expBits - 1)
-	man := float64(int(x) & (1<<f.manBits - 1))
-	switch exp {
-	case 1<<f.expBits - 1:
-		if man != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	case 0:
-		return sign * math.Ldexp(man, f.emin()-f.manBits)
-	}
-	return sign * math.Ldexp(1+math.Ldexp(man, -f.manBits), exp-f.bias)
-}
-
-// round returns the value of format f nearest to x, ties to even, ±Inf
-// beyond the range; zeros keep their sign.
-func (f format) round(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
-		return x
-	}
-	a := math.Abs(x)
-	_, exp := math.Frexp(a) // a is in [2^(exp-1), 2^exp)
-	quantum := math.Ldexp(1, max(exp-1, f.emin())-f.manBits)
-	r := math.RoundToEven(a/quantum) * quantum
-	if r >= math.Ldexp(1, f.emax()+1) {
-		r = math.Inf(1)
-	}
-	return math.Copysign(r, x)
-}
-
 // checkConv requires that converting in gave a result whose value (decoded
 // by the reference) is want, including the sign of zero; a NaN want asks
 // for a NaN of the same sign.
-func checkConv(t *testing.T, f format, in float32, got uint16, want float64) {
+func checkConv(t *testing.T, f elemtest.Format, in float32, got uint16, want float64) {
 	t.Helper()
-	v := f.decode(got)
+	v := f.Decode(got)
 	switch {
 	case math.IsNaN(want):
 		if !math.IsNaN(v) || math.Signbit(float64(in)) != (got&0x8000 != 0) {
-			t.Fatalf("%s(%v = %#08x) = %#04x, want a NaN of the same sign", f.name, in, math.Float32bits(in), got)
+			t.Fatalf("%s(%v = %#08x) = %#04x, want a NaN of the same sign", f.Name, in, math.Float32bits(in), got)
 		}
 	case v != want || math.Signbit(v) != math.Signbit(want):
-		t.Fatalf("%s(%v = %#08x) = %#04x (%v), want %v", f.name, in, math.Float32bits(in), got, v, want)
+		t.Fatalf("%s(%v = %#08x) = %#04x (%v), want %v", f.Name, in, math.Float32bits(in), got, v, want)
 	}
 }
 
 func TestHalfDecode(t *testing.T) {
 	for x := range 1 << 16 {
-		b, h := BF16(x), Float16(x)
+		b, h := codec.BFloat16(x), codec.Float16(x)
 		for _, tc := range []struct {
-			f    format
+			f    elemtest.Format
 			got  float32
 			want float64
 		}{
-			{bf16Format, b.Float32(), bf16Format.decode(uint16(x))},
-			{fp16Format, h.Float32(), fp16Format.decode(uint16(x))},
+			{elemtest.BF16Format, b.Float32(), elemtest.BF16Format.Decode(uint16(x))},
+			{elemtest.FP16Format, h.Float32(), elemtest.FP16Format.Decode(uint16(x))},
 		} {
 			if math.IsNaN(tc.want) {
-				require.True(t, tc.got != tc.got, "%s %#04x: got %v, want NaN", tc.f.name, x, tc.got)
+				require.True(t, tc.got != tc.got, "%s %#04x: got %v, want NaN", tc.f.Name, x, tc.got)
 				continue
 			}
 			if float64(tc.got) != tc.want || math.Signbit(float64(tc.got)) != math.Signbit(tc.want) {
-				t.Fatalf("%s %#04x: got %v, want %v", tc.f.name, x, tc.got, tc.want)
+				t.Fatalf("%s %#04x: got %v, want %v", tc.f.Name, x, tc.got, tc.want)
 			}
 		}
 		require.Equal(t, math.Float64bits(float64(b.Float32())), math.Float64bits(b.Float64()))
 		require.Equal(t, math.Float64bits(float64(h.Float32())), math.Float64bits(h.Float64()))
 	}
 	// Widening keeps a NaN's sign and payload in the top mantissa bits.
-	require.Equal(t, uint32(0xffa10000), math.Float32bits(BF16(0xffa1).Float32()))
-	require.Equal(t, uint32(0xff802000)|0x3ff<<13, math.Float32bits(Float16(0xffff).Float32()))
+	require.Equal(t, uint32(0xffa10000), math.Float32bits(codec.BFloat16(0xffa1).Float32()))
+	require.Equal(t, uint32(0xff802000)|0x3ff<<13, math.Float32bits(codec.Float16(0xffff).Float32()))
 }
 
 func TestHalfRoundTrip(t *testing.T) {
@@ -114,21 +63,21 @@ func TestHalfRoundTrip(t *testing.T) {
 	// except that NaNs come back quiet (signalling NaNs gain the quiet
 	// bit, as IEEE conversions do).
 	for x := range 1 << 16 {
-		b := BF16(x)
+		b := codec.BFloat16(x)
 		want := b
-		if isNaN(b) {
+		if elemtest.IsNaN(b) {
 			want |= 0x0040
 		}
-		if got := BF16FromFloat32(b.Float32()); got != want {
+		if got := codec.BFloat16FromFloat32(b.Float32()); got != want {
 			t.Fatalf("bf16 %#04x -> %v -> %#04x, want %#04x", x, b.Float32(), got, want)
 		}
 
-		h := Float16(x)
+		h := codec.Float16(x)
 		wantH := h
-		if isNaN(h) {
+		if elemtest.IsNaN(h) {
 			wantH |= 0x0200
 		}
-		if got := Float16FromFloat32(h.Float32()); got != wantH {
+		if got := codec.Float16FromFloat32(h.Float32()); got != wantH {
 			t.Fatalf("fp16 %#04x -> %v -> %#04x, want %#04x", x, h.Float32(), got, wantH)
 		}
 	}
@@ -138,7 +87,7 @@ func TestBF16FromFloat32(t *testing.T) {
 	tests := []struct {
 		name string
 		in   uint32 // float32 bits
-		want BF16
+		want codec.BFloat16
 	}{
 		{"+0", 0x00000000, 0x0000},
 		{"-0", 0x80000000, 0x8000},
@@ -172,7 +121,7 @@ func TestBF16FromFloat32(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := BF16FromFloat32(math.Float32frombits(tc.in))
+			got := codec.BFloat16FromFloat32(math.Float32frombits(tc.in))
 			require.Equal(t, tc.want, got, "got %#04x, want %#04x", uint16(got), uint16(tc.want))
 		})
 	}
@@ -183,7 +132,7 @@ func TestFloat16FromFloat32(t *testing.T) {
 	tests := []struct {
 		name string
 		in   float32
-		want Float16
+		want codec.Float16
 	}{
 		{"+0", 0, 0x0000},
 		{"-0", float32(math.Copysign(0, -1)), 0x8000},
@@ -223,7 +172,7 @@ func TestFloat16FromFloat32(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Float16FromFloat32(tc.in)
+			got := codec.Float16FromFloat32(tc.in)
 			require.Equal(t, tc.want, got, "got %#04x, want %#04x", uint16(got), uint16(tc.want))
 		})
 	}
@@ -231,36 +180,36 @@ func TestFloat16FromFloat32(t *testing.T) {
 
 // TestHalfFromFloat32Reference compares both conversions against the
 // reference on the inputs where rounding is decided: every value of the
-// format, the midpoint between each pair of neighbours (the ties) and the
+// elemtest.Format, the midpoint between each pair of neighbours (the ties) and the
 // float32s just either side of it, then on random float32 patterns.
 func TestHalfFromFloat32Reference(t *testing.T) {
 	tests := []struct {
-		f       format
+		f       elemtest.Format
 		convert func(float32) uint16
 	}{
-		{bf16Format, func(x float32) uint16 { return uint16(BF16FromFloat32(x)) }},
-		{fp16Format, func(x float32) uint16 { return uint16(Float16FromFloat32(x)) }},
+		{elemtest.BF16Format, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) }},
+		{elemtest.FP16Format, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.f.name, func(t *testing.T) {
+		t.Run(tc.f.Name, func(t *testing.T) {
 			check := func(in float32) {
-				checkConv(t, tc.f, in, tc.convert(in), tc.f.round(float64(in)))
+				checkConv(t, tc.f, in, tc.convert(in), tc.f.Round(float64(in)))
 			}
-			inf := uint16(1<<tc.f.expBits-1) << tc.f.manBits
+			inf := uint16(1<<tc.f.ExpBits-1) << tc.f.ManBits
 			for k := range inf {
-				lo := tc.f.decode(k)
-				hi := math.Ldexp(1, tc.f.emax()+1) // where the step past max finite lands
+				lo := tc.f.Decode(k)
+				hi := math.Ldexp(1, tc.f.Emax()+1) // where the step past max finite lands
 				if k+1 < inf {
-					hi = tc.f.decode(k + 1)
+					hi = tc.f.Decode(k + 1)
 				}
-				mid := float32((lo + hi) / 2) // exact: one more bit than the format has
+				mid := float32((lo + hi) / 2) // exact: one more bit than the elemtest.Format has
 				require.Equal(t, (lo+hi)/2, float64(mid))
 				for _, in := range []float32{float32(lo), mid, math.Nextafter32(mid, 0), math.Nextafter32(mid, float32(math.Inf(1)))} {
 					check(in)
 					check(-in)
 				}
 			}
-			r := newRand(t)
+			r := elemtest.NewRand(t)
 			for range 1 << 20 {
 				check(math.Float32frombits(r.Uint32()))
 			}
@@ -273,17 +222,17 @@ func TestHalfString(t *testing.T) {
 		v    fmt.Stringer
 		want string
 	}{
-		{BF16(0x3f80), "1"},
-		{BF16(0xc040), "-3"},
-		{BF16FromFloat32(0.1), "0.100097656"},
-		{BF16(0x7f80), "+Inf"},
-		{BF16(0xffc0), "NaN"},
-		{Float16(0x3c00), "1"},
-		{Float16(0x7bff), "65504"},
-		{Float16FromFloat32(0.1), "0.099975586"},
-		{Float16(0x0001), "5.9604645e-08"},
-		{Float16(0xfc00), "-Inf"},
-		{Float16(0x7e00), "NaN"},
+		{codec.BFloat16(0x3f80), "1"},
+		{codec.BFloat16(0xc040), "-3"},
+		{codec.BFloat16FromFloat32(0.1), "0.100097656"},
+		{codec.BFloat16(0x7f80), "+Inf"},
+		{codec.BFloat16(0xffc0), "NaN"},
+		{codec.Float16(0x3c00), "1"},
+		{codec.Float16(0x7bff), "65504"},
+		{codec.Float16FromFloat32(0.1), "0.099975586"},
+		{codec.Float16(0x0001), "5.9604645e-08"},
+		{codec.Float16(0xfc00), "-Inf"},
+		{codec.Float16(0x7e00), "NaN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
@@ -295,100 +244,46 @@ func TestHalfString(t *testing.T) {
 
 func BenchmarkFloat16FromFloat32(b *testing.B) {
 	in := make([]float32, 4096)
-	r := newRand(b)
+	r := elemtest.NewRand(b)
 	for i := range in {
 		in[i] = float32(r.NormFloat64())
 	}
-	out := make([]Float16, len(in))
+	out := make([]codec.Float16, len(in))
 	b.SetBytes(int64(len(in) * 4))
 	b.ReportAllocs()
 	for b.Loop() {
 		for i, x := range in {
-			out[i] = Float16FromFloat32(x)
+			out[i] = codec.Float16FromFloat32(x)
 		}
 	}
-}
-
-// roundBig is a second reference, for float64 inputs, in integer
-// arithmetic on math/big: it writes |x| as m·2^e with an integer m, divides
-// by the format's quantum at x's exponent (the spacing of the format's
-// values there, fixed at the bottom of the range: subnormals) and rounds
-// the quotient to the nearest integer, ties to even, by comparing the
-// remainder with half the divisor. It shares nothing with format.round or
-// with half.go beyond the format's parameters. Zeros, infinities and NaNs
-// come back as they are.
-func (f format) roundBig(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
-		return x
-	}
-	frac, exp := math.Frexp(math.Abs(x)) // |x| = frac·2^exp, frac in [0.5, 1)
-	m := new(big.Int).SetInt64(int64(math.Ldexp(frac, 53)))
-	e := exp - 53 // |x| = m·2^e exactly
-	// The quantum is 2^q: the unit in the last place of a value in
-	// [2^(exp-1), 2^exp), or of the subnormals below 2^emin.
-	q := max(exp-1, f.emin()) - f.manBits
-	n := new(big.Int)
-	if e >= q {
-		n.Lsh(m, uint(e-q)) // a multiple of the quantum already
-	} else {
-		shift := uint(q - e)
-		n.Rsh(m, shift)
-		rem := new(big.Int).Sub(m, new(big.Int).Lsh(n, shift))
-		half := new(big.Int).Lsh(big.NewInt(1), shift-1)
-		if c := rem.Cmp(half); c > 0 || c == 0 && n.Bit(0) == 1 {
-			n.Add(n, big.NewInt(1))
-		}
-	}
-	// n·2^q is the rounded value: exact in a float64, since n has at most
-	// manBits+2 bits, unless x is near MaxFloat64 and it overflows even
-	// float64 (then Float64 says +Inf). Either way it is beyond f's range
-	// when it reaches 2^(emax+1).
-	r, acc := new(big.Float).SetMantExp(new(big.Float).SetInt(n), q).Float64()
-	if acc != big.Exact && !math.IsInf(r, 1) {
-		panic("reference result not exact")
-	}
-	if r >= math.Ldexp(1, f.emax()+1) {
-		r = math.Inf(1)
-	}
-	return math.Copysign(r, x)
-}
-
-// nanFromFloat64 is the NaN that converting the float64 NaN with bits b to
-// format f must give: the sign, all exponent bits, and the top manBits bits
-// of the payload with the top one (the quiet bit) set.
-func (f format) nanFromFloat64(b uint64) uint16 {
-	sign := uint16(b>>63) << (f.manBits + f.expBits)
-	exp := uint16(1<<f.expBits-1) << f.manBits
-	payload := uint16(b>>(52-f.manBits)) & (1<<f.manBits - 1)
-	return sign | exp | payload | 1<<(f.manBits-1)
 }
 
 // checkConv64 requires that converting in gave want (a value from the
 // reference) exactly, including the sign of zero, and for a NaN in the
 // NaN that nanFromFloat64 says.
-func checkConv64(t *testing.T, f format, in float64, got uint16, want float64) {
+func checkConv64(t *testing.T, f elemtest.Format, in float64, got uint16, want float64) {
 	t.Helper()
 	if math.IsNaN(in) {
-		if wantBits := f.nanFromFloat64(math.Float64bits(in)); got != wantBits {
-			t.Fatalf("%s(NaN %#016x) = %#04x, want %#04x", f.name, math.Float64bits(in), got, wantBits)
+		if wantBits := f.NaNFromFloat64(math.Float64bits(in)); got != wantBits {
+			t.Fatalf("%s(NaN %#016x) = %#04x, want %#04x", f.Name, math.Float64bits(in), got, wantBits)
 		}
 		return
 	}
-	if v := f.decode(got); v != want || math.Signbit(v) != math.Signbit(want) {
-		t.Fatalf("%s(%v = %#016x) = %#04x (%v), want %v", f.name, in, math.Float64bits(in), got, v, want)
+	if v := f.Decode(got); v != want || math.Signbit(v) != math.Signbit(want) {
+		t.Fatalf("%s(%v = %#016x) = %#04x (%v), want %v", f.Name, in, math.Float64bits(in), got, v, want)
 	}
 }
 
 // halfFromFloat64 are the two conversions from float64, with their formats.
 var halfFromFloat64 = []struct {
-	f       format
+	f       elemtest.Format
 	convert func(float64) uint16
 	// from32 is the conversion from float32, which must agree with
 	// convert on every float32.
 	from32 func(float32) uint16
 }{
-	{bf16Format, func(x float64) uint16 { return uint16(BF16FromFloat64(x)) }, func(x float32) uint16 { return uint16(BF16FromFloat32(x)) }},
-	{fp16Format, func(x float64) uint16 { return uint16(Float16FromFloat64(x)) }, func(x float32) uint16 { return uint16(Float16FromFloat32(x)) }},
+	{elemtest.BF16Format, func(x float64) uint16 { return uint16(codec.BFloat16FromFloat64(x)) }, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) }},
+	{elemtest.FP16Format, func(x float64) uint16 { return uint16(codec.Float16FromFloat64(x)) }, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) }},
 }
 
 // TestHalfReferencesAgree checks the two references against each other on
@@ -396,81 +291,25 @@ var halfFromFloat64 = []struct {
 // wrong in a way the tests of the conversions would inherit.
 func TestHalfReferencesAgree(t *testing.T) {
 	for _, tc := range halfFromFloat64 {
-		t.Run(tc.f.name, func(t *testing.T) {
-			forEachRoundingInput64(t, tc.f, func(in float64) {
-				a, b := tc.f.round(in), tc.f.roundBig(in)
+		t.Run(tc.f.Name, func(t *testing.T) {
+			elemtest.ForEachRoundingInput64(t, tc.f, func(in float64) {
+				a, b := tc.f.Round(in), tc.f.RoundBig(in)
 				if math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
-					t.Fatalf("%s(%v = %#016x): round says %v, roundBig %v", tc.f.name, in, math.Float64bits(in), a, b)
+					t.Fatalf("%s(%v = %#016x): round says %v, roundBig %v", tc.f.Name, in, math.Float64bits(in), a, b)
 				}
 			})
 		})
 	}
 }
 
-// forEachRoundingInput64 calls check with the float64 inputs where
-// rounding to f is decided, with both signs: every finite value of f, the
-// midpoint between it and the next one up (the tie; the step past the
-// largest finite value is to 2^(emax+1), the overflow threshold) and the
-// float64s one and two units either side of each midpoint, which a
-// conversion that rounds twice (through float32) gets wrong; then edge
-// cases and 2^18 random float64s, half with uniformly random bits and half
-// within and around f's range.
-func forEachRoundingInput64(t *testing.T, f format, check func(float64)) {
-	both := func(x float64) {
-		check(x)
-		check(-x)
-	}
-	inf := uint16(1<<f.expBits-1) << f.manBits
-	for k := range inf {
-		lo := f.decode(k)
-		hi := math.Ldexp(1, f.emax()+1)
-		if k+1 < inf {
-			hi = f.decode(k + 1)
-		}
-		mid := (lo + hi) / 2 // exact: one more bit than the format has
-		both(lo)
-		both(mid)
-		down, up := math.Nextafter(mid, 0), math.Nextafter(mid, math.Inf(1))
-		both(down)
-		both(up)
-		both(math.Nextafter(down, 0))
-		both(math.Nextafter(up, math.Inf(1)))
-	}
-	for _, x := range []float64{
-		0, math.Inf(1), math.MaxFloat64, math.SmallestNonzeroFloat64, 0x1p-1022, math.Nextafter(0x1p-1022, 0),
-		math.MaxFloat32, math.Nextafter(math.MaxFloat32, math.Inf(1)), 0x1p128, 0x1p-149, 0x1p-150, 0x1p-151,
-		math.Nextafter(0x1p-150, 1), 0x1p-126, math.Nextafter(0x1p-126, 0), 1e-50, 1e-300, 1e300,
-		0x1p-133, 0x1p-134, math.Nextafter(0x1p-134, 1), math.Nextafter(0x1p-134, 0), 0x1p-135,
-		0x1p-24, 0x1p-25, math.Nextafter(0x1p-25, 1), 0x1p-26, 0x1p-14, math.Nextafter(0x1p-14, 0),
-		65504, 65519, 65519.999, 65520, math.Nextafter(65520, 0), 65536,
-		0x1.fep127, 0x1.ffp127, math.Nextafter(0x1.ffp127, 0), 0x1p128,
-	} {
-		both(x)
-	}
-	for _, b := range []uint64{
-		0x7ff8000000000000, 0x7ff0000000000001, 0x7ff4000000000000, 0x7fffffffffffffff,
-		0x7ff0200000000000, 0x7ff0040000000000, 0x7ff00000000fffff,
-	} {
-		both(math.Float64frombits(b))
-	}
-	r := newRand(t)
-	for range 1 << 17 {
-		check(math.Float64frombits(r.Uint64()))
-		// A random mantissa at an exponent from just below the smallest
-		// subnormal of f to just above its overflow.
-		e := f.emin() - f.manBits - 3 + r.IntN(f.emax()-f.emin()+f.manBits+6)
-		both(math.Ldexp(1+r.Float64(), e))
-	}
-}
-
-// TestHalfFromFloat64Reference compares BF16FromFloat64 and
-// Float16FromFloat64 with the math/big reference: they must round once,
+// TestHalfFromFloat64Reference compares codec.BFloat16FromFloat64 and
+// codec.Float16FromFloat64 with the math/big reference: they must round once,
 // directly, not through float32.
 func TestHalfFromFloat64Reference(t *testing.T) {
 	for _, tc := range halfFromFloat64 {
-		t.Run(tc.f.name, func(t *testing.T) {
-			forEachRoundingInput64(t, tc.f, func(in float64) {
-				checkConv64(t, tc.f, in, tc.convert(in), tc.f.roundBig(in))
+		t.Run(tc.f.Name, func(t *testing.T) {
+			elemtest.ForEachRoundingInput64(t, tc.f, func(in float64) {
+				checkConv64(t, tc.f, in, tc.convert(in), tc.f.RoundBig(in))
 			})
 		})
 	}
@@ -482,13 +321,13 @@ func TestHalfFromFloat64Reference(t *testing.T) {
 // included.
 func TestHalfFromFloat64MatchesFloat32(t *testing.T) {
 	for _, tc := range halfFromFloat64 {
-		t.Run(tc.f.name, func(t *testing.T) {
+		t.Run(tc.f.Name, func(t *testing.T) {
 			check := func(x float32) {
 				if got, want := tc.convert(float64(x)), tc.from32(x); got != want {
-					t.Fatalf("%s(float64(%v = %#08x)) = %#04x, from float32 %#04x", tc.f.name, x, math.Float32bits(x), got, want)
+					t.Fatalf("%s(float64(%v = %#08x)) = %#04x, from float32 %#04x", tc.f.Name, x, math.Float32bits(x), got, want)
 				}
 			}
-			r := newRand(t)
+			r := elemtest.NewRand(t)
 			for range 1 << 20 {
 				check(math.Float32frombits(r.Uint32()))
 			}
@@ -509,8 +348,8 @@ func TestHalfFromFloat64(t *testing.T) {
 	tests := []struct {
 		name string
 		in   float64
-		bf16 BF16
-		fp16 Float16
+		bf16 codec.BFloat16
+		fp16 codec.Float16
 	}{
 		{"+0", 0, 0x0000, 0x0000},
 		{"-0", math.Copysign(0, -1), 0x8000, 0x8000},
@@ -520,9 +359,9 @@ func TestHalfFromFloat64(t *testing.T) {
 		{"quiet NaN", math.NaN(), 0x7fc0, 0x7e00},
 		{"signalling NaN, payload in low bits", math.Float64frombits(0x7ff0000000000001), 0x7fc0, 0x7e00},
 		{"negative NaN, payload in high bits", math.Float64frombits(0xfff5500000000000), 0xffea, 0xff54},
-		// 1 + 2^-8 + 2^-40 is just above a BF16 tie; float32 rounds it
+		// 1 + 2^-8 + 2^-40 is just above a codec.BFloat16 tie; float32 rounds it
 		// onto the tie (it has 24 bits), and the tie then goes to even, 1.
-		// The others are the same trap on either side and in either format.
+		// The others are the same trap on either side and in either elemtest.Format.
 		{"bf16: just above a tie, double rounding goes down", 1 + 0x1p-8 + 0x1p-40, 0x3f81, 0x3c04},
 		{"bf16: just below a tie, double rounding goes up", 1 + 0x1.8p-7 - 0x1p-40, 0x3f81, 0x3c0c},
 		{"fp16: just above a tie, double rounding goes down", 1 + 0x1p-11 + 0x1p-40, 0x3f80, 0x3c01},
@@ -549,31 +388,22 @@ func TestHalfFromFloat64(t *testing.T) {
 		{"bf16 subnormal tie up to even", 3 * 0x1p-134, 0x0002, 0x0000},
 		{"bf16 largest subnormal rounds to min normal", 0x1p-126 - 0x1p-160, 0x0080, 0x0000},
 		// Below float32's subnormals: float32(x) is 0 and the tie at
-		// 2^-150 would decide; BF16 has no such values, so 0.
+		// 2^-150 would decide; codec.BFloat16 has no such values, so 0.
 		{"below float32 range", 1e-50, 0x0000, 0x0000},
 		{"smallest float64", -math.SmallestNonzeroFloat64, 0x8000, 0x8000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := BF16FromFloat64(tc.in)
+			got := codec.BFloat16FromFloat64(tc.in)
 			require.Equal(t, tc.bf16, got, "bf16: got %#04x, want %#04x", uint16(got), uint16(tc.bf16))
-			got16 := Float16FromFloat64(tc.in)
+			got16 := codec.Float16FromFloat64(tc.in)
 			require.Equal(t, tc.fp16, got16, "fp16: got %#04x, want %#04x", uint16(got16), uint16(tc.fp16))
 		})
 	}
 }
 
-// TestFloat64Thresholds checks the bit patterns of half.go against the
-// values they stand for.
-func TestFloat64Thresholds(t *testing.T) {
-	require.Equal(t, math.Float64bits(0x1.ffp127), uint64(f64BF16Overflow))
-	require.Equal(t, math.Float64bits(65520), uint64(f64HalfOverflow))
-	require.Equal(t, math.Float64bits(0x1p-126), uint64(f64BF16MinNormal))
-	require.Equal(t, math.Float64bits(0x1p-14), uint64(f64HalfMinNormal))
-	require.Equal(t, math.Float64bits(f64BF16Tiny), uint64(f64BF16TinyBits))
-	require.Equal(t, math.Float64bits(f64HalfTiny), uint64(f64HalfTinyBits))
-	require.Equal(t, math.Float32bits(65520), uint32(f32HalfOverflow))
-	require.Equal(t, math.Float32bits(0x1p-14), uint32(f32HalfMinNormal))
-	require.Equal(t, 0x1.fep127, BF16(0x7f7f).Float64(), "largest finite BF16")
-	require.Equal(t, 65504.0, Float16(0x7bff).Float64(), "largest finite binary16")
+// TestLargestFinite checks the largest finite value of each format.
+func TestLargestFinite(t *testing.T) {
+	require.Equal(t, 0x1.fep127, codec.BFloat16(0x7f7f).Float64(), "largest finite bfloat16")
+	require.Equal(t, 65504.0, codec.Float16(0x7bff).Float64(), "largest finite binary16")
 }

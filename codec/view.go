@@ -14,12 +14,12 @@ import "fmt"
 //
 // This file holds what both builds share.
 
-// sizeOf is the size in bytes of one T; DType.Size without the DType.
+// sizeOf is the size in bytes of one T.
 func sizeOf[T Elem]() int {
 	switch any(*new(T)).(type) {
 	case int8, uint8:
 		return 1
-	case int16, uint16, BF16, Float16:
+	case int16, uint16, BFloat16, Float16:
 		return 2
 	case int32, uint32, float32:
 		return 4
@@ -30,8 +30,8 @@ func sizeOf[T Elem]() int {
 // lengthError reports a byte slice that does not hold whole elements of
 // type T.
 func lengthError[T Elem](n int) error {
-	return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte %s elements",
-		ErrInvalid, n, sizeOf[T](), DTypeOf[T]())
+	return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte %T elements",
+		ErrInvalid, n, sizeOf[T](), *new(T))
 }
 
 // storeCount is the number of whole elements Store copies from b into dst.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var allgatherAlgorithms = []Algorithm{
@@ -26,7 +27,7 @@ func TestAllgather(t *testing.T) {
 					checkAllgather[float64](t, cs, algo, countsFor(n, false))
 					checkAllgather[int32](t, cs, algo, countsFor(n, false))
 					checkAllgather[uint8](t, cs, algo, countsFor(n, false))
-					checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
+					checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
 				})
 			}
 		})
@@ -61,7 +62,7 @@ func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm,
 			want = []T{}
 		}
 		for _, inPlace := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/count=%d/inplace=%v", codec.DTypeOf[T](), count, inPlace), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/count=%d/inplace=%v", kernel.DTypeOf[T](), count, inPlace), func(t *testing.T) {
 				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 					me := c.Rank()
 					recv := poisoned[T](n * count)
@@ -88,7 +89,7 @@ func TestAllgatherv(t *testing.T) {
 			checkAllgatherv[float64](t, cs, countsFor(n, false))
 			checkAllgatherv[int32](t, cs, countsFor(n, false))
 			checkAllgatherv[uint8](t, cs, countsFor(n, false))
-			checkAllgatherv[codec.BF16](t, cs, countsFor(n, false))
+			checkAllgatherv[codec.BFloat16](t, cs, countsFor(n, false))
 		})
 	}
 }
@@ -110,7 +111,7 @@ func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, sizes []int) {
 	n := len(cs)
 	for _, base := range sizes {
 		for _, cnts := range varCounts(n, base) {
-			t.Run(fmt.Sprintf("%s/counts=%v", codec.DTypeOf[T](), cnts[:min(n, 4)]), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/counts=%v", kernel.DTypeOf[T](), cnts[:min(n, 4)]), func(t *testing.T) {
 				inputs := make([][]T, n)
 				want := []T{}
 				for r := range n {
@@ -259,7 +260,7 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 	for _, o := range []struct {
 		algo Algorithm
 		op   codec.Op
-	}{{Ring, Sum}, {RecursiveHalving, Sum}, {RecursiveHalving, first}} {
+	}{{Ring, codec.Sum}, {RecursiveHalving, codec.Sum}, {RecursiveHalving, first}} {
 		ops = append(ops, op{fmt.Sprintf("ReduceScatter/%s/%s", o.algo, o.op), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 			return ReduceScatter(ctx, c, b[:n*count], a[:count], o.op, WithAlgorithm(o.algo))
 		}})
@@ -269,7 +270,7 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 	}}, op{"Barrier", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Barrier(ctx, c)
 	}})
-	for _, sop := range []codec.Op{Sum, first} {
+	for _, sop := range []codec.Op{codec.Sum, first} {
 		ops = append(ops, op{"Scan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 			return Scan(ctx, c, a[:count], sop)
 		}}, op{"Exscan/" + sop.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {

@@ -69,7 +69,7 @@ func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 		go func() {
 			buf := make([]float32, count)
 			for range rounds + 2 {
-				if err := Allreduce(ctx, c, buf, Sum, opts...); err != nil {
+				if err := Allreduce(ctx, c, buf, codec.Sum, opts...); err != nil {
 					others <- err
 					return
 				}
@@ -79,7 +79,7 @@ func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 	}
 	buf := make([]float32, count)
 	step := func() {
-		if err := Allreduce(ctx, cs[0], buf, Sum, opts...); err != nil {
+		if err := Allreduce(ctx, cs[0], buf, codec.Sum, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -61,7 +62,7 @@ func (k *call[T]) allreduce(buf []T) error {
 	if err != nil {
 		return err
 	}
-	codec.Finish(k.op, buf, k.c.Size())
+	kernel.Finish(k.op, buf, k.c.Size())
 	return nil
 }
 
@@ -117,7 +118,7 @@ func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
 	// bits, but with a lossy codec not yet rounded as the result that
 	// the unfold sends; rounding it here makes every rank's the same.
 	if p > 1 {
-		codec.Round(k.cfg.codec, buf)
+		kernel.Round(k.cfg.codec, buf)
 	}
 	// Unfold: the odd ranks hand the result back to their even partners.
 	if me < 2*rem {

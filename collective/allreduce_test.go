@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var allreduceAlgorithms = []Algorithm{
@@ -24,11 +25,11 @@ func TestAllreduce(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
-					checkAllreduce[float32](t, cs, algo, Sum)
-					checkAllreduce[float64](t, cs, algo, Avg)
-					checkAllreduce[int32](t, cs, algo, Max)
-					checkAllreduce[uint8](t, cs, algo, Xor)
-					checkAllreduce[codec.BF16](t, cs, algo, Sum)
+					checkAllreduce[float32](t, cs, algo, codec.Sum)
+					checkAllreduce[float64](t, cs, algo, codec.Avg)
+					checkAllreduce[int32](t, cs, algo, codec.Max)
+					checkAllreduce[uint8](t, cs, algo, codec.Xor)
+					checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum)
 				})
 			}
 		})
@@ -54,7 +55,7 @@ func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm,
 				return err
 			}
 			if err := equalBits(buf, want); err != nil {
-				return fmt.Errorf("%s %s count %d: %w", codec.DTypeOf[T](), op, count, err)
+				return fmt.Errorf("%s %s count %d: %w", kernel.DTypeOf[T](), op, count, err)
 			}
 			return nil
 		})
@@ -83,8 +84,8 @@ func TestAllreduceNaN(t *testing.T) {
 					op   codec.Op
 					want []float32
 				}{
-					{Min, []float32{nan, negZero, 0}},
-					{Max, []float32{nan, 0, float32(n - 1)}},
+					{codec.Min, []float32{nan, negZero, 0}},
+					{codec.Max, []float32{nan, 0, float32(n - 1)}},
 				} {
 					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 						buf := slices.Clone(inputs[c.Rank()])

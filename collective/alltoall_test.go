@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var alltoallAlgorithms = []Algorithm{Auto, Pairwise}
@@ -22,7 +23,7 @@ func TestAlltoall(t *testing.T) {
 					checkAlltoall[float64](t, cs, algo, countsFor(n, false))
 					checkAlltoall[int32](t, cs, algo, countsFor(n, false))
 					checkAlltoall[uint8](t, cs, algo, countsFor(n, false))
-					checkAlltoall[codec.BF16](t, cs, algo, countsFor(n, false))
+					checkAlltoall[codec.BFloat16](t, cs, algo, countsFor(n, false))
 				})
 			}
 		})
@@ -36,7 +37,7 @@ func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, 
 	t.Helper()
 	n := len(cs)
 	for _, b := range sizes {
-		t.Run(fmt.Sprintf("%s/block=%d", codec.DTypeOf[T](), b), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/block=%d", kernel.DTypeOf[T](), b), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, n*b, b)

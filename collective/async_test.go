@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -31,7 +32,7 @@ func TestAllreduceAsyncOverlap(t *testing.T) {
 							on = sub
 						}
 						bufs[i] = input[float32](on.Rank(), 100*i+1, i)
-						reqs[i] = AllreduceAsync(ctx, on, bufs[i], Sum,
+						reqs[i] = AllreduceAsync(ctx, on, bufs[i], codec.Sum,
 							WithAlgorithm(algos[i%len(algos)]), WithChunkSize(256))
 					}
 					for i := buckets - 1; i >= 0; i-- {
@@ -46,7 +47,7 @@ func TestAllreduceAsyncOverlap(t *testing.T) {
 						for r := range n {
 							inputs[r] = input[float32](r, 100*i+1, i)
 						}
-						if err := equalBits(bufs[i], reference(Sum, inputs)); err != nil {
+						if err := equalBits(bufs[i], reference(codec.Sum, inputs)); err != nil {
 							return fmt.Errorf("bucket %d on rank %d of %d: %w", i, on.Rank(), on.Size(), err)
 						}
 					}

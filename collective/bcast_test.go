@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var bcastAlgorithms = []Algorithm{
@@ -28,7 +29,7 @@ func TestBcast(t *testing.T) {
 						checkBcast[float64](t, cs, algo, root, countsFor(n, false))
 						checkBcast[int32](t, cs, algo, root, countsFor(n, false))
 						checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
-						checkBcast[codec.BF16](t, cs, algo, root, countsFor(n, false))
+						checkBcast[codec.BFloat16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}
@@ -43,7 +44,7 @@ func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, roo
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/count=%d", kernel.DTypeOf[T](), count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, count, count+root)
@@ -123,7 +124,7 @@ func TestChunkCap(t *testing.T) {
 			return Bcast(ctx, c, buf, 1, WithAlgorithm(Chain), WithChunkSize(1))
 		}, (n - 1) * MaxChunks},
 		{"ring chunked allreduce", func(ctx context.Context, c *comm.Comm, buf []int32) error {
-			return Allreduce(ctx, c, buf, Sum, WithAlgorithm(RingChunked), WithChunkSize(1))
+			return Allreduce(ctx, c, buf, codec.Sum, WithAlgorithm(RingChunked), WithChunkSize(1))
 		}, n * 2 * (n - 1) * MaxChunks},
 	}
 	cs := job(t, n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkAllreduce(b *testing.B) {
 			for _, bytes := range []int{8, 64 << 10, 1 << 20, 16 << 20} {
 				b.Run(fmt.Sprintf("%s/np=%d/%dB", tr, n, bytes), func(b *testing.B) {
 					benchCollective(b, n, bytes, comm.WithTransport(tr), func(ctx context.Context, c *comm.Comm, buf []float32) error {
-						return Allreduce(ctx, c, buf, Sum)
+						return Allreduce(ctx, c, buf, codec.Sum)
 					})
 				})
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 // DefaultBucketBytes is the size limit of a Bucketer's buckets unless
@@ -65,7 +66,7 @@ type tensorState struct {
 	bucket int // index in Bucketer.buckets
 	pos    int // index among the bucket's tensors
 	len    int
-	dtype  codec.DType
+	dtype  kernel.DType
 	ready  bool
 }
 
@@ -81,7 +82,7 @@ type bucketState struct {
 // flatBucket is the typed part of a bucket: its tensors and its flat
 // buffer, whatever their element type.
 type flatBucket interface {
-	dtype() codec.DType
+	dtype() kernel.DType
 	elems() int
 	alloc()
 	pack(pos int)
@@ -96,9 +97,9 @@ type typedBucket[T codec.Elem] struct {
 	flat    []T
 }
 
-func (t *typedBucket[T]) dtype() codec.DType { return codec.DTypeOf[T]() }
-func (t *typedBucket[T]) elems() int         { return t.count }
-func (t *typedBucket[T]) alloc()             { t.flat = make([]T, t.count) }
+func (t *typedBucket[T]) dtype() kernel.DType { return kernel.DTypeOf[T]() }
+func (t *typedBucket[T]) elems() int          { return t.count }
+func (t *typedBucket[T]) alloc()              { t.flat = make([]T, t.count) }
 
 func (t *typedBucket[T]) add(buf []T) {
 	t.tensors = append(t.tensors, buf)
@@ -170,8 +171,8 @@ func Register[T codec.Elem](b *Bucketer, buf []T) (int, error) {
 	if b.frozen {
 		return -1, fmt.Errorf("%w: bucketer: tensor %d registered after the first step, which fixed the buckets", codec.ErrInvalid, i)
 	}
-	dt := codec.DTypeOf[T]()
-	if err := b.op.Check(dt); err != nil {
+	dt := kernel.DTypeOf[T]()
+	if err := kernel.Check(b.op, dt); err != nil {
 		return -1, fmt.Errorf("bucketer: tensor %d (%d %s): %w", i, len(buf), dt, err)
 	}
 	size := len(buf) * dt.Size()
@@ -265,7 +266,7 @@ func (b *Bucketer) freeze(ctx context.Context) error {
 					comm.ErrMismatch, b.limit, b.c.Rank(), w, r)
 			}
 			return fmt.Errorf("%w: bucketer: tensor %d is %d %s on rank %d but %d %s on rank %d; every rank must register the same tensors in the same order",
-				comm.ErrMismatch, i, mine[i]>>8, codec.DType(mine[i]&0xff), b.c.Rank(), w>>8, codec.DType(w&0xff), r)
+				comm.ErrMismatch, i, mine[i]>>8, kernel.DType(mine[i]&0xff), b.c.Rank(), w>>8, kernel.DType(w&0xff), r)
 		}
 	}
 	for i := range b.buckets {

@@ -60,7 +60,7 @@ var mixedSpecs = []spec{
 	of[float64](2000),                 // bucket 3: larger than the limit
 	of[float64](3),                    // bucket 4: nothing joins an oversized bucket
 	of[int32](7),                      // bucket 5
-	of[codec.BF16](10),                // bucket 6
+	of[codec.BFloat16](10),            // bucket 6
 	of[float32](1024), of[float32](0), // bucket 7: exactly the limit, and an empty tensor
 	of[float32](1), // bucket 8
 }
@@ -131,7 +131,7 @@ func TestBucketPlan(t *testing.T) {
 	cs := job(t, 1)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, _, err := newTestBucketer(cs[0], Sum, tt.specs, tt.opts...)
+			b, _, err := newTestBucketer(cs[0], codec.Sum, tt.specs, tt.opts...)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, planOf(b))
 		})
@@ -140,13 +140,13 @@ func TestBucketPlan(t *testing.T) {
 
 func TestBucketOptionsRefused(t *testing.T) {
 	cs := job(t, 1)
-	_, err := NewBucketer(cs[0], Sum, WithBucketBytes(0))
+	_, err := NewBucketer(cs[0], codec.Sum, WithBucketBytes(0))
 	require.ErrorIs(t, err, codec.ErrInvalid)
 	require.ErrorContains(t, err, "bucket size 0 bytes")
-	_, err = NewBucketer(nil, Sum)
+	_, err = NewBucketer(nil, codec.Sum)
 	require.ErrorIs(t, err, codec.ErrInvalid)
 
-	b, err := NewBucketer(cs[0], Xor)
+	b, err := NewBucketer(cs[0], codec.Xor)
 	require.NoError(t, err)
 	_, err = Register(b, make([]int8, 3))
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ var bucketModes = []struct {
 func TestBucketer(t *testing.T) {
 	const steps = 3
 	for _, n := range []int{1, 2, 3, 4} {
-		for _, op := range []codec.Op{Sum, Avg} {
+		for _, op := range []codec.Op{codec.Sum, codec.Avg} {
 			for _, mode := range bucketModes {
 				t.Run(fmt.Sprintf("n=%d/%s/%s", n, op, mode.name), func(t *testing.T) {
 					cs := job(t, n)
@@ -249,7 +249,7 @@ func TestBucketReadyRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := job(t, 2)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				b, ts, err := newTestBucketer(c, Sum, mixedSpecs, WithBucketBytes(mixedLimit))
+				b, ts, err := newTestBucketer(c, codec.Sum, mixedSpecs, WithBucketBytes(mixedLimit))
 				if err != nil {
 					return err
 				}
@@ -270,7 +270,7 @@ func TestBucketReadyRefused(t *testing.T) {
 					return err
 				}
 				for i, x := range ts {
-					if err := x.check(Sum, len(cs), 0); err != nil {
+					if err := x.check(codec.Sum, len(cs), 0); err != nil {
 						return fmt.Errorf("tensor %d: %w", i, err)
 					}
 				}
@@ -283,7 +283,7 @@ func TestBucketReadyRefused(t *testing.T) {
 func TestBucketRegisterAfterFirstStep(t *testing.T) {
 	cs := job(t, 1)
 	ctx := context.Background()
-	b, _, err := newTestBucketer(cs[0], Sum, mixedSpecs[:2])
+	b, _, err := newTestBucketer(cs[0], codec.Sum, mixedSpecs[:2])
 	require.NoError(t, err)
 	require.NoError(t, b.AllreduceAll(ctx))
 	_, err = Register(b, make([]float32, 4))
@@ -297,7 +297,7 @@ func TestBucketRegisterAfterFirstStep(t *testing.T) {
 func TestBucketWaitUnready(t *testing.T) {
 	cs := job(t, 2, comm.WithTimeout(watchdog))
 	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		b, _, err := newTestBucketer(c, Sum, mixedSpecs, WithBucketBytes(mixedLimit))
+		b, _, err := newTestBucketer(c, codec.Sum, mixedSpecs, WithBucketBytes(mixedLimit))
 		if err != nil {
 			return err
 		}
@@ -335,7 +335,7 @@ func TestBucketMismatch(t *testing.T) {
 		{
 			name: "length",
 			setup: func(r int) ([]spec, []BucketOption, codec.Op) {
-				return []spec{of[float32](10), of[float32](100 - 50*r)}, nil, Sum
+				return []spec{of[float32](10), of[float32](100 - 50*r)}, nil, codec.Sum
 			},
 			want: []string{"tensor 1 is", "100 float32 on rank 0", "50 float32 on rank 1"},
 		},
@@ -343,30 +343,30 @@ func TestBucketMismatch(t *testing.T) {
 			name: "element type",
 			setup: func(r int) ([]spec, []BucketOption, codec.Op) {
 				if r == 0 {
-					return []spec{of[float32](8)}, nil, Sum
+					return []spec{of[float32](8)}, nil, codec.Sum
 				}
-				return []spec{of[float64](8)}, nil, Sum
+				return []spec{of[float64](8)}, nil, codec.Sum
 			},
 			want: []string{"tensor 0 is", "8 float32 on rank 0", "8 float64 on rank 1"},
 		},
 		{
 			name: "bucket size",
 			setup: func(r int) ([]spec, []BucketOption, codec.Op) {
-				return []spec{of[float32](8)}, []BucketOption{WithBucketBytes(1024 << r)}, Sum
+				return []spec{of[float32](8)}, []BucketOption{WithBucketBytes(1024 << r)}, codec.Sum
 			},
 			want: []string{"buckets of", "1024", "2048"},
 		},
 		{
 			name: "number of tensors",
 			setup: func(r int) ([]spec, []BucketOption, codec.Op) {
-				return make([]spec, 2+r), nil, Sum
+				return make([]spec, 2+r), nil, codec.Sum
 			},
 			want: []string{"checking that every rank registered the same", " called ", "Allgather"},
 		},
 		{
 			name: "op",
 			setup: func(r int) ([]spec, []BucketOption, codec.Op) {
-				return []spec{of[float32](8), of[float32](9)}, nil, []codec.Op{Sum, Max}[r]
+				return []spec{of[float32](8), of[float32](9)}, nil, []codec.Op{codec.Sum, codec.Max}[r]
 			},
 			want: []string{"bucket 0 (tensors 0-1: 17 float32)", " called ", "sum", "max"},
 		},
@@ -449,7 +449,7 @@ func TestBucketCancel(t *testing.T) {
 			cs := job(t, 2, comm.WithTimeout(watchdog))
 			done := make(chan struct{})
 			errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				b, _, err := newTestBucketer(c, Sum, mixedSpecs, WithBucketBytes(mixedLimit))
+				b, _, err := newTestBucketer(c, codec.Sum, mixedSpecs, WithBucketBytes(mixedLimit))
 				if err != nil {
 					return err
 				}
@@ -502,7 +502,7 @@ func TestBucketAllocations(t *testing.T) {
 	flats := make([][][]float32, len(cs))
 	for r, c := range cs {
 		var err error
-		bs[r], _, err = newTestBucketer(c, Avg, specs, WithBucketBytes(4096))
+		bs[r], _, err = newTestBucketer(c, codec.Avg, specs, WithBucketBytes(4096))
 		require.NoError(t, err)
 		require.Len(t, bs[r].buckets, buckets)
 		flats[r] = make([][]float32, buckets)
@@ -514,7 +514,7 @@ func TestBucketAllocations(t *testing.T) {
 	byHand := func(r int) error {
 		reqs[r] = reqs[r][:0]
 		for _, flat := range flats[r] {
-			reqs[r] = append(reqs[r], AllreduceAsync(ctx, cs[r], flat, Avg))
+			reqs[r] = append(reqs[r], AllreduceAsync(ctx, cs[r], flat, codec.Avg))
 		}
 		var err error
 		for _, req := range reqs[r] {
@@ -566,7 +566,7 @@ func BenchmarkBucketer(b *testing.B) {
 					if way == "per tensor" {
 						steps[r] = func(ctx context.Context) error {
 							for _, buf := range bufs {
-								if err := Allreduce(ctx, c, buf, Avg); err != nil {
+								if err := Allreduce(ctx, c, buf, codec.Avg); err != nil {
 									return err
 								}
 							}
@@ -578,7 +578,7 @@ func BenchmarkBucketer(b *testing.B) {
 					if way == "bucketed 1MiB" {
 						limit = 1 << 20
 					}
-					bk, err := NewBucketer(c, Avg, WithBucketBytes(limit))
+					bk, err := NewBucketer(c, codec.Avg, WithBucketBytes(limit))
 					require.NoError(b, err)
 					for _, buf := range bufs {
 						_, err := Register(bk, buf)

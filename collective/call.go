@@ -10,6 +10,8 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -75,7 +77,7 @@ func begin[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op c
 // checks it between prepare and start, so that a bad argument is
 // reported as such and not as the mismatch it would cause.
 func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op codec.Op, count, root int, opts []Option) (call[T], error) {
-	dt := codec.DTypeOf[T]()
+	dt := kernel.DTypeOf[T]()
 	k := call[T]{ctx: ctx, c: (*core.Comm)(c), op: op, size: dt.Size(), keep: keepsRounded(kind),
 		me: wire.Call{Kind: kind, DType: dt, Count: count, Root: -1}}
 	if c == nil {
@@ -93,10 +95,10 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 		k.me.Root = root
 	}
 	if reducing(kind) {
-		if err := op.Check(dt); err != nil {
+		if err := kernel.Check(op, dt); err != nil {
 			return k, k.invalid(err)
 		}
-		k.me.Op = op.ID()
+		k.me.Op = kernel.ID(op)
 	}
 	if err := k.cfg.chooseCodec(dt); err != nil {
 		return k, k.invalid(err)
@@ -107,7 +109,7 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 		return k, k.invalid(err)
 	}
 	k.cfg.tunedChunk = tuned.Chunk
-	if !k.cfg.codecSet && tuned.Codec.Check(dt) == nil {
+	if !k.cfg.codecSet && kernel.CheckCodec(tuned.Codec, dt) == nil {
 		k.cfg.codec = tuned.Codec
 	}
 	k.me.Algorithm = algo
@@ -118,11 +120,11 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 // algorithm: the call's own, which must apply to dt, else GOCOLL_CODEC's
 // where it applies. Where neither sets one the tuning table may, with
 // the algorithm it was measured with.
-func (c *config) chooseCodec(dt codec.DType) error {
+func (c *config) chooseCodec(dt kernel.DType) error {
 	if c.codecSet {
-		return c.codec.Check(dt)
+		return kernel.CheckCodec(c.codec, dt)
 	}
-	if e := env(); e.codecSet && e.codec.Check(dt) == nil {
+	if e := env(); e.codecSet && kernel.CheckCodec(e.codec, dt) == nil {
 		c.codec, c.codecSet = e.codec, true
 	}
 	return nil
@@ -232,14 +234,14 @@ func (k *call[T]) recvReduce(peer, step int, dst []T, off int, peerIsRight bool)
 func (k *call[T]) reduce(dst, src []T, srcIsRight bool) (err error) {
 	defer k.recoverOp(&err)
 	if srcIsRight {
-		err = codec.Reduce(k.op, dst, src)
+		err = kernel.Reduce(k.op, dst, src)
 	} else {
 		var tmp []T
 		var buf scratchBuf
 		if !k.op.Commutative() {
 			tmp, buf = scratch[T](len(dst))
 		}
-		err = codec.ReduceLeft(k.op, src, dst, tmp)
+		err = kernel.ReduceLeft(k.op, src, dst, tmp)
 		buf.release()
 	}
 	if err != nil {
@@ -253,7 +255,7 @@ func (k *call[T]) reduce(dst, src []T, srcIsRight bool) (err error) {
 // for this one until the timeout. A panic of anything else is a bug of
 // gocoll's and goes on.
 func (k *call[T]) recoverOp(err *error) {
-	if k.op.ID() != codec.OpUser {
+	if kernel.ID(k.op) != ops.User {
 		return
 	}
 	if p := recover(); p != nil {
@@ -294,7 +296,7 @@ func (b scratchBuf) release() {
 
 // scratch lends a buffer of n elements.
 func scratch[T codec.Elem](n int) ([]T, scratchBuf) {
-	size := n * codec.DTypeOf[T]().Size()
+	size := n * kernel.DTypeOf[T]().Size()
 	class := 0
 	if size > 1 {
 		class = bits.Len(uint(size - 1))

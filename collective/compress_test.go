@@ -13,11 +13,12 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // codecs are the wire codecs every data-moving collective is checked with.
-var codecs = []codec.CodecID{codec.CodecZstd, codec.CodecS2, codec.CodecBF16, codec.CodecFP16}
+var codecs = []codec.ID{codec.Zstd, codec.S2, codec.BF16, codec.FP16}
 
 // linkAlgorithms are the algorithms of kind that send messages, and so
 // compress: all but the shared-memory ones.
@@ -55,9 +56,9 @@ func compressCounts(n int) []int {
 }
 
 // rounded is what x becomes on the wire with c.
-func rounded(c codec.CodecID, x []float32) []float32 {
+func rounded(c codec.ID, x []float32) []float32 {
 	x = slices.Clone(x)
-	codec.Round(c, x)
+	kernel.Round(c, x)
 	return x
 }
 
@@ -247,7 +248,7 @@ func TestCompressionMoves(t *testing.T) {
 // TestCompressionReductions: with a lossless codec every reducing
 // collective gives the same bits as without one, and with a lossy codec
 // an allreduce leaves the same bits on every rank, and every reduction
-// stays within codec.RoundingBound of the exact result (README,
+// stays within kernel.RoundingBound of the exact result (README,
 // "Compression").
 func TestCompressionReductions(t *testing.T) {
 	type reduction struct {
@@ -264,24 +265,24 @@ func TestCompressionReductions(t *testing.T) {
 	}
 	whole := func(r, n, count int) (int, int, bool) { return 0, count, true }
 	reductions := map[string]reduction{
-		"allreduce": {wire.KindAllreduce, Sum,
+		"allreduce": {wire.KindAllreduce, codec.Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
-				return in, Allreduce(ctx, c, in, Sum, opts...)
+				return in, Allreduce(ctx, c, in, codec.Sum, opts...)
 			}, whole, true},
-		"allreduce-avg": {wire.KindAllreduce, Avg,
+		"allreduce-avg": {wire.KindAllreduce, codec.Avg,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
-				return in, Allreduce(ctx, c, in, Avg, opts...)
+				return in, Allreduce(ctx, c, in, codec.Avg, opts...)
 			}, whole, true},
-		"reduce": {wire.KindReduce, Sum,
+		"reduce": {wire.KindReduce, codec.Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
-				return in, Reduce(ctx, c, in, Sum, c.Size()-1, opts...)
+				return in, Reduce(ctx, c, in, codec.Sum, c.Size()-1, opts...)
 			},
 			func(r, n, count int) (int, int, bool) { return 0, count, r == n-1 }, false},
-		"reducescatter": {wire.KindReduceScatter, Sum,
+		"reducescatter": {wire.KindReduceScatter, codec.Sum,
 			func(ctx context.Context, c *comm.Comm, in []float32, opts []Option) ([]float32, error) {
 				m := len(in) / c.Size()
 				recv := make([]float32, m)
-				return recv, ReduceScatter(ctx, c, in[:m*c.Size()], recv, Sum, opts...)
+				return recv, ReduceScatter(ctx, c, in[:m*c.Size()], recv, codec.Sum, opts...)
 			},
 			func(r, n, count int) (int, int, bool) { m := count / n; return r * m, (r + 1) * m, true }, false},
 	}
@@ -332,15 +333,15 @@ func TestCompressionReductions(t *testing.T) {
 }
 
 // requireWithinBound checks got, the reduction of inputs[*][lo:hi] with
-// op (Sum or Avg), against the exact result computed in float64: each
-// element must be within codec.RoundingBound times the sum of the
+// op (codec.Sum or codec.Avg), against the exact result computed in float64: each
+// element must be within kernel.RoundingBound times the sum of the
 // magnitudes of its operands, plus, for FP16, half its smallest
 // subnormal (2^-25) for each of the at most n+1 roundings: below 2^-14 its
 // error is absolute, not relative.
-func requireWithinBound(t *testing.T, c codec.CodecID, op codec.Op, inputs [][]float32, lo, hi int, got []float32, where string) {
+func requireWithinBound(t *testing.T, c codec.ID, op codec.Op, inputs [][]float32, lo, hi int, got []float32, where string) {
 	t.Helper()
 	n := len(inputs)
-	gamma := codec.RoundingBound(c, codec.Float32, n)
+	gamma := kernel.RoundingBound(c, kernel.Float32, n)
 	require.Len(t, got, hi-lo, where)
 	for i := lo; i < hi; i++ {
 		var exact, mag float64
@@ -348,12 +349,12 @@ func requireWithinBound(t *testing.T, c codec.CodecID, op codec.Op, inputs [][]f
 			exact += float64(x[i])
 			mag += math.Abs(float64(x[i]))
 		}
-		if op == Avg {
+		if op == codec.Avg {
 			// The division by n rounds once more, in float32.
 			exact, mag = exact/float64(n), mag/float64(n)*(1+0x1p-23)
 		}
 		bound := gamma * mag
-		if c == codec.CodecFP16 {
+		if c == codec.FP16 {
 			bound += float64(n+1) * 0x1p-25
 		}
 		if err := math.Abs(float64(got[i-lo]) - exact); err > bound {
@@ -371,16 +372,16 @@ func TestCompressionRefused(t *testing.T) {
 		want []string
 	}{
 		{"lossy codec on integers", func(ctx context.Context, c *comm.Comm) error {
-			return Allreduce(ctx, c, make([]int32, 8), Sum, WithCompression(codec.CodecBF16))
+			return Allreduce(ctx, c, make([]int32, 8), codec.Sum, WithCompression(codec.BF16))
 		}, []string{"bf16 compression applies to float32 and float64", "int32"}},
 		{"lossy codec on bf16 data", func(ctx context.Context, c *comm.Comm) error {
-			return Bcast(ctx, c, make([]codec.BF16, 8), 0, WithCompression(codec.CodecFP16))
+			return Bcast(ctx, c, make([]codec.BFloat16, 8), 0, WithCompression(codec.FP16))
 		}, []string{"fp16", "bf16"}},
 		{"unknown codec", func(ctx context.Context, c *comm.Comm) error {
-			return Allgather(ctx, c, make([]float32, 2), make([]float32, 6), WithCompression(codec.CodecID(99)))
+			return Allgather(ctx, c, make([]float32, 2), make([]float32, 6), WithCompression(codec.ID(99)))
 		}, []string{"unknown codec 99"}},
 		{"shared memory algorithm", func(ctx context.Context, c *comm.Comm) error {
-			return Allreduce(ctx, c, make([]float32, 8), Sum, WithAlgorithm(Shm), WithCompression(codec.CodecZstd))
+			return Allreduce(ctx, c, make([]float32, 8), codec.Sum, WithAlgorithm(Shm), WithCompression(codec.Zstd))
 		}, []string{"shm", "zstd"}},
 	}
 	for _, tt := range tests {
@@ -397,7 +398,7 @@ func TestCompressionAutoAvoidsShm(t *testing.T) {
 	cs := job(t, 3, comm.WithTransport("auto"))
 	require.NotNil(t, (*core.Comm)(cs[0]).Segment(), "precondition: the ranks share a segment")
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1<<20, -1, []Option{WithCompression(codec.CodecBF16)})
+		k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1<<20, -1, []Option{WithCompression(codec.BF16)})
 		if err != nil {
 			return err
 		}
@@ -405,7 +406,7 @@ func TestCompressionAutoAvoidsShm(t *testing.T) {
 			return fmt.Errorf("compressed allreduce chose %s", k.me.Algorithm)
 		}
 		buf := slices.Repeat([]float32{1.5}, 1<<18)
-		if err := Allreduce(ctx, c, buf, Sum, WithCompression(codec.CodecBF16)); err != nil {
+		if err := Allreduce(ctx, c, buf, codec.Sum, WithCompression(codec.BF16)); err != nil {
 			return err
 		}
 		if buf[0] != 4.5 || buf[len(buf)-1] != 4.5 {
@@ -423,17 +424,17 @@ func TestCompressionSpecialValues(t *testing.T) {
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	tests := []struct {
 		name  string
-		codec codec.CodecID
+		codec codec.ID
 		in    func(r int) float32
 		check func(got float32) bool
 		want  string
 	}{
-		{"inf", codec.CodecBF16, func(r int) float32 { return map[bool]float32{true: inf, false: 1}[r == 1] }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
-		{"inf minus inf", codec.CodecBF16, func(r int) float32 { return map[int]float32{0: inf, 1: -inf}[r] }, func(g float32) bool { return g != g }, "NaN"},
-		{"nan", codec.CodecFP16, func(r int) float32 { return map[bool]float32{true: nan, false: 2}[r == 2] }, func(g float32) bool { return g != g }, "NaN"},
-		{"fp16 overflow", codec.CodecFP16, func(r int) float32 { return 60000 }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
-		{"fp16 just in range", codec.CodecFP16, func(r int) float32 { return 16384 }, func(g float32) bool { return g == 49152 }, "49152"},
-		{"bf16 near float32 max", codec.CodecBF16, func(r int) float32 { return math.MaxFloat32 / 2 }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
+		{"inf", codec.BF16, func(r int) float32 { return map[bool]float32{true: inf, false: 1}[r == 1] }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
+		{"inf minus inf", codec.BF16, func(r int) float32 { return map[int]float32{0: inf, 1: -inf}[r] }, func(g float32) bool { return g != g }, "NaN"},
+		{"nan", codec.FP16, func(r int) float32 { return map[bool]float32{true: nan, false: 2}[r == 2] }, func(g float32) bool { return g != g }, "NaN"},
+		{"fp16 overflow", codec.FP16, func(r int) float32 { return 60000 }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
+		{"fp16 just in range", codec.FP16, func(r int) float32 { return 16384 }, func(g float32) bool { return g == 49152 }, "49152"},
+		{"bf16 near float32 max", codec.BF16, func(r int) float32 { return math.MaxFloat32 / 2 }, func(g float32) bool { return math.IsInf(float64(g), 1) }, "+Inf"},
 	}
 	for _, tt := range tests {
 		for _, algo := range linkAlgorithms(wire.KindAllreduce) {
@@ -443,7 +444,7 @@ func TestCompressionSpecialValues(t *testing.T) {
 				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 					buf := slices.Repeat([]float32{tt.in(c.Rank())}, 5)
 					results[c.Rank()] = buf
-					return Allreduce(ctx, c, buf, Sum, WithAlgorithm(algo), WithCompression(tt.codec))
+					return Allreduce(ctx, c, buf, codec.Sum, WithAlgorithm(algo), WithCompression(tt.codec))
 				})
 				for r, got := range results {
 					require.True(t, tt.check(got[0]), "rank %d: got %v, want %s", r, got[0], tt.want)
@@ -455,7 +456,7 @@ func TestCompressionSpecialValues(t *testing.T) {
 }
 
 // TestCompressionErrorBound: a lossy allreduce of adversarial data stays
-// within codec.RoundingBound of the exact sum: values just above a
+// within kernel.RoundingBound of the exact sum: values just above a
 // rounding midpoint (so every rounding errs the same way), values of one
 // sign growing with the rank (so partial sums grow hop by hop), and
 // cancelling values of large magnitude (the bound is relative to the sum
@@ -467,7 +468,7 @@ func TestCompressionErrorBound(t *testing.T) {
 		"growing":         func(r, i int) float32 { return float32(r+1) * (1 + float32(i)*0x1p-12) },
 		"cancelling":      func(r, i int) float32 { return float32(1-2*(r%2)) * 3e3 * (1 + float32(i)*0x1p-10) },
 	}
-	for _, c := range []codec.CodecID{codec.CodecBF16, codec.CodecFP16} {
+	for _, c := range []codec.ID{codec.BF16, codec.FP16} {
 		for name, f := range inputs {
 			for _, algo := range linkAlgorithms(wire.KindAllreduce) {
 				t.Run(fmt.Sprintf("%s/%s/%s", c, name, algo), func(t *testing.T) {
@@ -483,12 +484,12 @@ func TestCompressionErrorBound(t *testing.T) {
 						}
 						allOK(t, cs, func(ctx context.Context, cm *comm.Comm) error {
 							results[cm.Rank()] = slices.Clone(in[cm.Rank()])
-							return Allreduce(ctx, cm, results[cm.Rank()], Sum, WithAlgorithm(algo), WithCompression(c), WithChunkSize(256))
+							return Allreduce(ctx, cm, results[cm.Rank()], codec.Sum, WithAlgorithm(algo), WithCompression(c), WithChunkSize(256))
 						})
 						for r := range n {
 							require.NoError(t, equalBits(results[r], results[0]), "rank %d, n=%d", r, n)
 						}
-						requireWithinBound(t, c, Sum, in, 0, 512, results[0], fmt.Sprintf("n=%d", n))
+						requireWithinBound(t, c, codec.Sum, in, 0, 512, results[0], fmt.Sprintf("n=%d", n))
 					}
 				})
 			}
@@ -519,10 +520,10 @@ func TestCompressionScan(t *testing.T) {
 						allOK(t, cs, func(ctx context.Context, cm *comm.Comm) error {
 							r := cm.Rank()
 							plain[r], results[r] = slices.Clone(inputs[r]), slices.Clone(inputs[r])
-							if err := scan(ctx, cm, plain[r], Sum); err != nil {
+							if err := scan(ctx, cm, plain[r], codec.Sum); err != nil {
 								return err
 							}
-							return scan(ctx, cm, results[r], Sum, WithCompression(c), WithChunkSize(4096))
+							return scan(ctx, cm, results[r], codec.Sum, WithCompression(c), WithChunkSize(4096))
 						})
 						for r := range n {
 							last := r + 1 // the ranks the prefix covers
@@ -535,7 +536,7 @@ func TestCompressionScan(t *testing.T) {
 							case !c.Lossy():
 								require.NoError(t, equalBits(results[r], plain[r]), "rank %d n=%d count %d", r, n, count)
 							default:
-								requireWithinBound(t, c, Sum, inputs[:last], 0, count, results[r], fmt.Sprintf("rank %d n=%d count %d", r, n, count))
+								requireWithinBound(t, c, codec.Sum, inputs[:last], 0, count, results[r], fmt.Sprintf("rank %d n=%d count %d", r, n, count))
 							}
 						}
 					}
@@ -564,10 +565,10 @@ func TestCompressionOverTCP(t *testing.T) {
 				allOK(t, cs, func(ctx context.Context, cm *comm.Comm) error {
 					r := cm.Rank()
 					plain[r], results[r], bcast[r] = slices.Clone(inputs[r]), slices.Clone(inputs[r]), slices.Clone(inputs[r])
-					if err := Allreduce(ctx, cm, plain[r], Sum, WithAlgorithm(algo)); err != nil {
+					if err := Allreduce(ctx, cm, plain[r], codec.Sum, WithAlgorithm(algo)); err != nil {
 						return err
 					}
-					if err := Allreduce(ctx, cm, results[r], Sum, WithAlgorithm(algo), WithCompression(c), WithChunkSize(16<<10)); err != nil {
+					if err := Allreduce(ctx, cm, results[r], codec.Sum, WithAlgorithm(algo), WithCompression(c), WithChunkSize(16<<10)); err != nil {
 						return err
 					}
 					return Bcast(ctx, cm, bcast[r], 2, WithCompression(c), WithChunkSize(16<<10))
@@ -577,7 +578,7 @@ func TestCompressionOverTCP(t *testing.T) {
 					require.NoError(t, equalBits(bcast[r], rounded(c, inputs[2])), "bcast on rank %d", r)
 				}
 				if c.Lossy() {
-					requireWithinBound(t, c, Sum, inputs, 0, count, results[0], "rank 0")
+					requireWithinBound(t, c, codec.Sum, inputs, 0, count, results[0], "rank 0")
 				} else {
 					require.NoError(t, equalBits(results[0], plain[0]))
 				}

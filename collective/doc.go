@@ -11,7 +11,7 @@
 //	c, err := comm.Init(ctx)
 //	...
 //	defer c.Close()
-//	err = collective.Allreduce(ctx, c, grads, collective.Avg)
+//	err = collective.Allreduce(ctx, c, grads, codec.Avg)
 //
 // # Choosing algorithms
 //
@@ -30,10 +30,10 @@
 //
 // # Compression
 //
-// WithCompression(codec.CodecBF16) or codec.CodecFP16 sends float32 and
+// WithCompression(codec.BF16) or codec.FP16 sends float32 and
 // float64 data as 16-bit floats, halving the bytes on the wire; the
 // result is rounded, within the bound that package codec derives, and the
-// same on every rank. codec.CodecZstd and codec.CodecS2 are lossless and
+// same on every rank. codec.Zstd and codec.S2 are lossless and
 // pay only for compressible data. Compression helps when the network
 // limits a call, not on loopback or inside a host; the shared-memory
 // algorithms never compress. GOCOLL_CODEC sets a default.

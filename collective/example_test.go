@@ -37,7 +37,7 @@ func ExampleAllreduce() {
 	var out [4][]float32
 	job(4, func(ctx context.Context, c *comm.Comm) error {
 		grad := []float32{float32(c.Rank()), 1, 2}
-		if err := collective.Allreduce(ctx, c, grad, collective.Avg); err != nil {
+		if err := collective.Allreduce(ctx, c, grad, codec.Avg); err != nil {
 			return err
 		}
 		out[c.Rank()] = grad
@@ -118,7 +118,7 @@ func ExampleAllreduce_userOp() {
 func ExampleBucketer() {
 	var out [][]float32
 	job(2, func(ctx context.Context, c *comm.Comm) error {
-		b, err := collective.NewBucketer(c, collective.Sum, collective.WithBucketBytes(1<<20))
+		b, err := collective.NewBucketer(c, codec.Sum, collective.WithBucketBytes(1<<20))
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func ExampleAllreduceAsync() {
 	var out []float64
 	job(2, func(ctx context.Context, c *comm.Comm) error {
 		buf := []float64{1, 2}
-		req := collective.AllreduceAsync(ctx, c, buf, collective.Sum)
+		req := collective.AllreduceAsync(ctx, c, buf, codec.Sum)
 		// ... compute something that does not touch buf ...
 		if err := req.Wait(); err != nil {
 			return err
@@ -174,7 +174,7 @@ func ExampleWithCompression() {
 	var out [2][]float32
 	job(2, func(ctx context.Context, c *comm.Comm) error {
 		grad := []float32{0.5, 1.25, 3}
-		if err := collective.Allreduce(ctx, c, grad, collective.Sum, collective.WithCompression(codec.CodecBF16)); err != nil {
+		if err := collective.Allreduce(ctx, c, grad, codec.Sum, collective.WithCompression(codec.BF16)); err != nil {
 			return err
 		}
 		out[c.Rank()] = grad

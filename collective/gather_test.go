@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var gatherAlgorithms = []Algorithm{Auto, Tree, Linear}
@@ -23,7 +24,7 @@ func TestGather(t *testing.T) {
 						checkGather[float64](t, cs, algo, root, countsFor(n, false))
 						checkGather[int32](t, cs, algo, root, countsFor(n, false))
 						checkGather[uint8](t, cs, algo, root, countsFor(n, false))
-						checkGather[codec.BF16](t, cs, algo, root, countsFor(n, false))
+						checkGather[codec.BFloat16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}
@@ -39,7 +40,7 @@ func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, ro
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/count=%d", kernel.DTypeOf[T](), count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, count, count+root)
@@ -83,7 +84,7 @@ func TestGatherv(t *testing.T) {
 				checkGatherv[float64](t, cs, root, countsFor(n, false))
 				checkGatherv[int32](t, cs, root, countsFor(n, false))
 				checkGatherv[uint8](t, cs, root, countsFor(n, false))
-				checkGatherv[codec.BF16](t, cs, root, countsFor(n, false))
+				checkGatherv[codec.BFloat16](t, cs, root, countsFor(n, false))
 			})
 		})
 	}
@@ -105,7 +106,7 @@ func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes [
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/count=%d", kernel.DTypeOf[T](), count), func(t *testing.T) {
 			counts := vCounts(n, count)
 			inputs := make([][]T, n)
 			for r := range n {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 // rankCounts are the job sizes every collective is checked at.
@@ -100,8 +101,8 @@ func input[T codec.Elem](r, n, seed int) []T {
 func fromInt[T codec.Elem](v int) T {
 	var z T
 	switch any(z).(type) {
-	case codec.BF16:
-		return any(codec.BF16FromFloat32(float32(v))).(T)
+	case codec.BFloat16:
+		return any(codec.BFloat16FromFloat32(float32(v))).(T)
 	case codec.Float16:
 		return any(codec.Float16FromFloat32(float32(v))).(T)
 	case float32:
@@ -133,11 +134,11 @@ func fromInt[T codec.Elem](v int) T {
 func reference[T codec.Elem](op codec.Op, inputs [][]T) []T {
 	out := append([]T(nil), inputs[0]...)
 	for _, in := range inputs[1:] {
-		if err := codec.Reduce(op, out, in); err != nil {
+		if err := kernel.Reduce(op, out, in); err != nil {
 			panic(err)
 		}
 	}
-	codec.Finish(op, out, len(inputs))
+	kernel.Finish(op, out, len(inputs))
 	return out
 }
 

@@ -28,7 +28,7 @@ func TestMismatch(t *testing.T) {
 			name:  "count",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return Allreduce(ctx, c, make([]float32, 10+10*min(c.Rank(), 1)), Sum)
+				return Allreduce(ctx, c, make([]float32, 10+10*min(c.Rank(), 1)), codec.Sum)
 			},
 			want: []string{"Allreduce(10 × float32, sum)", "Allreduce(20 × float32, sum)"},
 		},
@@ -37,9 +37,9 @@ func TestMismatch(t *testing.T) {
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
 				if c.Rank() == 0 {
-					return Allreduce(ctx, c, make([]float32, 8), Sum)
+					return Allreduce(ctx, c, make([]float32, 8), codec.Sum)
 				}
-				return Allreduce(ctx, c, make([]int32, 8), Sum)
+				return Allreduce(ctx, c, make([]int32, 8), codec.Sum)
 			},
 			want: []string{"8 × float32", "8 × int32"},
 		},
@@ -47,9 +47,9 @@ func TestMismatch(t *testing.T) {
 			name:  "op",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				op := Sum
+				op := codec.Sum
 				if c.Rank() == 1 {
-					op = Max
+					op = codec.Max
 				}
 				return Allreduce(ctx, c, make([]float64, 8), op)
 			},
@@ -59,11 +59,11 @@ func TestMismatch(t *testing.T) {
 			name:  "codec",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				wire := codec.CodecNone
+				wire := codec.None
 				if c.Rank() == 0 {
-					wire = codec.CodecBF16
+					wire = codec.BF16
 				}
-				return Allreduce(ctx, c, make([]float32, 64), Sum, WithAlgorithm(Ring), WithCompression(wire))
+				return Allreduce(ctx, c, make([]float32, 64), codec.Sum, WithAlgorithm(Ring), WithCompression(wire))
 			},
 			want: []string{"bf16"},
 		},
@@ -75,7 +75,7 @@ func TestMismatch(t *testing.T) {
 				if c.Rank() == 0 {
 					algo = Ring
 				}
-				return Allreduce(ctx, c, make([]float32, 64), Sum, WithAlgorithm(algo))
+				return Allreduce(ctx, c, make([]float32, 64), codec.Sum, WithAlgorithm(algo))
 			},
 			want: []string{"Allreduce(64 × float32, sum) with ring", "Allreduce(64 × float32, sum) with tree"},
 		},
@@ -86,7 +86,7 @@ func TestMismatch(t *testing.T) {
 				if c.Rank() == 1 {
 					return Bcast(ctx, c, make([]float32, 10), 0)
 				}
-				return Allreduce(ctx, c, make([]float32, 10), Sum)
+				return Allreduce(ctx, c, make([]float32, 10), codec.Sum)
 			},
 			want: []string{"Bcast(10 × float32, root 0)", "Allreduce(10 × float32, sum)"},
 		},
@@ -98,7 +98,7 @@ func TestMismatch(t *testing.T) {
 				if c.Rank() == 0 {
 					n = 1 << 20
 				}
-				return Allreduce(ctx, c, make([]float32, n), Sum)
+				return Allreduce(ctx, c, make([]float32, n), codec.Sum)
 			},
 			want: []string{"Allreduce(8 × float32, sum)", "Allreduce(1048576 × float32, sum)"},
 		},
@@ -186,7 +186,7 @@ func TestMismatch(t *testing.T) {
 				if c.Rank() == c.Size()-1 {
 					n = 5
 				}
-				return Reduce(ctx, c, make([]int64, n), Sum, 0, WithAlgorithm(Tree))
+				return Reduce(ctx, c, make([]int64, n), codec.Sum, 0, WithAlgorithm(Tree))
 			},
 			want: []string{"Reduce(6 × int64, sum, root 0)", "Reduce(5 × int64, sum, root 0)"},
 		},
@@ -213,7 +213,7 @@ func TestMismatch(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 					n = 8
 				}
-				return Allreduce(ctx, c, make([]uint8, n), Max)
+				return Allreduce(ctx, c, make([]uint8, n), codec.Max)
 			},
 			want: []string{"Allreduce(8 × uint8, max)", "Allreduce(16 × uint8, max)"},
 		},
@@ -223,8 +223,8 @@ func TestMismatch(t *testing.T) {
 			name:  "async",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				first := AllreduceAsync(ctx, c, make([]float32, 100), Sum)
-				second := AllreduceAsync(ctx, c, make([]float32, 100+c.Rank()%2), Sum)
+				first := AllreduceAsync(ctx, c, make([]float32, 100), codec.Sum)
+				second := AllreduceAsync(ctx, c, make([]float32, 100+c.Rank()%2), codec.Sum)
 				return errors.Join(first.Wait(), second.Wait())
 			},
 			want: []string{"Allreduce(100 × float32, sum)", "Allreduce(101 × float32, sum)"},
@@ -237,7 +237,7 @@ func TestMismatch(t *testing.T) {
 					_, err := c.Split(ctx, 0, 0)
 					return err
 				}
-				return Allreduce(ctx, c, make([]float32, 4), Sum)
+				return Allreduce(ctx, c, make([]float32, 4), codec.Sum)
 			},
 			want: []string{"called Split", "Allreduce(4 × float32, sum)"},
 		},

@@ -27,12 +27,12 @@ func TestNilCommunicator(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Allreduce", func() error { return Allreduce(ctx, nil, buf, Sum) }},
+		{"Allreduce", func() error { return Allreduce(ctx, nil, buf, codec.Sum) }},
 		{"Bcast", func() error { return Bcast(ctx, nil, buf, 0) }},
 		{"Barrier", func() error { return Barrier(ctx, nil) }},
 		{"Gather", func() error { return Gather(ctx, nil, buf, buf, 0) }},
 		{"Allgather", func() error { return Allgather(ctx, nil, buf, buf) }},
-		{"AllreduceAsync", func() error { return AllreduceAsync(ctx, nil, buf, Sum).Wait() }},
+		{"AllreduceAsync", func() error { return AllreduceAsync(ctx, nil, buf, codec.Sum).Wait() }},
 		{"BcastObject", func() error { v := 1; return BcastObject(ctx, nil, &v, 0) }},
 		{"AllgatherObject", func() error { _, err := AllgatherObject(ctx, nil, "x"); return err }},
 		{"GatherObject", func() error { _, err := GatherObject(ctx, nil, "x", 0); return err }},
@@ -101,10 +101,10 @@ func TestCanceledContext(t *testing.T) {
 		{"gather", func(ctx context.Context, c *comm.Comm) error {
 			return Gather(ctx, c, make([]int64, 2), make([]int64, 2*c.Size()), 0)
 		}},
-		{"allreduce", func(ctx context.Context, c *comm.Comm) error { return Allreduce(ctx, c, make([]int64, 8), Sum) }},
+		{"allreduce", func(ctx context.Context, c *comm.Comm) error { return Allreduce(ctx, c, make([]int64, 8), codec.Sum) }},
 		{"barrier", func(ctx context.Context, c *comm.Comm) error { return Barrier(ctx, c) }},
 		{"async", func(ctx context.Context, c *comm.Comm) error {
-			return AllreduceAsync(ctx, c, make([]int64, 8), Sum).Wait()
+			return AllreduceAsync(ctx, c, make([]int64, 8), codec.Sum).Wait()
 		}},
 	}
 	for _, tr := range transports {
@@ -122,7 +122,7 @@ func TestCanceledContext(t *testing.T) {
 		}
 		// The job is intact: the canceled calls took no part in it.
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			return Allreduce(ctx, c, make([]int64, 8), Sum)
+			return Allreduce(ctx, c, make([]int64, 8), codec.Sum)
 		})
 	}
 }
@@ -167,8 +167,8 @@ func TestConcurrentBlockingCalls(t *testing.T) {
 	t.Run("async", func(t *testing.T) {
 		cs := job(t, 2)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			a := AllreduceAsync(ctx, c, make([]float64, 16), Sum)
-			b := AllreduceAsync(ctx, c, make([]float64, 16), Sum)
+			a := AllreduceAsync(ctx, c, make([]float64, 16), codec.Sum)
+			b := AllreduceAsync(ctx, c, make([]float64, 16), codec.Sum)
 			return errors.Join(a.Wait(), b.Wait(), Barrier(ctx, c))
 		})
 	})
@@ -194,7 +194,7 @@ func TestUserOpMisuse(t *testing.T) {
 		for _, tr := range []string{"mem", "auto"} {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
-					op := Sum
+					op := codec.Sum
 					if c.Rank() == 2 {
 						op = tt.op
 					}
@@ -214,7 +214,9 @@ func TestCallAfterPeerClosed(t *testing.T) {
 		name string
 		call func(ctx context.Context, c *comm.Comm) error
 	}{
-		{"Allreduce", func(ctx context.Context, c *comm.Comm) error { return Allreduce(ctx, c, make([]float32, 64), Sum) }},
+		{"Allreduce", func(ctx context.Context, c *comm.Comm) error {
+			return Allreduce(ctx, c, make([]float32, 64), codec.Sum)
+		}},
 		{"Bcast", func(ctx context.Context, c *comm.Comm) error { return Bcast(ctx, c, make([]float32, 64), 1) }},
 		{"Barrier", func(ctx context.Context, c *comm.Comm) error { return Barrier(ctx, c) }},
 		{"Gather", func(ctx context.Context, c *comm.Comm) error {

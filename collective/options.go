@@ -41,7 +41,7 @@ type Option struct {
 	set   optionKind
 	algo  Algorithm
 	bytes int
-	codec codec.CodecID
+	codec codec.ID
 }
 
 type optionKind uint8
@@ -61,7 +61,7 @@ type config struct {
 	// codec is the wire codec of the call's messages, and codecSet says
 	// that the call chose it (CodecNone included), which GOCOLL_CODEC and
 	// the tuning table then do not override.
-	codec    codec.CodecID
+	codec    codec.ID
 	codecSet bool
 }
 
@@ -99,19 +99,19 @@ func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: b
 // WithCompression sets the wire codec of a call's messages. Every rank
 // must pass the same one.
 //
-// codec.CodecBF16 and codec.CodecFP16 send float32 and float64 values as
+// codec.BF16 and codec.FP16 send float32 and float64 values as
 // 16-bit floats; other element types are refused. Reductions still
 // combine in the element type, and every value a lossy call leaves in a
 // result buffer has been rounded to the codec's precision, the rank's own
 // contribution included, so that all ranks hold the same bits (the
 // README derives the error bound). Send-only buffers are never written.
 //
-// codec.CodecZstd and codec.CodecS2 are lossless and apply to any type; a
+// codec.Zstd and codec.S2 are lossless and apply to any type; a
 // message that does not shrink goes raw.
 //
 // The shared-memory algorithms (Shm, Hierarchical) move data through
 // memory, not messages, and do not compress: with a codec the selector
 // takes a link algorithm instead, and forcing one of them is an error.
-// The default is codec.CodecNone, or GOCOLL_CODEC, or the tuning table's
+// The default is codec.None, or GOCOLL_CODEC, or the tuning table's
 // codec when set.
-func WithCompression(c codec.CodecID) Option { return Option{set: setCompression, codec: c} }
+func WithCompression(c codec.ID) Option { return Option{set: setCompression, codec: c} }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/launch"
@@ -52,7 +53,7 @@ func worker() error {
 	for r := range n {
 		inputs[r] = input[float32](r, count, 1)
 	}
-	sum := reference(Sum, inputs)
+	sum := reference(codec.Sum, inputs)
 	check := func(what string, err error, got, want []float32) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -72,14 +73,14 @@ func worker() error {
 	}
 	for _, algo := range algos {
 		buf := append([]float32(nil), inputs[me]...)
-		err := Allreduce(ctx, c, buf, Sum, WithAlgorithm(algo))
+		err := Allreduce(ctx, c, buf, codec.Sum, WithAlgorithm(algo))
 		if err := check("Allreduce "+algo.String(), err, buf, sum); err != nil {
 			return err
 		}
 	}
 	root := n - 1
 	buf := append([]float32(nil), inputs[me]...)
-	err = Reduce(ctx, c, buf, Sum, root)
+	err = Reduce(ctx, c, buf, codec.Sum, root)
 	want := inputs[me]
 	if me == root {
 		want = sum
@@ -119,7 +120,7 @@ func worker() error {
 		return err
 	}
 	block := make([]float32, count/n)
-	err = ReduceScatter(ctx, c, sum[:len(block)*n], block, Max)
+	err = ReduceScatter(ctx, c, sum[:len(block)*n], block, codec.Max)
 	if err := check("ReduceScatter", err, block, sum[me*len(block):(me+1)*len(block)]); err != nil {
 		return err
 	}

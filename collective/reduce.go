@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -27,7 +28,7 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 		return err
 	}
 	if c.Rank() == root {
-		codec.Finish(op, buf, c.Size())
+		kernel.Finish(op, buf, c.Size())
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 // rootsOf are the roots a rooted collective is checked with on n ranks:
@@ -44,11 +45,11 @@ func TestReduce(t *testing.T) {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
-						checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
-						checkReduce[int32](t, cs, algo, Prod, root, countsFor(n, false))
-						checkReduce[uint8](t, cs, algo, Xor, root, countsFor(n, false))
-						checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
+						checkReduce[float32](t, cs, algo, codec.Sum, root, countsFor(n, full))
+						checkReduce[float64](t, cs, algo, codec.Avg, root, countsFor(n, false))
+						checkReduce[int32](t, cs, algo, codec.Prod, root, countsFor(n, false))
+						checkReduce[uint8](t, cs, algo, codec.Xor, root, countsFor(n, false))
+						checkReduce[codec.BFloat16](t, cs, algo, codec.Max, root, countsFor(n, false))
 					})
 				})
 			}
@@ -63,7 +64,7 @@ func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/count=%d", kernel.DTypeOf[T](), op, count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, count, count+root)
@@ -159,7 +160,7 @@ func TestRootedOverTCP(t *testing.T) {
 			for _, count := range []int{5, 10000} {
 				root := n - 1
 				t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
-					checkReduce[float32](t, cs, Tree, Sum, root, []int{count})
+					checkReduce[float32](t, cs, Tree, codec.Sum, root, []int{count})
 					checkReduce[float64](t, cs, Tree, reduceMatMul, 0, []int{count})
 					for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
 						checkBcast[float32](t, cs, algo, root, []int{count})
@@ -179,7 +180,7 @@ func TestRootedOverTCP(t *testing.T) {
 func TestReduceRefusesBadArguments(t *testing.T) {
 	t.Run("root out of range", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-			return Reduce(ctx, c, make([]float32, 4), Sum, 3)
+			return Reduce(ctx, c, make([]float32, 4), codec.Sum, 3)
 		}, "Reduce", "root 3 is outside the communicator of 3 ranks")
 	})
 	t.Run("negative root on one rank", func(t *testing.T) {
@@ -188,17 +189,17 @@ func TestReduceRefusesBadArguments(t *testing.T) {
 			if c.Rank() == 2 {
 				root = -1
 			}
-			return Reduce(ctx, c, make([]float32, 4), Sum, root)
+			return Reduce(ctx, c, make([]float32, 4), codec.Sum, root)
 		}, "Reduce", "root -1 is outside the communicator of 3 ranks")
 	})
 	t.Run("algorithm", func(t *testing.T) {
 		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-			return Reduce(ctx, c, make([]float32, 4), Sum, 0, WithAlgorithm(Ring))
+			return Reduce(ctx, c, make([]float32, 4), codec.Sum, 0, WithAlgorithm(Ring))
 		}, "Reduce has no ring algorithm")
 	})
 	t.Run("mismatched count", func(t *testing.T) {
 		requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
-			return Reduce(ctx, c, make([]int64, 4+c.Rank()), Sum, 0)
+			return Reduce(ctx, c, make([]int64, 4+c.Rank()), codec.Sum, 0)
 		}, nil)
 	})
 }
@@ -231,7 +232,7 @@ func TestRootedAllocatesNothing(t *testing.T) {
 		}})
 	}
 	ops = append(ops, op{"Reduce", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
-		return Reduce(ctx, c, a[:count], Sum, 1)
+		return Reduce(ctx, c, a[:count], codec.Sum, 1)
 	}}, op{"Reduce/noncommutative", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Reduce(ctx, c, a[:count], allocMax, 2)
 	}})
@@ -263,7 +264,7 @@ func TestRootedAllocatesNothing(t *testing.T) {
 					if err := o.run(ctx, c, a, b); err != nil {
 						return err
 					}
-					return Allreduce(ctx, c, sync, Sum, WithAlgorithm(RecursiveDoubling))
+					return Allreduce(ctx, c, sync, codec.Sum, WithAlgorithm(RecursiveDoubling))
 				}
 				others := make(chan error, n-1)
 				for _, c := range cs[1:] {

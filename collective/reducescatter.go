@@ -7,6 +7,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -41,7 +43,7 @@ func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 	if err != nil {
 		return err
 	}
-	codec.Finish(op, recv, p)
+	kernel.Finish(op, recv, p)
 	return nil
 }
 
@@ -222,7 +224,7 @@ func newHalving[T codec.Elem](k *call[T]) halving {
 	p := k.c.Size()
 	lg := bits.Len(uint(p)) - 1
 	return halving{p: p, pof2: 1 << lg, rem: p - 1<<lg, lg: lg,
-		ordered: k.op.ID() != codec.OpNone && !k.op.Commutative()}
+		ordered: kernel.ID(k.op) != ops.None && !k.op.Commutative()}
 }
 
 // virtual is real rank r's number among the pof2 ranks that remain after

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -70,11 +71,11 @@ func TestReduceScatter(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
-					checkReduceScatter[float32](t, cs, algo, Sum, countsFor(n, true))
-					checkReduceScatter[float64](t, cs, algo, Avg, countsFor(n, false))
-					checkReduceScatter[int32](t, cs, algo, Max, countsFor(n, false))
-					checkReduceScatter[uint8](t, cs, algo, Xor, countsFor(n, false))
-					checkReduceScatter[codec.BF16](t, cs, algo, Sum, countsFor(n, false))
+					checkReduceScatter[float32](t, cs, algo, codec.Sum, countsFor(n, true))
+					checkReduceScatter[float64](t, cs, algo, codec.Avg, countsFor(n, false))
+					checkReduceScatter[int32](t, cs, algo, codec.Max, countsFor(n, false))
+					checkReduceScatter[uint8](t, cs, algo, codec.Xor, countsFor(n, false))
+					checkReduceScatter[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(n, false))
 				})
 			}
 		})
@@ -88,7 +89,7 @@ func checkReduceScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algori
 	t.Helper()
 	n := len(cs)
 	for _, m := range sizes {
-		t.Run(fmt.Sprintf("%s/%s/m=%d", codec.DTypeOf[T](), op, m), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/m=%d", kernel.DTypeOf[T](), op, m), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, n*m, m)
@@ -147,9 +148,9 @@ func TestHalvingDoublingAllreduce(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
 			for _, count := range []int{0, 1, max(n-1, 0), n + 1, 1000} {
-				checkHalvingDoubling[float32](t, cs, Sum, count, input[float32])
-				checkHalvingDoubling[int32](t, cs, Prod, count, input[int32])
-				checkHalvingDoubling[codec.BF16](t, cs, Avg, count, input[codec.BF16])
+				checkHalvingDoubling[float32](t, cs, codec.Sum, count, input[float32])
+				checkHalvingDoubling[int32](t, cs, codec.Prod, count, input[int32])
+				checkHalvingDoubling[codec.BFloat16](t, cs, codec.Avg, count, input[codec.BFloat16])
 				checkHalvingDoubling[uint64](t, cs, packedMatMul, count, packedMatrices)
 			}
 		})
@@ -159,7 +160,7 @@ func TestHalvingDoublingAllreduce(t *testing.T) {
 func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.Op, count int, in func(r, n, seed int) []T) {
 	t.Helper()
 	n := len(cs)
-	t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+	t.Run(fmt.Sprintf("%s/%s/count=%d", kernel.DTypeOf[T](), op, count), func(t *testing.T) {
 		inputs := make([][]T, n)
 		for r := range n {
 			inputs[r] = in(r, count, count)
@@ -184,7 +185,7 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 			if err := allgatherDoubling(&k, buf, lo, hi, halvingSteps); err != nil {
 				return err
 			}
-			codec.Finish(op, buf, n)
+			kernel.Finish(op, buf, n)
 			if err := equalBits(buf, want); err != nil {
 				return errors.Join(owned, err)
 			}
@@ -213,7 +214,7 @@ func checkOwned[T codec.Elem](k *call[T], buf []T, lo, hi int, want []T) error {
 		return fmt.Errorf("rank %d owns blocks [%d, %d) = buf[%d:%d], got buf[%d:%d]", me, first, last, a, b, lo, hi)
 	}
 	part := slices.Clone(buf[lo:hi])
-	codec.Finish(k.op, part, p)
+	kernel.Finish(k.op, part, p)
 	if err := equalBits(part, want[lo:hi]); err != nil {
 		return fmt.Errorf("rank %d's blocks after halving: %w", me, err)
 	}
@@ -258,9 +259,9 @@ func TestReduceScatterOverTCP(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))
 			for _, algo := range []Algorithm{Ring, RecursiveHalving} {
-				checkReduceScatter[float32](t, cs, algo, Sum, []int{0, 5, 10000})
+				checkReduceScatter[float32](t, cs, algo, codec.Sum, []int{0, 5, 10000})
 			}
-			checkHalvingDoubling[float32](t, cs, Sum, 10001, input[float32])
+			checkHalvingDoubling[float32](t, cs, codec.Sum, 10001, input[float32])
 		})
 	}
 }
@@ -278,7 +279,7 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 			n:    3,
 			bad:  []int{2},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return ReduceScatter(ctx, c, make([]float32, 12+c.Rank()/2), make([]float32, 4), Sum)
+				return ReduceScatter(ctx, c, make([]float32, 12+c.Rank()/2), make([]float32, 4), codec.Sum)
 			},
 			want: []string{"ReduceScatter(13 × float32, sum)", "send has 13 elements, want Size()·len(recv) = 3·4 = 12"},
 		},
@@ -296,7 +297,7 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 			n:    2,
 			bad:  []int{0, 1},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				return ReduceScatter(ctx, c, make([]float32, 4), make([]float32, 2), Xor)
+				return ReduceScatter(ctx, c, make([]float32, 4), make([]float32, 2), codec.Xor)
 			},
 			want: []string{"xor is not defined for float32"},
 		},
@@ -324,7 +325,7 @@ func TestReduceScatterRefusesBadArguments(t *testing.T) {
 			seen := false
 			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				m := 2 + c.Rank()%2
-				return ReduceScatter(ctx, c, make([]int32, 3*m), make([]int32, m), Sum, WithAlgorithm(algo))
+				return ReduceScatter(ctx, c, make([]int32, 3*m), make([]int32, m), codec.Sum, WithAlgorithm(algo))
 			}) {
 				if err == nil {
 					continue

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -21,7 +22,7 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 	if err := scanDoubling(&k, buf, true); err != nil {
 		return err
 	}
-	codec.Finish(op, buf, c.Rank()+1)
+	kernel.Finish(op, buf, c.Rank()+1)
 	return nil
 }
 
@@ -39,7 +40,7 @@ func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 		return err
 	}
 	if r := c.Rank(); r > 0 {
-		codec.Finish(op, buf, r)
+		kernel.Finish(op, buf, r)
 	}
 	return nil
 }

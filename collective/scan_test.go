@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var scanAlgorithms = []Algorithm{Auto, RecursiveDoubling}
@@ -22,11 +23,11 @@ func TestScan(t *testing.T) {
 				for _, n := range rankCounts {
 					t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 						cs := job(t, n)
-						checkScan[float32](t, cs, inclusive, algo, Sum, countsFor(n, true))
-						checkScan[float64](t, cs, inclusive, algo, Avg, countsFor(n, false))
-						checkScan[int32](t, cs, inclusive, algo, Max, countsFor(n, false))
-						checkScan[uint8](t, cs, inclusive, algo, Xor, countsFor(n, false))
-						checkScan[codec.BF16](t, cs, inclusive, algo, Sum, countsFor(n, false))
+						checkScan[float32](t, cs, inclusive, algo, codec.Sum, countsFor(n, true))
+						checkScan[float64](t, cs, inclusive, algo, codec.Avg, countsFor(n, false))
+						checkScan[int32](t, cs, inclusive, algo, codec.Max, countsFor(n, false))
+						checkScan[uint8](t, cs, inclusive, algo, codec.Xor, countsFor(n, false))
+						checkScan[codec.BFloat16](t, cs, inclusive, algo, codec.Sum, countsFor(n, false))
 					})
 				}
 			})
@@ -60,7 +61,7 @@ func checkScan[T codec.Elem](t *testing.T, cs []*comm.Comm, inclusive bool, algo
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/%s/count=%d", codec.DTypeOf[T](), op, count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/count=%d", kernel.DTypeOf[T](), op, count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, count, count)
@@ -121,7 +122,7 @@ func TestScanOverTCP(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))
 			for _, inclusive := range []bool{true, false} {
-				checkScan[float32](t, cs, inclusive, RecursiveDoubling, Sum, []int{0, 5, 10000})
+				checkScan[float32](t, cs, inclusive, RecursiveDoubling, codec.Sum, []int{0, 5, 10000})
 			}
 		})
 	}
@@ -134,24 +135,24 @@ func TestScanRefusesBadArguments(t *testing.T) {
 	}{{"Scan", Scan[float64]}, {"Exscan", Exscan[float64]}} {
 		t.Run(f.name+"/algorithm", func(t *testing.T) {
 			requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4), Sum, WithAlgorithm(Ring))
+				return f.call(ctx, c, make([]float64, 4), codec.Sum, WithAlgorithm(Ring))
 			}, f.name+" has no ring algorithm")
 		})
 		t.Run(f.name+"/bitwise op on floats", func(t *testing.T) {
 			requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4), And)
+				return f.call(ctx, c, make([]float64, 4), codec.And)
 			}, f.name+"(4 × float64", "op and is not defined for float64")
 		})
 		t.Run(f.name+"/mismatched count", func(t *testing.T) {
 			requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
-				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), Sum)
+				return f.call(ctx, c, make([]float64, 4+c.Rank()%2), codec.Sum)
 			}, nil)
 		})
 		t.Run(f.name+"/mismatched op", func(t *testing.T) {
 			requireMismatch(t, 2, func(ctx context.Context, c *comm.Comm) error {
-				op := Sum
+				op := codec.Sum
 				if c.Rank() == 1 {
-					op = Max
+					op = codec.Max
 				}
 				return f.call(ctx, c, make([]float64, 4), op)
 			}, []string{"sum", "max"})

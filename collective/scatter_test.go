@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/kernel"
 )
 
 var scatterAlgorithms = []Algorithm{Auto, Tree, Linear}
@@ -23,7 +24,7 @@ func TestScatter(t *testing.T) {
 						checkScatter[float64](t, cs, algo, root, countsFor(n, false))
 						checkScatter[int32](t, cs, algo, root, countsFor(n, false))
 						checkScatter[uint8](t, cs, algo, root, countsFor(n, false))
-						checkScatter[codec.BF16](t, cs, algo, root, countsFor(n, false))
+						checkScatter[codec.BFloat16](t, cs, algo, root, countsFor(n, false))
 					})
 				})
 			}
@@ -39,7 +40,7 @@ func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, r
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/count=%d", kernel.DTypeOf[T](), count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
 				inputs[r] = input[T](r, count, count+root)
@@ -78,7 +79,7 @@ func TestScatterv(t *testing.T) {
 				checkScatterv[float64](t, cs, root, countsFor(n, false))
 				checkScatterv[int32](t, cs, root, countsFor(n, false))
 				checkScatterv[uint8](t, cs, root, countsFor(n, false))
-				checkScatterv[codec.BF16](t, cs, root, countsFor(n, false))
+				checkScatterv[codec.BFloat16](t, cs, root, countsFor(n, false))
 			})
 		})
 	}
@@ -90,7 +91,7 @@ func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes 
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
-		t.Run(fmt.Sprintf("%s/count=%d", codec.DTypeOf[T](), count), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/count=%d", kernel.DTypeOf[T](), count), func(t *testing.T) {
 			counts := vCounts(n, count)
 			inputs := make([][]T, n)
 			for r := range n {

@@ -96,7 +96,7 @@ func choose(kind wire.Kind, cfg config, ranks, bytes int, commutative bool, topo
 	if t, ok := topo.tuning.Lookup(kind, ranks, topo.transport, int64(bytes)); ok && runnable(kind, t.Algorithm, cfg, ranks, commutative, topo) {
 		return t.Algorithm, t, nil
 	}
-	return defaultAlgorithm(kind, ranks, bytes, commutative, cfg.codec != codec.CodecNone, topo), tuning.Choice{}, nil
+	return defaultAlgorithm(kind, ranks, bytes, commutative, cfg.codec != codec.None, topo), tuning.Choice{}, nil
 }
 
 // runnable reports whether a tuning table's algorithm can run this call.
@@ -127,7 +127,7 @@ func chooseAlgorithm(kind wire.Kind, cfg config, ranks int, commutative bool, to
 // checkForced says why a cannot run the call, if it cannot.
 func checkForced(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) error {
 	switch {
-	case cfg.codec != codec.CodecNone && !a.Compresses():
+	case cfg.codec != codec.None && !a.Compresses():
 		return fmt.Errorf("%w: %s with %s moves data through shared memory, which %s compression cannot apply to; drop the codec or choose a link algorithm", codec.ErrInvalid, kind, a, cfg.codec)
 	case !wire.Accepts(kind, a):
 		return fmt.Errorf("%w: %s has no %s algorithm (it has %v)", codec.ErrInvalid, kind, a, wire.Algorithms(kind))
@@ -224,7 +224,7 @@ var env = sync.OnceValue(func() envSettings {
 type envSettings struct {
 	algos    map[wire.Kind]Algorithm
 	chunk    int
-	codec    codec.CodecID
+	codec    codec.ID
 	codecSet bool
 }
 
@@ -256,7 +256,7 @@ func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
 		}
 	}
 	if codecVar != "" {
-		c, err := codec.ParseCodec(strings.TrimSpace(codecVar))
+		c, err := codec.Parse(strings.TrimSpace(codecVar))
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_CODEC=%q: %v", codecVar, err))
 		} else {

@@ -17,7 +17,7 @@ func TestParseEnv(t *testing.T) {
 		codec     string
 		want      map[wire.Kind]Algorithm
 		wantChunk int
-		wantCodec codec.CodecID
+		wantCodec codec.ID
 		problems  int
 	}{
 		{name: "empty", want: map[wire.Kind]Algorithm{}},
@@ -30,7 +30,7 @@ func TestParseEnv(t *testing.T) {
 		{name: "no colon", algo: "ring", want: map[wire.Kind]Algorithm{}, problems: 1},
 		{name: "bad chunk", chunk: "big", want: map[wire.Kind]Algorithm{}, problems: 1},
 		{name: "negative chunk", chunk: "-4", want: map[wire.Kind]Algorithm{}, problems: 1},
-		{name: "codec", codec: "bf16", want: map[wire.Kind]Algorithm{}, wantCodec: codec.CodecBF16},
+		{name: "codec", codec: "bf16", want: map[wire.Kind]Algorithm{}, wantCodec: codec.BF16},
 		{name: "codec none", codec: "none", want: map[wire.Kind]Algorithm{}},
 		{name: "unknown codec", codec: "gzip", want: map[wire.Kind]Algorithm{}, problems: 1},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 )
 
@@ -42,7 +43,7 @@ func TestEveryErrorWrapsASentinel(t *testing.T) {
 			return Allgather(ctx, c, make([]float32, 2), make([]float32, 5))
 		}},
 		{"ranks disagreeing on the count", comm.ErrMismatch, func(ctx context.Context, c *comm.Comm) error {
-			return Allreduce(ctx, c, make([]float32, 4+c.Rank()), Sum)
+			return Allreduce(ctx, c, make([]float32, 4+c.Rank()), codec.Sum)
 		}},
 		{"a rank that aborts", comm.ErrAborted, func(ctx context.Context, c *comm.Comm) error {
 			if c.Rank() == 1 {

@@ -6,6 +6,8 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 )
 
 // The shared-memory algorithms (Shm) run where every rank of the
@@ -101,7 +103,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	owners, across := p, k.op
 	if h != nil {
 		owners = h.Shards
-		if across.ID() == codec.OpAvg {
+		if kernel.ID(across) == ops.Avg {
 			across = codec.Sum // Avg divides once, at the end of the whole call
 		}
 	}
@@ -162,7 +164,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi int) (err error) {
 	defer k.recoverOp(&err)
 	for j := 1; j < s.Size(); j++ {
-		codec.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
+		kernel.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
 	}
 	return nil
 }

@@ -64,16 +64,16 @@ func TestShm(t *testing.T) {
 func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	n := len(cs)
 	t.Run("allreduce", func(t *testing.T) {
-		checkAllreduce[float32](t, cs, algo, Sum)
-		checkAllreduce[float64](t, cs, algo, Avg)
-		checkAllreduce[int32](t, cs, algo, Max)
-		checkAllreduce[uint8](t, cs, algo, Xor)
-		checkAllreduce[codec.BF16](t, cs, algo, Sum)
+		checkAllreduce[float32](t, cs, algo, codec.Sum)
+		checkAllreduce[float64](t, cs, algo, codec.Avg)
+		checkAllreduce[int32](t, cs, algo, codec.Max)
+		checkAllreduce[uint8](t, cs, algo, codec.Xor)
+		checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum)
 	})
 	rootedCase(t, n, func(t *testing.T, root int, full bool) {
-		checkReduce[float32](t, cs, algo, Sum, root, countsFor(n, full))
-		checkReduce[float64](t, cs, algo, Avg, root, countsFor(n, false))
-		checkReduce[codec.BF16](t, cs, algo, Max, root, countsFor(n, false))
+		checkReduce[float32](t, cs, algo, codec.Sum, root, countsFor(n, full))
+		checkReduce[float64](t, cs, algo, codec.Avg, root, countsFor(n, false))
+		checkReduce[codec.BFloat16](t, cs, algo, codec.Max, root, countsFor(n, false))
 		checkBcast[float32](t, cs, algo, root, countsFor(n, full))
 		checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
 		checkGather[float32](t, cs, algo, root, countsFor(n, full))
@@ -81,7 +81,7 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	})
 	t.Run("allgather", func(t *testing.T) {
 		checkAllgather[float32](t, cs, algo, countsFor(n, true))
-		checkAllgather[codec.BF16](t, cs, algo, countsFor(n, false))
+		checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
 	})
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 }
@@ -172,10 +172,10 @@ func TestHierarchical(t *testing.T) {
 			}
 			for _, algo := range []Algorithm{Hierarchical, Auto} {
 				t.Run(algo.String(), func(t *testing.T) {
-					checkAllreduce[float32](t, cs, algo, Sum)
-					checkAllreduce[float64](t, cs, algo, Avg)
-					checkAllreduce[int32](t, cs, algo, Max)
-					checkAllreduce[codec.BF16](t, cs, algo, Sum)
+					checkAllreduce[float32](t, cs, algo, codec.Sum)
+					checkAllreduce[float64](t, cs, algo, codec.Avg)
+					checkAllreduce[int32](t, cs, algo, codec.Max)
+					checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum)
 				})
 			}
 			t.Run("non-commutative", func(t *testing.T) {

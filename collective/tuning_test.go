@@ -105,7 +105,7 @@ func TestTuningOnCommunicator(t *testing.T) {
 		for i := range buf {
 			buf[i] = float32(c.Rank() + i)
 		}
-		if err := Allreduce(ctx, c, buf, Sum); err != nil {
+		if err := Allreduce(ctx, c, buf, codec.Sum); err != nil {
 			return err
 		}
 		for i, v := range buf {
@@ -140,29 +140,29 @@ func TestTuningCodec(t *testing.T) {
 	tests := []struct {
 		name      string
 		prepare   func(ctx context.Context, c *comm.Comm) (config, Algorithm, error)
-		wantCodec codec.CodecID
+		wantCodec codec.ID
 		wantAlgo  Algorithm
 	}{
 		{"float32 takes the table's codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 100, -1, nil)
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
-		}, codec.CodecBF16, Ring},
+		}, codec.BF16, Ring},
 		{"int32 does not take a lossy codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[int32](ctx, c, wire.KindAllreduce, Sum, 100, -1, nil)
+			k, err := prepare[int32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
-		}, codec.CodecNone, Ring},
+		}, codec.None, Ring},
 		{"the call's codec first", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 100, -1, []Option{WithCompression(codec.CodecNone)})
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, []Option{WithCompression(codec.None)})
 			return k.cfg, k.me.Algorithm, err
-		}, codec.CodecNone, Ring},
+		}, codec.None, Ring},
 		{"shm without a codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1000, -1, nil)
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, nil)
 			return k.cfg, k.me.Algorithm, err
-		}, codec.CodecNone, Shm},
+		}, codec.None, Shm},
 		{"shm with a codec falls back", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, Sum, 1000, -1, []Option{WithCompression(codec.CodecZstd)})
+			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, []Option{WithCompression(codec.Zstd)})
 			return k.cfg, k.me.Algorithm, err
-		}, codec.CodecZstd, RecursiveDoubling},
+		}, codec.Zstd, RecursiveDoubling},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

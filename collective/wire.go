@@ -7,6 +7,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -27,14 +28,14 @@ func (k *call[T]) send(peer, step int, s []T, off int) error {
 	h := k.header(step, len(s), off)
 	payload := codec.Bytes(s)
 	var wire scratchBuf
-	if c := k.cfg.codec; c != codec.CodecNone {
+	if c := k.cfg.codec; c != codec.None {
 		var w []byte
-		w, wire = scratch[byte](codec.EncodeScratchLen(c, k.me.DType, len(s)))
-		payload, h.Codec = codec.Encode(c, w, s)
+		w, wire = scratch[byte](kernel.EncodeScratchLen(c, k.me.DType, len(s)))
+		payload, h.Codec = kernel.Encode(c, w, s)
 		h.Length = uint64(len(payload))
 		if h.Codec.Lossy() && k.keep {
 			// Decoding what was just encoded cannot fail.
-			_ = codec.Decode(h.Codec, s, payload)
+			_ = kernel.Decode(h.Codec, s, payload)
 		}
 	}
 	if sentHook != nil {
@@ -91,10 +92,10 @@ type inbound struct {
 // irecv posts the receive of step step from peer, for the elements dst.
 func (k *call[T]) irecv(peer, step int, dst []T) (inbound, error) {
 	var in inbound
-	if c := k.cfg.codec; c == codec.CodecNone {
+	if c := k.cfg.codec; c == codec.None {
 		in.b = codec.Bytes(dst)
 	} else {
-		in.b, in.wire = scratch[byte](codec.MaxWireLen(c, k.me.DType, len(dst)))
+		in.b, in.wire = scratch[byte](kernel.MaxWireLen(c, k.me.DType, len(dst)))
 	}
 	req, err := k.c.IrecvHeader(peer, k.tag(step), in.b)
 	if err != nil {
@@ -118,7 +119,7 @@ func (k *call[T]) await(in *inbound, peer int, dst []T, off int) error {
 		codec.Store(dst, in.b)
 		return nil
 	}
-	if err := codec.Decode(h.Codec, dst, in.b[:n]); err != nil {
+	if err := kernel.Decode(h.Codec, dst, in.b[:n]); err != nil {
 		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not decode to the %d elements expected (different chunk sizes?): %v",
 			h.Codec, n, h.Offset, len(dst), err))
 	}
@@ -157,7 +158,7 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, 
 		hi := min(lo+decodeBlock, len(dst))
 		// check has held the payload to 2 bytes an element, so Decode
 		// cannot fail.
-		_ = codec.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
+		_ = kernel.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
 		if err := k.reduce(dst[lo:hi], blk[:hi-lo], peerIsRight); err != nil {
 			return err
 		}
@@ -233,8 +234,8 @@ func (k *call[T]) check(peer, n int, h *wire.Header, want, off int, err error) e
 	}
 	// Raw and lossy payloads take a fixed number of bytes per element; a
 	// lossless one's length is checked by decoding it.
-	per := codec.MaxWireLen(h.Codec, k.me.DType, 1)
-	fixed := h.Codec == codec.CodecNone || h.Codec.Lossy()
+	per := kernel.MaxWireLen(h.Codec, k.me.DType, 1)
+	fixed := h.Codec == codec.None || h.Codec.Lossy()
 	if (fixed && n != want*per) || int(h.Offset) != off {
 		return k.mismatch(peer, h, fmt.Sprintf("it sent %d elements at offset %d where %d at offset %d were expected (different chunk sizes?)",
 			n/per, h.Offset, want, off))
@@ -247,7 +248,7 @@ func (k *call[T]) check(peer, n int, h *wire.Header, want, off int, err error) e
 // other difference is two ranks passing different codecs.
 func (k *call[T]) codecDiffers(h *wire.Header) bool {
 	mine := k.cfg.codec
-	return h.Codec != mine && !(h.Codec == codec.CodecNone && !mine.Lossy())
+	return h.Codec != mine && !(h.Codec == codec.None && !mine.Lossy())
 }
 
 func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {

@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // bcastCall is the header of a Bcast of n bytes from root.
 func bcastCall(n, root int) wire.Header {
-	return wire.Header{Kind: wire.KindBcast, DType: codec.Uint8, Count: uint64(n), Root: int32(root), Algorithm: wire.AlgoTree}
+	return wire.Header{Kind: wire.KindBcast, DType: kernel.Uint8, Count: uint64(n), Root: int32(root), Algorithm: wire.AlgoTree}
 }
 
 // TestProbeNamesMismatch: two ranks that each wait for the other to be

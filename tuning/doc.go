@@ -20,7 +20,7 @@
 // choice measured on 2 ranks says little about 64, so other sizes keep
 // the built-in selection. chunk is the bytes per chunk of the pipelined
 // algorithms (ring_chunked, chain), 0 for the default; other algorithms
-// must have 0. codec is the wire codec, as codec.ParseCodec spells it:
+// must have 0. codec is the wire codec, as codec.Parse spells it:
 // "none" (or omitted), the lossless "zstd" and "s2", or the lossy "bf16"
 // and "fp16", which round the results of the calls the entry covers to
 // 16-bit precision (see collective.WithCompression). A lossy codec

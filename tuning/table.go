@@ -35,7 +35,7 @@ type Entry struct {
 
 	kind  wire.Kind
 	algo  wire.Algorithm
-	codec codec.CodecID
+	codec codec.ID
 }
 
 // A Table is a checked list of entries. The zero Table has no entries and
@@ -48,10 +48,10 @@ type Table struct {
 type Choice struct {
 	Algorithm wire.Algorithm
 	Chunk     int // bytes; 0 for the default
-	// Codec is the wire codec. A lossy one (codec.CodecBF16,
-	// codec.CodecFP16) applies to float32 and float64 calls only; package
+	// Codec is the wire codec. A lossy one (codec.BF16,
+	// codec.FP16) applies to float32 and float64 calls only; package
 	// collective sends other element types uncompressed.
-	Codec codec.CodecID
+	Codec codec.ID
 }
 
 // Load reads and checks the table in the file at path. Its errors name
@@ -148,15 +148,15 @@ func (e *Entry) check() error {
 		return fmt.Errorf("%w: chunk %d with %s: only the pipelined algorithms (ring_chunked, chain) take a chunk size", codec.ErrInvalid, e.Chunk, e.algo)
 	}
 	if e.Codec == "" {
-		e.Codec = codec.CodecNone.String()
+		e.Codec = codec.None.String()
 	}
-	if e.codec, err = codec.ParseCodec(e.Codec); err != nil {
+	if e.codec, err = codec.Parse(e.Codec); err != nil {
 		return err
 	}
 	// The shared-memory algorithms move data through memory, not
 	// messages, and package collective refuses to force them with a
 	// codec: such an entry could never run as written.
-	if e.codec != codec.CodecNone && !e.algo.Compresses() {
+	if e.codec != codec.None && !e.algo.Compresses() {
 		return fmt.Errorf("%w: codec %s with %s: the shared-memory algorithms do not compress; want codec none", codec.ErrInvalid, e.codec, e.algo)
 	}
 	return nil

@@ -33,7 +33,7 @@ func TestLoadValid(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tab.Entries, 6)
 	require.Equal(t, "none", tab.Entries[1].Codec, "an omitted codec is none")
-	require.Equal(t, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.CodecBF16}, tab.Entries[4].Choice())
+	require.Equal(t, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.BF16}, tab.Entries[4].Choice())
 
 	var buf bytes.Buffer
 	require.NoError(t, tab.Write(&buf))
@@ -120,8 +120,8 @@ func TestLookup(t *testing.T) {
 		{"ranks match exactly", wire.KindAllreduce, 3, "tcp", 50, Choice{}, false},
 		{"other transport", wire.KindAllreduce, 4, "shm", 50, Choice{}, false},
 		{"other collective", wire.KindBcast, 4, "shm", 50, Choice{Algorithm: wire.AlgoChain, Chunk: 65536}, true},
-		{"a lossy codec", wire.KindAllreduce, 4, "tcp", 64 << 20, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.CodecBF16}, true},
-		{"a lossless codec", wire.KindAllgather, 4, "tcp", 100, Choice{Algorithm: wire.AlgoRing, Codec: codec.CodecZstd}, true},
+		{"a lossy codec", wire.KindAllreduce, 4, "tcp", 64 << 20, Choice{Algorithm: wire.AlgoRingChunked, Codec: codec.BF16}, true},
+		{"a lossless codec", wire.KindAllgather, 4, "tcp", 100, Choice{Algorithm: wire.AlgoRing, Codec: codec.Zstd}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
@@ -48,7 +49,7 @@ func TestTuneEndToEnd(t *testing.T) {
 			defer c.Close()
 			for _, n := range []int{16, 1024, 64 << 10} {
 				buf := make([]float32, n)
-				if errs[r] = collective.Allreduce(context.Background(), c, buf, collective.Sum); errs[r] != nil {
+				if errs[r] = collective.Allreduce(context.Background(), c, buf, codec.Sum); errs[r] != nil {
 					return
 				}
 			}

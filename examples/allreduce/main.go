@@ -13,6 +13,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -35,7 +36,7 @@ func main() {
 	for i := range grad {
 		grad[i] = float32(me + 1)
 	}
-	if err := collective.Allreduce(ctx, c, grad, collective.Avg); err != nil {
+	if err := collective.Allreduce(ctx, c, grad, codec.Avg); err != nil {
 		log.Fatal(err)
 	}
 	if want := float32(n+1) / 2; grad[0] != want {
@@ -44,7 +45,7 @@ func main() {
 	fmt.Printf("rank %d/%d: average gradient %v\n", me, n, grad)
 
 	big := make([]float32, max(*size/4, 1))
-	if err := collective.Allreduce(ctx, c, big, collective.Sum); err != nil { // warm-up
+	if err := collective.Allreduce(ctx, c, big, codec.Sum); err != nil { // warm-up
 		log.Fatal(err)
 	}
 	if err := collective.Barrier(ctx, c); err != nil {
@@ -52,7 +53,7 @@ func main() {
 	}
 	start := time.Now()
 	for range *rounds {
-		if err := collective.Allreduce(ctx, c, big, collective.Sum); err != nil {
+		if err := collective.Allreduce(ctx, c, big, codec.Sum); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -5,7 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -14,10 +15,10 @@ import (
 // communicator has world ranks 10, 11 and 12; this rank is 11, rank 1 of
 // the communicator.
 func TestCallTable(t *testing.T) {
-	sum := wire.Call{Kind: wire.KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 8, Root: -1, Algorithm: wire.AlgoRing}
+	sum := wire.Call{Kind: wire.KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 8, Root: -1, Algorithm: wire.AlgoRing}
 	maxCall := sum
-	maxCall.Op = codec.OpMax
-	bcast := wire.Call{Kind: wire.KindBcast, DType: codec.Float32, Count: 8, Root: 2, Algorithm: wire.AlgoTree}
+	maxCall.Op = ops.Max
+	bcast := wire.Call{Kind: wire.KindBcast, DType: kernel.Float32, Count: 8, Root: 2, Algorithm: wire.AlgoTree}
 
 	type event struct {
 		start bool // this rank starts call seq; else world rank from sends a frame of it

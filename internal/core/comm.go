@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -89,7 +89,7 @@ func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
 	if err := c.check("send", dst, tag); err != nil {
 		return err
 	}
-	h := wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Comm: c.id, Tag: int64(tag),
+	h := wire.Header{Kind: wire.KindSend, DType: kernel.Uint8, Comm: c.id, Tag: int64(tag),
 		Count: uint64(len(b)), Length: uint64(len(b)), Root: -1}
 	if err := c.SendHeader(ctx, dst, &h, b); err != nil {
 		return c.opError("send", dst, int64(tag), err)
@@ -228,7 +228,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	size := len(c.group)
 	// Every message of a split is one rank's entry in the table of all
 	// ranks' entries (the table itself, from rank 0, is all of them).
-	h := wire.Header{Kind: wire.KindSplit, DType: codec.Int64, Count: 2 * uint64(size), Root: 0}
+	h := wire.Header{Kind: wire.KindSplit, DType: kernel.Int64, Count: 2 * uint64(size), Root: 0}
 	if err := c.StartCall(&h); err != nil {
 		return nil, c.opError("split", -1, 0, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/rendezvous"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
@@ -666,7 +666,7 @@ func (ep *endpoint) close() error {
 		if failure := failurePayload(ep.err()); failure != nil {
 			last, payload = failureHeader(failure), failure
 		} else {
-			last = wire.Header{Kind: wire.KindControl, Flags: wire.FlagGoodbye, DType: codec.Uint8, Root: -1}
+			last = wire.Header{Kind: wire.KindControl, Flags: wire.FlagGoodbye, DType: kernel.Uint8, Root: -1}
 		}
 		ep.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/testutil"
 	"github.com/gocoll/gocoll/internal/transport/mem"
 	"github.com/gocoll/gocoll/internal/wire"
@@ -236,7 +236,7 @@ func TestBadHeaderIsTheCallersError(t *testing.T) {
 		payload []byte
 		want    string
 	}{
-		{"length disagrees", wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Length: 4, Count: 4, Root: -1}, []byte("ab"), "header says 4 payload bytes but the payload has 2"},
+		{"length disagrees", wire.Header{Kind: wire.KindSend, DType: kernel.Uint8, Length: 4, Count: 4, Root: -1}, []byte("ab"), "header says 4 payload bytes but the payload has 2"},
 		{"no element type", wire.Header{Kind: wire.KindSend, Root: -1}, nil, "unknown element type"},
 	}
 	for _, tt := range tests {

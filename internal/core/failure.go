@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -88,7 +88,7 @@ func lostManyPayload(pe *PeerError) []byte {
 }
 
 func failureHeader(payload []byte) wire.Header {
-	return wire.Header{Kind: wire.KindControl, Flags: wire.FlagAbort, DType: codec.Uint8,
+	return wire.Header{Kind: wire.KindControl, Flags: wire.FlagAbort, DType: kernel.Uint8,
 		Count: uint64(len(payload)), Length: uint64(len(payload)), Root: -1}
 }
 

@@ -10,7 +10,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -479,7 +480,7 @@ func getCall(b []byte) (call wire.Call, seq, ticket uint64) {
 	le := binary.LittleEndian
 	ticket, seq = le.Uint64(b[0:]), le.Uint64(b[8:])
 	w := le.Uint64(b[24:])
-	call = wire.Call{Kind: wire.Kind(w >> 32), DType: codec.DType(w >> 40), Op: codec.OpID(w >> 48),
+	call = wire.Call{Kind: wire.Kind(w >> 32), DType: kernel.DType(w >> 40), Op: ops.ID(w >> 48),
 		Algorithm: wire.Algorithm(w >> 56), Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
 	return call, seq, ticket
 }

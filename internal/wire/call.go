@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 )
 
 // Algorithm names the algorithm of a collective call on the wire. Every
@@ -74,8 +76,8 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 // two ranks called different things.
 type Call struct {
 	Kind      Kind
-	DType     codec.DType
-	Op        codec.OpID
+	DType     kernel.DType
+	Op        ops.ID
 	Count     int // elements of the whole operation
 	Root      int // -1 for collectives without a root
 	Algorithm Algorithm
@@ -93,7 +95,7 @@ func (c Call) String() string {
 		return "Split"
 	}
 	s := fmt.Sprintf("%s(%d × %s", c.Kind, c.Count, c.DType)
-	if c.Op != codec.OpNone {
+	if c.Op != ops.None {
 		s += ", " + c.Op.String()
 	}
 	if c.Root >= 0 {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,12 +14,12 @@ func TestCallString(t *testing.T) {
 		call Call
 		want string
 	}{
-		{Call{Kind: KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 10, Root: -1}, "Allreduce(10 × float32, sum)"},
-		{Call{Kind: KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 10, Root: -1, Algorithm: AlgoRing},
+		{Call{Kind: KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 10, Root: -1}, "Allreduce(10 × float32, sum)"},
+		{Call{Kind: KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 10, Root: -1, Algorithm: AlgoRing},
 			"Allreduce(10 × float32, sum) with ring"},
-		{Call{Kind: KindBcast, DType: codec.BFloat16, Count: 0, Root: 3, Algorithm: AlgoTree}, "Bcast(0 × bf16, root 3) with tree"},
-		{Call{Kind: KindBarrier, DType: codec.Uint8, Root: -1, Algorithm: AlgoDissemination}, "Barrier(0 × uint8) with dissemination"},
-		{Call{Kind: KindSplit, DType: codec.Int64, Count: 8}, "Split"},
+		{Call{Kind: KindBcast, DType: kernel.BFloat16, Count: 0, Root: 3, Algorithm: AlgoTree}, "Bcast(0 × bf16, root 3) with tree"},
+		{Call{Kind: KindBarrier, DType: kernel.Uint8, Root: -1, Algorithm: AlgoDissemination}, "Barrier(0 × uint8) with dissemination"},
+		{Call{Kind: KindSplit, DType: kernel.Int64, Count: 8}, "Split"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -34,11 +36,11 @@ func TestHeaderCall(t *testing.T) {
 	b := a
 	b.Tag, b.Offset, b.Length, b.Flags = a.Tag-1, 0, 0, FlagProbe
 	require.Equal(t, a.Call(), b.Call())
-	require.Equal(t, Call{Kind: KindAllreduce, DType: codec.Float32, Op: codec.OpSum, Count: 100, Root: -1, Algorithm: AlgoRing}, a.Call())
+	require.Equal(t, Call{Kind: KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 100, Root: -1, Algorithm: AlgoRing}, a.Call())
 	for _, change := range []func(h *Header){
 		func(h *Header) { h.Kind = KindReduce },
-		func(h *Header) { h.DType = codec.Int32 },
-		func(h *Header) { h.Op = codec.OpMax },
+		func(h *Header) { h.DType = kernel.Int32 },
+		func(h *Header) { h.Op = ops.Max },
 		func(h *Header) { h.Count++ },
 		func(h *Header) { h.Root = 0 },
 		func(h *Header) { h.Algorithm = AlgoTree },

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 )
 
 // HeaderSize is the size of an encoded Header in bytes.
@@ -136,9 +138,9 @@ const (
 type Header struct {
 	Flags  Flags
 	Kind   Kind
-	DType  codec.DType
-	Codec  codec.CodecID
-	Op     codec.OpID
+	DType  kernel.DType
+	Codec  codec.ID
+	Op     ops.ID
 	Comm   uint64 // communicator id
 	Seq    uint64 // collective sequence number on Comm; 0 for point-to-point
 	Tag    int64  // matching tag
@@ -185,9 +187,9 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	}
 	h.Flags = Flags(b[3])
 	h.Kind = Kind(b[4])
-	h.DType = codec.DType(b[5])
-	h.Codec = codec.CodecID(b[6])
-	h.Op = codec.OpID(b[7])
+	h.DType = kernel.DType(b[5])
+	h.Codec = codec.ID(b[6])
+	h.Op = ops.ID(b[7])
 	h.Comm = binary.LittleEndian.Uint64(b[8:])
 	h.Seq = binary.LittleEndian.Uint64(b[16:])
 	h.Tag = int64(binary.LittleEndian.Uint64(b[24:]))
@@ -209,7 +211,7 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: unknown kind %d", ErrBadHeader, uint8(h.Kind))
 	case !h.DType.Valid():
 		return fmt.Errorf("%w: unknown element type %d", ErrBadHeader, uint8(h.DType))
-	case !h.Codec.Valid():
+	case !kernel.KnownCodec(h.Codec):
 		return fmt.Errorf("%w: unknown codec %d", ErrBadHeader, uint8(h.Codec))
 	case !h.Op.Valid():
 		return fmt.Errorf("%w: unknown op %d", ErrBadHeader, uint8(h.Op))
@@ -231,7 +233,7 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: count of %d %s elements overflows", ErrBadHeader, h.Count, h.DType)
 	case h.Offset > h.Count:
 		return fmt.Errorf("%w: offset %d beyond count %d", ErrBadHeader, h.Offset, h.Count)
-	case h.Codec != codec.CodecNone:
+	case h.Codec != codec.None:
 		return h.validateCodec(size)
 	case h.Length%size != 0:
 		return fmt.Errorf("%w: payload of %d bytes is not a whole number of %s elements", ErrBadHeader, h.Length, h.DType)
@@ -251,7 +253,7 @@ func (h *Header) validateCodec(size uint64) error {
 	room := h.Count - h.Offset
 	if h.Codec.Lossy() {
 		switch {
-		case h.DType != codec.Float32 && h.DType != codec.Float64:
+		case h.DType != kernel.Float32 && h.DType != kernel.Float64:
 			return fmt.Errorf("%w: %s payload of %s elements", ErrBadHeader, h.Codec, h.DType)
 		case h.Length%2 != 0:
 			return fmt.Errorf("%w: %s payload of %d bytes is not a whole number of elements", ErrBadHeader, h.Codec, h.Length)
@@ -280,9 +282,9 @@ func (h *Header) validateKind() error {
 		}
 	}
 	switch reduces := kindReduces(h.Kind); {
-	case reduces && h.Op == codec.OpNone:
+	case reduces && h.Op == ops.None:
 		return fmt.Errorf("%w: %s frame without an op", ErrBadHeader, h.Kind)
-	case !reduces && h.Op != codec.OpNone:
+	case !reduces && h.Op != ops.None:
 		return fmt.Errorf("%w: op %s on %s frame", ErrBadHeader, h.Op, h.Kind)
 	}
 	switch ordered := h.Kind != KindSend && h.Kind != KindControl; {

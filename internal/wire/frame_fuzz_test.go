@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	fuzz "github.com/google/gofuzz"
 	"github.com/stretchr/testify/require"
 )
@@ -79,17 +81,17 @@ func TestHeaderGofuzz(t *testing.T) {
 		// from just past its range.
 		often := func() bool { return c.Intn(5) > 0 }
 		h.Kind = Kind(c.Intn(int(numKinds) + 1))
-		h.DType = codec.DType(c.Intn(int(limit(codec.DType.Valid)) + 1))
+		h.DType = kernel.DType(c.Intn(int(limit(kernel.DType.Valid)) + 1))
 		// Every codec and one past the last; CodecNone half the time.
-		h.Codec = codec.CodecID(c.Intn(int(limit(codec.CodecID.Valid)) + 1))
+		h.Codec = codec.ID(c.Intn(int(limit(kernel.KnownCodec)) + 1))
 		if c.RandBool() {
-			h.Codec = codec.CodecNone
+			h.Codec = codec.None
 		}
-		h.Op = codec.OpID(c.Intn(int(limit(codec.OpID.Valid)) + 1))
+		h.Op = ops.ID(c.Intn(int(limit(ops.ID.Valid)) + 1))
 		if often() {
-			h.Op = codec.OpNone
+			h.Op = ops.None
 			if kindReduces(h.Kind) {
-				h.Op = codec.OpID(1 + c.Intn(int(limit(codec.OpID.Valid))-1))
+				h.Op = ops.ID(1 + c.Intn(int(limit(ops.ID.Valid))-1))
 			}
 		}
 		h.Flags = Flags(c.Intn(int(knownFlags) + 2))
@@ -130,7 +132,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		switch {
 		case h.Codec.Lossy():
 			h.Length = h.Length / size * 2 // two bytes an element
-		case h.Codec != codec.CodecNone && h.Length > 0:
+		case h.Codec != codec.None && h.Length > 0:
 			h.Length -= uint64(c.Intn(2)) // often smaller than raw
 		}
 		if h.Flags&(FlagGoodbye|FlagProbe) != 0 && often() {
@@ -151,7 +153,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		checkHeader(t, &h)
 		if h.Validate() == nil {
 			valid++
-			if h.Codec != codec.CodecNone {
+			if h.Codec != codec.None {
 				compressed++
 			}
 		}

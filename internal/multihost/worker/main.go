@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -63,7 +64,7 @@ func allreduce(ctx context.Context, c *comm.Comm) error {
 	for i := range x {
 		x[i] = float64(c.Rank()*n + i)
 	}
-	if err := collective.Allreduce(ctx, c, x, collective.Sum, collective.WithAlgorithm(collective.Hierarchical)); err != nil {
+	if err := collective.Allreduce(ctx, c, x, codec.Sum, collective.WithAlgorithm(collective.Hierarchical)); err != nil {
 		return err
 	}
 	for i, got := range x {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -236,7 +236,7 @@ func (e *env) asyncOK(f func() error) func(t *testing.T) error {
 func header(tag int64, id uint64, n int) wire.Header {
 	return wire.Header{
 		Kind:   wire.KindSend,
-		DType:  codec.Uint8,
+		DType:  kernel.Uint8,
 		Comm:   id,
 		Tag:    tag,
 		Count:  uint64(n) + 7,

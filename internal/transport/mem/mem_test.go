@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/testutil"
 	"github.com/gocoll/gocoll/internal/wire"
 
-	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/auth"
 	"github.com/gocoll/gocoll/internal/transport/linktest"
@@ -24,7 +24,7 @@ import (
 )
 
 func header(n int) wire.Header {
-	return wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
+	return wire.Header{Kind: wire.KindSend, DType: kernel.Uint8, Count: uint64(n), Length: uint64(n), Root: -1}
 }
 
 // pair returns a dialed link of rank dial to rank accept and the accepted

@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/testutil"
 	"github.com/gocoll/gocoll/internal/transport"
@@ -35,7 +35,7 @@ import (
 )
 
 func header(tag int64, n int) wire.Header {
-	return wire.Header{Kind: wire.KindSend, DType: codec.Uint8, Tag: tag, Count: uint64(n), Length: uint64(n), Root: -1}
+	return wire.Header{Kind: wire.KindSend, DType: kernel.Uint8, Tag: tag, Count: uint64(n), Length: uint64(n), Root: -1}
 }
 
 // fill fills b with bytes that depend on seed.

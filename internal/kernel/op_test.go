@@ -1,4 +1,4 @@
-package codec
+package kernel
 
 import (
 	"math"
@@ -6,25 +6,28 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/stretchr/testify/require"
 )
 
-var allOps = []Op{Sum, Prod, Min, Max, Avg, And, Or, Xor}
+var allOps = []codec.Op{codec.Sum, codec.Prod, codec.Min, codec.Max, codec.Avg, codec.And, codec.Or, codec.Xor}
 
 func TestReduce(t *testing.T) {
-	forEachType(t, []typed{
-		{"int8", testReduce[int8]},
-		{"int16", testReduce[int16]},
-		{"int32", testReduce[int32]},
-		{"int64", testReduce[int64]},
-		{"uint8", testReduce[uint8]},
-		{"uint16", testReduce[uint16]},
-		{"uint32", testReduce[uint32]},
-		{"uint64", testReduce[uint64]},
-		{"float32", testReduce[float32]},
-		{"float64", testReduce[float64]},
-		{"bf16", testReduce[BF16]},
-		{"fp16", testReduce[Float16]},
+	elemtest.ForEachType(t, []elemtest.Typed{
+		{Name: "int8", Run: testReduce[int8]},
+		{Name: "int16", Run: testReduce[int16]},
+		{Name: "int32", Run: testReduce[int32]},
+		{Name: "int64", Run: testReduce[int64]},
+		{Name: "uint8", Run: testReduce[uint8]},
+		{Name: "uint16", Run: testReduce[uint16]},
+		{Name: "uint32", Run: testReduce[uint32]},
+		{Name: "uint64", Run: testReduce[uint64]},
+		{Name: "float32", Run: testReduce[float32]},
+		{Name: "float64", Run: testReduce[float64]},
+		{Name: "bf16", Run: testReduce[codec.BFloat16]},
+		{Name: "fp16", Run: testReduce[codec.Float16]},
 	})
 }
 
@@ -32,7 +35,7 @@ func TestReduce(t *testing.T) {
 // zeros, infinities, NaNs with different signs and payloads, the largest
 // finite and the smallest subnormal value; for integers zero, one, all
 // ones and the extremes.
-func specials[T Elem]() []T {
+func specials[T codec.Elem]() []T {
 	var bits []uint64
 	switch DTypeOf[T]() {
 	case Float32:
@@ -42,7 +45,7 @@ func specials[T Elem]() []T {
 			0x7ff8000000000001, 0xfff8000000000002, 0x7fefffffffffffff, 1}
 	case BFloat16:
 		bits = []uint64{0, 0x8000, 0x3f80, 0xbf80, 0x7f80, 0xff80, 0x7fc1, 0xffc2, 0x7f7f, 1}
-	case Half:
+	case Float16:
 		bits = []uint64{0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e01, 0xfe02, 0x7bff, 1}
 	default:
 		w := uint(DTypeOf[T]().Size() * 8)
@@ -50,7 +53,7 @@ func specials[T Elem]() []T {
 	}
 	s := make([]T, len(bits))
 	for i, b := range bits {
-		s[i] = fromBits[T](b)
+		s[i] = elemtest.FromBits[T](b)
 	}
 	return s
 }
@@ -59,14 +62,14 @@ func specials[T Elem]() []T {
 // patterns, then small values (random floats are mostly huge or tiny, and
 // products of random integers mostly wrap to zero bits). The length is odd
 // so that unrolled loops run their tails.
-func reduceInputs[T Elem](r *rand.Rand) (dst, src []T) {
+func reduceInputs[T codec.Elem](r *rand.Rand) (dst, src []T) {
 	sp := specials[T]()
 	for _, a := range sp {
 		for _, b := range sp {
 			dst, src = append(dst, a), append(src, b)
 		}
 	}
-	dst, src = append(dst, randElems[T](r, 67)...), append(src, randElems[T](r, 67)...)
+	dst, src = append(dst, elemtest.RandElems[T](r, 67)...), append(src, elemtest.RandElems[T](r, 67)...)
 	for range 67 {
 		dst, src = append(dst, small[T](r)), append(src, small[T](r))
 	}
@@ -76,13 +79,13 @@ func reduceInputs[T Elem](r *rand.Rand) (dst, src []T) {
 // small returns a random value that every type holds exactly: a multiple
 // of 1/4 in [-8, 8) for floats, an integer in [-128, 128) for integers
 // (wrapped for unsigned ones).
-func small[T Elem](r *rand.Rand) T {
+func small[T codec.Elem](r *rand.Rand) T {
 	x := float32(r.IntN(64)-32) / 4
 	switch DTypeOf[T]() {
 	case BFloat16:
-		return any(BF16FromFloat32(x)).(T)
-	case Half:
-		return any(Float16FromFloat32(x)).(T)
+		return any(codec.BFloat16FromFloat32(x)).(T)
+	case Float16:
+		return any(codec.Float16FromFloat32(x)).(T)
 	case Float32, Float64:
 		return T(x)
 	}
@@ -93,7 +96,7 @@ func small[T Elem](r *rand.Rand) T {
 // plainly: integers in 64 bits and truncated (which is two's complement
 // wrapping), floats in float64 rounded once to the type, half precision as
 // the package defines it (in float32, rounded to the type).
-func refOp[T Elem](id OpID, a, b T) T {
+func refOp[T codec.Elem](id ops.ID, a, b T) T {
 	dt := DTypeOf[T]()
 	if !dt.IsFloat() {
 		switch dt {
@@ -104,37 +107,37 @@ func refOp[T Elem](id OpID, a, b T) T {
 	}
 	x, y := refValue(a), refValue(b)
 	switch id {
-	case OpMin, OpMax:
+	case ops.Min, ops.Max:
 		return refPick(id, a, b, x, y)
-	case OpSum, OpAvg:
+	case ops.Sum, ops.Avg:
 		return refRound[T](x + y)
-	case OpProd:
+	case ops.Prod:
 		return refRound[T](x * y)
 	}
 	panic("no reference for " + id.String())
 }
 
-func refInt[I int64 | uint64](id OpID, a, b I) I {
+func refInt[I int64 | uint64](id ops.ID, a, b I) I {
 	switch id {
-	case OpSum, OpAvg:
+	case ops.Sum, ops.Avg:
 		return a + b
-	case OpProd:
+	case ops.Prod:
 		return a * b
-	case OpMin:
+	case ops.Min:
 		if b < a {
 			return b
 		}
 		return a
-	case OpMax:
+	case ops.Max:
 		if b > a {
 			return b
 		}
 		return a
-	case OpAnd:
+	case ops.And:
 		return a & b
-	case OpOr:
+	case ops.Or:
 		return a | b
-	case OpXor:
+	case ops.Xor:
 		return a ^ b
 	}
 	panic("no reference for " + id.String())
@@ -142,12 +145,12 @@ func refInt[I int64 | uint64](id OpID, a, b I) I {
 
 // refValue is a float's value, decoded for half precision by the
 // reference decoder of half_test.go.
-func refValue[T Elem](v T) float64 {
+func refValue[T codec.Elem](v T) float64 {
 	switch x := any(v).(type) {
-	case BF16:
-		return bf16Format.decode(uint16(x))
-	case Float16:
-		return fp16Format.decode(uint16(x))
+	case codec.BFloat16:
+		return elemtest.BF16Format.Decode(uint16(x))
+	case codec.Float16:
+		return elemtest.FP16Format.Decode(uint16(x))
 	}
 	return float64(v)
 }
@@ -156,14 +159,14 @@ func refValue[T Elem](v T) float64 {
 // first (for a single sum, product or quotient of float32s, rounding the
 // exact float64 result to float32 is the correctly rounded float32
 // operation, since 53 >= 2*24+2), then the half types round again.
-func refRound[T Elem](x float64) T {
+func refRound[T codec.Elem](x float64) T {
 	f := float32(x)
 	var v any
 	switch DTypeOf[T]() {
 	case BFloat16:
-		v = BF16FromFloat32(float32(bf16Format.round(float64(f)))) // exact: already a bf16 value
-	case Half:
-		v = Float16FromFloat32(float32(fp16Format.round(float64(f))))
+		v = codec.BFloat16FromFloat32(float32(elemtest.BF16Format.Round(float64(f)))) // exact: already a bf16 value
+	case Float16:
+		v = codec.Float16FromFloat32(float32(elemtest.FP16Format.Round(float64(f))))
 	case Float32:
 		v = f
 	default:
@@ -172,22 +175,22 @@ func refRound[T Elem](x float64) T {
 	return v.(T)
 }
 
-// refPick is Min and Max on floats as documented: the left NaN, else the
+// refPick is codec.Min and codec.Max on floats as documented: the left NaN, else the
 // right NaN, else the smaller (larger) value, with -0 < +0.
-func refPick[T Elem](id OpID, a, b T, x, y float64) T {
+func refPick[T codec.Elem](id ops.ID, a, b T, x, y float64) T {
 	switch {
 	case math.IsNaN(x):
 		return a
 	case math.IsNaN(y):
 		return b
 	case x == y && x == 0:
-		if math.Signbit(x) == (id == OpMin) {
+		if math.Signbit(x) == (id == ops.Min) {
 			return a
 		}
 		return b
 	case x == y:
 		return a
-	case (x < y) == (id == OpMin):
+	case (x < y) == (id == ops.Min):
 		return a
 	}
 	return b
@@ -196,56 +199,56 @@ func refPick[T Elem](id OpID, a, b T, x, y float64) T {
 // requireReduced compares results bit for bit, except that where the
 // reference is a NaN made by arithmetic any NaN will do: Go does not
 // define which operand's payload + and * keep.
-func requireReduced[T Elem](t *testing.T, op Op, want, got []T) {
+func requireReduced[T codec.Elem](t *testing.T, op codec.Op, want, got []T) {
 	t.Helper()
 	require.Len(t, got, len(want))
-	anyNaN := op.id == OpSum || op.id == OpProd || op.id == OpAvg
+	anyNaN := ID(op) == ops.Sum || ID(op) == ops.Prod || ID(op) == ops.Avg
 	for i := range want {
-		if anyNaN && isNaN(want[i]) && isNaN(got[i]) {
+		if anyNaN && elemtest.IsNaN(want[i]) && elemtest.IsNaN(got[i]) {
 			continue
 		}
-		if toBits(want[i]) != toBits(got[i]) {
-			t.Fatalf("element %d: got %v (%#x), want %v (%#x)", i, got[i], toBits(got[i]), want[i], toBits(want[i]))
+		if elemtest.ToBits(want[i]) != elemtest.ToBits(got[i]) {
+			t.Fatalf("element %d: got %v (%#x), want %v (%#x)", i, got[i], elemtest.ToBits(got[i]), want[i], elemtest.ToBits(want[i]))
 		}
 	}
 }
 
-func testReduce[T Elem](t *testing.T) {
+func testReduce[T codec.Elem](t *testing.T) {
 	dt := DTypeOf[T]()
-	dst0, src0 := reduceInputs[T](newRand(t))
+	dst0, src0 := reduceInputs[T](elemtest.NewRand(t))
 	for _, op := range allOps {
 		t.Run(op.String(), func(t *testing.T) {
 			dst := slices.Clone(dst0)
 			src := slices.Clone(src0)
-			if isBitwise(op.id) && dt.IsFloat() {
+			if ID(op).Bitwise() && dt.IsFloat() {
 				err := Reduce(op, dst, src)
-				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, err, codec.ErrInvalid)
 				require.EqualError(t, err, "invalid input: op "+op.String()+" is not defined for "+dt.String())
-				require.ErrorIs(t, ReduceLeft(op, src, dst, nil), ErrInvalid)
-				requireSameBits(t, dst0, dst)
+				require.ErrorIs(t, ReduceLeft(op, src, dst, nil), codec.ErrInvalid)
+				elemtest.RequireSameBits(t, dst0, dst)
 				return
 			}
 
 			want := make([]T, len(dst0))
 			for i := range want {
-				want[i] = refOp(op.id, dst0[i], src0[i])
+				want[i] = refOp(ID(op), dst0[i], src0[i])
 			}
 			require.NoError(t, Reduce(op, dst, src))
 			requireReduced(t, op, want, dst)
-			requireSameBits(t, src0, src)
+			elemtest.RequireSameBits(t, src0, src)
 
 			// ReduceLeft makes src the left operand.
 			for i := range want {
-				want[i] = refOp(op.id, src0[i], dst0[i])
+				want[i] = refOp(ID(op), src0[i], dst0[i])
 			}
 			dst = slices.Clone(dst0)
 			require.NoError(t, ReduceLeft(op, src, dst, nil))
 			requireReduced(t, op, want, dst)
-			requireSameBits(t, src0, src)
+			elemtest.RequireSameBits(t, src0, src)
 
 			// dst and src may be the same slice.
 			for i := range want {
-				want[i] = refOp(op.id, dst0[i], dst0[i])
+				want[i] = refOp(ID(op), dst0[i], dst0[i])
 			}
 			dst = slices.Clone(dst0)
 			require.NoError(t, Reduce(op, dst, dst))
@@ -263,7 +266,7 @@ func testReduce[T Elem](t *testing.T) {
 // TestReduceLengths runs every length up to a few unrolled blocks, so that
 // each tail length of the unrolled loops is checked.
 func TestReduceLengths(t *testing.T) {
-	r := newRand(t)
+	r := elemtest.NewRand(t)
 	for n := range 40 {
 		a32, b32 := make([]float32, n), make([]float32, n)
 		a64, b64 := make([]float64, n), make([]float64, n)
@@ -271,11 +274,11 @@ func TestReduceLengths(t *testing.T) {
 			a32[i], b32[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
 			a64[i], b64[i] = r.NormFloat64(), r.NormFloat64()
 		}
-		for _, op := range []Op{Sum, Prod} {
+		for _, op := range []codec.Op{codec.Sum, codec.Prod} {
 			want32, want64 := make([]float32, n), make([]float64, n)
 			for i := range n {
-				want32[i] = refOp(op.id, a32[i], b32[i])
-				want64[i] = refOp(op.id, a64[i], b64[i])
+				want32[i] = refOp(ID(op), a32[i], b32[i])
+				want64[i] = refOp(ID(op), a64[i], b64[i])
 			}
 			got32, got64 := slices.Clone(a32), slices.Clone(a64)
 			require.NoError(t, Reduce(op, got32, b32))
@@ -287,7 +290,7 @@ func TestReduceLengths(t *testing.T) {
 }
 
 func TestReduceErrors(t *testing.T) {
-	affine := NewOp("affine", func(dst, src []int64) {
+	affine := codec.NewOp("affine", func(dst, src []int64) {
 		for i := range dst {
 			dst[i] = 2*dst[i] + src[i]
 		}
@@ -297,17 +300,17 @@ func TestReduceErrors(t *testing.T) {
 		call func(dst []float32) error
 		want string
 	}{
-		{"dst longer", func(dst []float32) error { return Reduce(Sum, dst, make([]float32, 3)) },
+		{"dst longer", func(dst []float32) error { return Reduce(codec.Sum, dst, make([]float32, 3)) },
 			"invalid input: sum: dst has 4 elements, src has 3"},
-		{"src longer", func(dst []float32) error { return Reduce(Max, dst, make([]float32, 5)) },
+		{"src longer", func(dst []float32) error { return Reduce(codec.Max, dst, make([]float32, 5)) },
 			"invalid input: max: dst has 4 elements, src has 5"},
-		{"left lengths", func(dst []float32) error { return ReduceLeft(Min, make([]float32, 0), dst, nil) },
+		{"left lengths", func(dst []float32) error { return ReduceLeft(codec.Min, make([]float32, 0), dst, nil) },
 			"invalid input: min: dst has 4 elements, src has 0"},
-		{"zero op", func(dst []float32) error { return Reduce(Op{}, dst, make([]float32, 4)) },
+		{"zero op", func(dst []float32) error { return Reduce(codec.Op{}, dst, make([]float32, 4)) },
 			"invalid input: reduction of float32 without an op"},
-		{"zero op left", func(dst []float32) error { return ReduceLeft(Op{}, make([]float32, 4), dst, nil) },
+		{"zero op left", func(dst []float32) error { return ReduceLeft(codec.Op{}, make([]float32, 4), dst, nil) },
 			"invalid input: reduction of float32 without an op"},
-		{"bitwise on float", func(dst []float32) error { return Reduce(And, dst, make([]float32, 4)) },
+		{"bitwise on float", func(dst []float32) error { return Reduce(codec.And, dst, make([]float32, 4)) },
 			"invalid input: op and is not defined for float32"},
 		{"user op of another type", func(dst []float32) error { return Reduce(affine, dst, make([]float32, 4)) },
 			`invalid input: user op "affine" reduces int64, not float32`},
@@ -318,7 +321,7 @@ func TestReduceErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := []float32{1, 2, 3, 4}
 			err := tc.call(dst)
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, codec.ErrInvalid)
 			require.EqualError(t, err, tc.want)
 			require.Equal(t, []float32{1, 2, 3, 4}, dst, "a failed reduction changed dst")
 		})
@@ -327,59 +330,59 @@ func TestReduceErrors(t *testing.T) {
 	t.Run("scratch too short", func(t *testing.T) {
 		dst := []int64{1, 2, 3, 4}
 		err := ReduceLeft(affine, make([]int64, 4), dst, make([]int64, 2))
-		require.ErrorIs(t, err, ErrInvalid)
+		require.ErrorIs(t, err, codec.ErrInvalid)
 		require.EqualError(t, err, "invalid input: affine: dst has 4 elements, scratch has 2")
 		require.Equal(t, []int64{1, 2, 3, 4}, dst)
 	})
 }
 
 func TestCheck(t *testing.T) {
-	user := NewOp("first", func(dst, src []uint16) {}, true)
+	user := codec.NewOp("first", func(dst, src []uint16) {}, true)
 	for _, op := range append(slices.Clone(allOps), user) {
 		for dt := DType(1); dt < numDTypes; dt++ {
-			err := op.Check(dt)
+			err := Check(op, dt)
 			switch {
 			case op == user && dt != Uint16:
-				require.ErrorIs(t, err, ErrInvalid, "%s on %s", op, dt)
+				require.ErrorIs(t, err, codec.ErrInvalid, "%s on %s", op, dt)
 				require.ErrorContains(t, err, dt.String())
 				require.ErrorContains(t, err, "uint16")
-			case isBitwise(op.id) && dt.IsFloat():
-				require.ErrorIs(t, err, ErrInvalid, "%s on %s", op, dt)
+			case ID(op).Bitwise() && dt.IsFloat():
+				require.ErrorIs(t, err, codec.ErrInvalid, "%s on %s", op, dt)
 				require.ErrorContains(t, err, op.String())
 				require.ErrorContains(t, err, dt.String())
 			default:
 				require.NoError(t, err, "%s on %s", op, dt)
 			}
 		}
-		require.ErrorIs(t, op.Check(0), ErrInvalid)
-		require.ErrorIs(t, op.Check(numDTypes), ErrInvalid)
+		require.ErrorIs(t, Check(op, 0), codec.ErrInvalid)
+		require.ErrorIs(t, Check(op, numDTypes), codec.ErrInvalid)
 	}
-	require.ErrorIs(t, Op{}.Check(Float32), ErrInvalid)
+	require.ErrorIs(t, Check(codec.Op{}, Float32), codec.ErrInvalid)
 }
 
 func TestOpIdentity(t *testing.T) {
 	tests := []struct {
-		op          Op
-		id          OpID
+		op          codec.Op
+		id          ops.ID
 		name        string
 		commutative bool
 	}{
-		{Sum, OpSum, "sum", true},
-		{Prod, OpProd, "prod", true},
-		{Min, OpMin, "min", true},
-		{Max, OpMax, "max", true},
-		{Avg, OpAvg, "avg", true},
-		{And, OpAnd, "and", true},
-		{Or, OpOr, "or", true},
-		{Xor, OpXor, "xor", true},
-		{Op{}, OpNone, "none", false},
-		{NewOp("matmul", func(dst, src []float64) {}, false), OpUser, "matmul", false},
-		{NewOp("gcd", func(dst, src []uint32) {}, true), OpUser, "gcd", true},
-		{NewOp("", func(dst, src []uint32) {}, true), OpUser, "user", true},
+		{codec.Sum, ops.Sum, "sum", true},
+		{codec.Prod, ops.Prod, "prod", true},
+		{codec.Min, ops.Min, "min", true},
+		{codec.Max, ops.Max, "max", true},
+		{codec.Avg, ops.Avg, "avg", true},
+		{codec.And, ops.And, "and", true},
+		{codec.Or, ops.Or, "or", true},
+		{codec.Xor, ops.Xor, "xor", true},
+		{codec.Op{}, ops.None, "none", false},
+		{codec.NewOp("matmul", func(dst, src []float64) {}, false), ops.User, "matmul", false},
+		{codec.NewOp("gcd", func(dst, src []uint32) {}, true), ops.User, "gcd", true},
+		{codec.NewOp("", func(dst, src []uint32) {}, true), ops.User, "user", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.id, tc.op.ID())
+			require.Equal(t, tc.id, ID(tc.op))
 			require.Equal(t, tc.name, tc.op.String())
 			require.Equal(t, tc.commutative, tc.op.Commutative())
 		})
@@ -388,20 +391,21 @@ func TestOpIdentity(t *testing.T) {
 	// Ops compare with == without panicking, and a user op equals only
 	// itself, even against another op made from the same function.
 	f := func(dst, src []int32) {}
-	a, b := NewOp("f", f, true), NewOp("f", f, true)
+	a, b := codec.NewOp("f", f, true), codec.NewOp("f", f, true)
 	require.True(t, a == a)
 	require.False(t, a == b)
-	require.False(t, a == Sum)
-	require.True(t, Sum == Op{id: OpSum, name: "sum", commutative: true})
+	require.False(t, a == codec.Sum)
+	sum := codec.Sum
+	require.True(t, sum == codec.Sum)
 
 	// An op without a function is refused where it is used, not by a
 	// panic where it is made.
-	none := NewOp[int8]("nil", nil, true)
-	require.ErrorIs(t, none.Check(Int8), ErrInvalid)
-	require.ErrorContains(t, none.Check(Int8), `user op "nil" has no function`)
+	none := codec.NewOp[int8]("nil", nil, true)
+	require.ErrorIs(t, Check(none, Int8), codec.ErrInvalid)
+	require.ErrorContains(t, Check(none, Int8), `user op "nil" has no function`)
 	dst := []int8{1, 2}
-	require.ErrorIs(t, Reduce(none, dst, []int8{3, 4}), ErrInvalid)
-	require.ErrorIs(t, ReduceLeft(none, []int8{3, 4}, dst, nil), ErrInvalid)
+	require.ErrorIs(t, Reduce(none, dst, []int8{3, 4}), codec.ErrInvalid)
+	require.ErrorIs(t, ReduceLeft(none, []int8{3, 4}, dst, nil), codec.ErrInvalid)
 	require.Equal(t, []int8{1, 2}, dst)
 }
 
@@ -409,7 +413,7 @@ func TestOpIdentity(t *testing.T) {
 // Reduce makes dst the left operand and ReduceLeft makes src the left one.
 func TestUserOpOrder(t *testing.T) {
 	calls := 0
-	affine := NewOp("affine", func(dst, src []int64) {
+	affine := codec.NewOp("affine", func(dst, src []int64) {
 		calls++
 		src = src[:len(dst)]
 		for i := range dst {
@@ -440,7 +444,7 @@ func TestUserOpOrder(t *testing.T) {
 	require.Zero(t, calls)
 
 	// A commutative user op needs no scratch: ReduceLeft calls it as is.
-	add := NewOp("add", func(dst, src []int64) {
+	add := codec.NewOp("add", func(dst, src []int64) {
 		for i := range dst {
 			dst[i] += src[i]
 		}
@@ -456,7 +460,7 @@ func TestUserOpOrder(t *testing.T) {
 // ReduceLeft must give the rank-order product r0·r1·r2·r3, and the
 // reversed order must not.
 func TestUserOpMatrixProduct(t *testing.T) {
-	matmul := NewOp("matmul", func(dst, src []float64) {
+	matmul := codec.NewOp("matmul", func(dst, src []float64) {
 		for i := 0; i+4 <= len(dst); i += 4 {
 			a, b := dst[i:i+4:i+4], src[i:i+4:i+4]
 			a[0], a[1], a[2], a[3] = a[0]*b[0]+a[1]*b[2], a[0]*b[1]+a[1]*b[3], a[2]*b[0]+a[3]*b[2], a[2]*b[1]+a[3]*b[3]
@@ -500,25 +504,25 @@ func TestUserOpMatrixProduct(t *testing.T) {
 }
 
 func TestFinish(t *testing.T) {
-	forEachType(t, []typed{
-		{"int8", testFinish[int8]},
-		{"int16", testFinish[int16]},
-		{"int32", testFinish[int32]},
-		{"int64", testFinish[int64]},
-		{"uint8", testFinish[uint8]},
-		{"uint16", testFinish[uint16]},
-		{"uint32", testFinish[uint32]},
-		{"uint64", testFinish[uint64]},
-		{"float32", testFinish[float32]},
-		{"float64", testFinish[float64]},
-		{"bf16", testFinish[BF16]},
-		{"fp16", testFinish[Float16]},
+	elemtest.ForEachType(t, []elemtest.Typed{
+		{Name: "int8", Run: testFinish[int8]},
+		{Name: "int16", Run: testFinish[int16]},
+		{Name: "int32", Run: testFinish[int32]},
+		{Name: "int64", Run: testFinish[int64]},
+		{Name: "uint8", Run: testFinish[uint8]},
+		{Name: "uint16", Run: testFinish[uint16]},
+		{Name: "uint32", Run: testFinish[uint32]},
+		{Name: "uint64", Run: testFinish[uint64]},
+		{Name: "float32", Run: testFinish[float32]},
+		{Name: "float64", Run: testFinish[float64]},
+		{Name: "bf16", Run: testFinish[codec.BFloat16]},
+		{Name: "fp16", Run: testFinish[codec.Float16]},
 	})
 }
 
 // refAvg is x/n: integers truncate toward zero, floats round once (half
 // precision after float32, as the package defines it).
-func refAvg[T Elem](x T, n int) T {
+func refAvg[T codec.Elem](x T, n int) T {
 	switch DTypeOf[T]() {
 	case Int8, Int16, Int32, Int64:
 		return T(int64(x) / int64(n))
@@ -528,8 +532,8 @@ func refAvg[T Elem](x T, n int) T {
 	return refRound[T](refValue(x) / float64(n))
 }
 
-func testFinish[T Elem](t *testing.T) {
-	r := newRand(t)
+func testFinish[T codec.Elem](t *testing.T) {
+	r := elemtest.NewRand(t)
 	in, _ := reduceInputs[T](r)
 	for _, n := range []int{1, 2, 3, 7, 127, 128, 200, 1000, 1 << 20} {
 		want := make([]T, len(in))
@@ -537,46 +541,46 @@ func testFinish[T Elem](t *testing.T) {
 			want[i] = refAvg(in[i], n)
 		}
 		got := slices.Clone(in)
-		Finish(Avg, got, n)
-		requireReduced(t, Avg, want, got)
+		Finish(codec.Avg, got, n)
+		requireReduced(t, codec.Avg, want, got)
 	}
-	for _, op := range []Op{Sum, Prod, Min, Max, NewOp("user", func(dst, src []T) {}, true)} {
+	for _, op := range []codec.Op{codec.Sum, codec.Prod, codec.Min, codec.Max, codec.NewOp("user", func(dst, src []T) {}, true)} {
 		got := slices.Clone(in)
 		Finish(op, got, 5)
-		requireSameBits(t, in, got)
+		elemtest.RequireSameBits(t, in, got)
 	}
 	if !DTypeOf[T]().IsFloat() {
-		for _, op := range []Op{And, Or, Xor} {
+		for _, op := range []codec.Op{codec.And, codec.Or, codec.Xor} {
 			got := slices.Clone(in)
 			Finish(op, got, 5)
-			requireSameBits(t, in, got)
+			elemtest.RequireSameBits(t, in, got)
 		}
 	}
-	require.Panics(t, func() { Finish(Avg, in, 0) })
-	require.Panics(t, func() { Finish(Avg, in, -2) })
-	require.NotPanics(t, func() { Finish(Sum, in, 0) }, "n only matters for avg")
+	require.Panics(t, func() { Finish(codec.Avg, in, 0) })
+	require.Panics(t, func() { Finish(codec.Avg, in, -2) })
+	require.NotPanics(t, func() { Finish(codec.Sum, in, 0) }, "n only matters for avg")
 }
 
 func TestFinishIntegers(t *testing.T) {
 	// Cases where a divisor that does not fit the type, or truncation of
 	// negative values, would go wrong.
 	i8 := []int8{-7, 7, -128, 127, -1}
-	Finish(Avg, i8, 2)
+	Finish(codec.Avg, i8, 2)
 	require.Equal(t, []int8{-3, 3, -64, 63, 0}, i8)
 
 	i8 = []int8{-128, 127, -100}
-	Finish(Avg, i8, 128) // int8(128) would be -128
+	Finish(codec.Avg, i8, 128) // int8(128) would be -128
 	require.Equal(t, []int8{-1, 0, 0}, i8)
 
 	u8 := []uint8{255, 200}
-	Finish(Avg, u8, 256) // uint8(256) would be 0
+	Finish(codec.Avg, u8, 256) // uint8(256) would be 0
 	require.Equal(t, []uint8{0, 0}, u8)
 
 	u64 := []uint64{math.MaxUint64, 10}
-	Finish(Avg, u64, 3)
+	Finish(codec.Avg, u64, 3)
 	require.Equal(t, []uint64{math.MaxUint64 / 3, 3}, u64)
 
 	i64 := []int64{math.MinInt64, -10}
-	Finish(Avg, i64, 3)
+	Finish(codec.Avg, i64, 3)
 	require.Equal(t, []int64{math.MinInt64 / 3, -3}, i64)
 }

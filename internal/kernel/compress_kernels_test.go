@@ -1,13 +1,16 @@
-package codec
+package kernel
 
 import (
 	"encoding/binary"
 	"math"
 	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 )
 
-// kernelInputs32 returns float32 bit patterns where rounding to BF16 or
-// binary16 is decided (each format's values, the midpoints between
+// kernelInputs32 returns float32 bit patterns where rounding to codec.BFloat16 or
+// binary16 is decided (each elemtest.Format's values, the midpoints between
 // neighbours and the float32s either side of them, both signs), NaNs of
 // every kind, random patterns, and runs of normal values with one NaN or
 // one out-of-range value at each position of an eight-element group, in
@@ -18,13 +21,13 @@ func kernelInputs32(t *testing.T) []uint32 {
 	add := func(x float32) {
 		in = append(in, math.Float32bits(x), math.Float32bits(-x))
 	}
-	for _, f := range []format{bf16Format, fp16Format} {
-		inf := uint16(1<<f.expBits-1) << f.manBits
+	for _, f := range []elemtest.Format{elemtest.BF16Format, elemtest.FP16Format} {
+		inf := uint16(1<<f.ExpBits-1) << f.ManBits
 		for k := range inf {
-			lo := f.decode(k)
-			hi := math.Ldexp(1, f.emax()+1)
+			lo := f.Decode(k)
+			hi := math.Ldexp(1, f.Emax()+1)
 			if k+1 < inf {
-				hi = f.decode(k + 1)
+				hi = f.Decode(k + 1)
 			}
 			mid := float32((lo + hi) / 2)
 			add(float32(lo))
@@ -34,7 +37,7 @@ func kernelInputs32(t *testing.T) []uint32 {
 		}
 	}
 	in = append(in, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffffffff, 0x7fa00000, 0x7f7fffff, 1)
-	r := newRand(t)
+	r := elemtest.NewRand(t)
 	for range 1 << 16 {
 		in = append(in, r.Uint32())
 	}
@@ -58,10 +61,10 @@ func kernelInputs32(t *testing.T) []uint32 {
 // value at each position.
 func kernelInputs64(t *testing.T) []uint64 {
 	var in []uint64
-	for _, f := range []format{bf16Format, fp16Format} {
-		forEachRoundingInput64(t, f, func(x float64) { in = append(in, math.Float64bits(x)) })
+	for _, f := range []elemtest.Format{elemtest.BF16Format, elemtest.FP16Format} {
+		elemtest.ForEachRoundingInput64(t, f, func(x float64) { in = append(in, math.Float64bits(x)) })
 	}
-	r := newRand(t)
+	r := elemtest.NewRand(t)
 	r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 	for _, odd := range []uint64{0x7ff8000000000000, 0xfff0000000000001, 0x7ff0000000000000, math.Float64bits(65520), 1, 0} {
 		for pos := range 4 {
@@ -97,32 +100,32 @@ func TestKernelsMatchScalar(t *testing.T) {
 	}
 
 	t.Run("bf16", func(t *testing.T) {
-		scalarEnc32 := func(b uint32) uint16 { return uint16(BF16FromFloat32(math.Float32frombits(b))) }
-		scalarEnc64 := func(b uint64) uint16 { return uint16(BF16FromFloat64(math.Float64frombits(b))) }
+		scalarEnc32 := func(b uint32) uint16 { return uint16(codec.BFloat16FromFloat32(math.Float32frombits(b))) }
+		scalarEnc64 := func(b uint64) uint16 { return uint16(codec.BFloat16FromFloat64(math.Float64frombits(b))) }
 		checkEncodeKernel(t, in32, encodeBF16F32, scalarEnc32)
 		checkEncodeKernel(t, in64, encodeBF16F64, scalarEnc64)
-		checkRoundKernel(t, in32, roundBF16F32, func(b uint32) uint32 { return math.Float32bits(BF16(scalarEnc32(b)).Float32()) })
-		checkRoundKernel(t, in64, roundBF16F64, func(b uint64) uint64 { return math.Float64bits(BF16(scalarEnc64(b)).Float64()) })
+		checkRoundKernel(t, in32, roundBF16F32, func(b uint32) uint32 { return math.Float32bits(codec.BFloat16(scalarEnc32(b)).Float32()) })
+		checkRoundKernel(t, in64, roundBF16F64, func(b uint64) uint64 { return math.Float64bits(codec.BFloat16(scalarEnc64(b)).Float64()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint32 { d := make([]uint32, len(s)); decodeBF16F32(d, s); return d },
-			func(w uint16) uint32 { return math.Float32bits(BF16(w).Float32()) })
+			func(w uint16) uint32 { return math.Float32bits(codec.BFloat16(w).Float32()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint64 { d := make([]float64, len(s)); decodeBF16F64(d, s); return bits64(d) },
-			func(w uint16) uint64 { return math.Float64bits(BF16(w).Float64()) })
-		checkPortable(t, CodecBF16, f32, func(x float32) uint16 { return uint16(BF16FromFloat32(x)) })
-		checkPortable(t, CodecBF16, f64, func(x float64) uint16 { return uint16(BF16FromFloat64(x)) })
+			func(w uint16) uint64 { return math.Float64bits(codec.BFloat16(w).Float64()) })
+		checkPortable(t, codec.BF16, f32, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) })
+		checkPortable(t, codec.BF16, f64, func(x float64) uint16 { return uint16(codec.BFloat16FromFloat64(x)) })
 	})
 	t.Run("fp16", func(t *testing.T) {
-		scalarEnc32 := func(b uint32) uint16 { return uint16(Float16FromFloat32(math.Float32frombits(b))) }
-		scalarEnc64 := func(b uint64) uint16 { return uint16(Float16FromFloat64(math.Float64frombits(b))) }
+		scalarEnc32 := func(b uint32) uint16 { return uint16(codec.Float16FromFloat32(math.Float32frombits(b))) }
+		scalarEnc64 := func(b uint64) uint16 { return uint16(codec.Float16FromFloat64(math.Float64frombits(b))) }
 		checkEncodeKernel(t, in32, encodeFP16F32, scalarEnc32)
 		checkEncodeKernel(t, in64, encodeFP16F64, scalarEnc64)
-		checkRoundKernel(t, in32, roundFP16F32, func(b uint32) uint32 { return math.Float32bits(Float16(scalarEnc32(b)).Float32()) })
-		checkRoundKernel(t, in64, roundFP16F64, func(b uint64) uint64 { return math.Float64bits(Float16(scalarEnc64(b)).Float64()) })
+		checkRoundKernel(t, in32, roundFP16F32, func(b uint32) uint32 { return math.Float32bits(codec.Float16(scalarEnc32(b)).Float32()) })
+		checkRoundKernel(t, in64, roundFP16F64, func(b uint64) uint64 { return math.Float64bits(codec.Float16(scalarEnc64(b)).Float64()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint32 { d := make([]uint32, len(s)); decodeFP16F32(d, s); return d },
-			func(w uint16) uint32 { return math.Float32bits(Float16(w).Float32()) })
+			func(w uint16) uint32 { return math.Float32bits(codec.Float16(w).Float32()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint64 { d := make([]float64, len(s)); decodeFP16F64(d, s); return bits64(d) },
-			func(w uint16) uint64 { return math.Float64bits(Float16(w).Float64()) })
-		checkPortable(t, CodecFP16, f32, func(x float32) uint16 { return uint16(Float16FromFloat32(x)) })
-		checkPortable(t, CodecFP16, f64, func(x float64) uint16 { return uint16(Float16FromFloat64(x)) })
+			func(w uint16) uint64 { return math.Float64bits(codec.Float16(w).Float64()) })
+		checkPortable(t, codec.FP16, f32, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) })
+		checkPortable(t, codec.FP16, f64, func(x float64) uint16 { return uint16(codec.Float16FromFloat64(x)) })
 	})
 }
 
@@ -176,7 +179,7 @@ func checkDecodeKernel[U uint32 | uint64](t *testing.T, words []uint16, decode f
 
 // checkPortable runs the loops of the copying build on src and requires
 // the scalar conversions' results: the encoding, its decoding, and Round.
-func checkPortable[F float](t *testing.T, c CodecID, src []F, scalarEnc func(F) uint16) {
+func checkPortable[F float](t *testing.T, c codec.ID, src []F, scalarEnc func(F) uint16) {
 	t.Helper()
 	enc := make([]byte, 2*len(src))
 	encodeHalfPortable(c, enc, src)
@@ -189,17 +192,17 @@ func checkPortable[F float](t *testing.T, c CodecID, src []F, scalarEnc func(F) 
 		var want F
 		switch any(want).(type) {
 		case float32:
-			want = F(BF16(w).Float32())
-			if c == CodecFP16 {
-				want = F(Float16(w).Float32())
+			want = F(codec.BFloat16(w).Float32())
+			if c == codec.FP16 {
+				want = F(codec.Float16(w).Float32())
 			}
 		case float64:
-			want = F(BF16(w).Float64())
-			if c == CodecFP16 {
-				want = F(Float16(w).Float64())
+			want = F(codec.BFloat16(w).Float64())
+			if c == codec.FP16 {
+				want = F(codec.Float16(w).Float64())
 			}
 		}
-		if toBits(dec[i]) != toBits(want) || toBits(round[i]) != toBits(want) {
+		if elemtest.ToBits(dec[i]) != elemtest.ToBits(want) || elemtest.ToBits(round[i]) != elemtest.ToBits(want) {
 			t.Fatalf("%v: decoded %v, rounded %v, want %v", v, dec[i], round[i], want)
 		}
 		if w != scalarEnc(v) {

@@ -1,4 +1,4 @@
-package codec
+package kernel
 
 import (
 	"fmt"
@@ -6,25 +6,27 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRoundingBoundValues(t *testing.T) {
 	tests := []struct {
-		c     CodecID
+		c     codec.ID
 		dt    DType
 		ranks int
 		first float64 // (N+1)·u + N·ε, the first-order bound
 	}{
-		{CodecBF16, Float32, 2, 3*0x1p-8 + 2*0x1p-24},
-		{CodecBF16, Float64, 8, 9*0x1p-8 + 8*0x1p-53},
-		{CodecFP16, Float32, 64, 65*0x1p-11 + 64*0x1p-24},
-		{CodecFP16, Float64, 1000, 1001*0x1p-11 + 1000*0x1p-53},
-		{CodecNone, Float32, 16, 16 * 0x1p-24},
-		{CodecZstd, Float64, 3, 3 * 0x1p-53},
-		{CodecS2, Int32, 100, 0},
-		{CodecNone, BFloat16, 4, 4 * (0x1p-8 + 0x1p-24)},
-		{CodecBF16, Float32, 1, 2*0x1p-8 + 0x1p-24},
+		{codec.BF16, Float32, 2, 3*0x1p-8 + 2*0x1p-24},
+		{codec.BF16, Float64, 8, 9*0x1p-8 + 8*0x1p-53},
+		{codec.FP16, Float32, 64, 65*0x1p-11 + 64*0x1p-24},
+		{codec.FP16, Float64, 1000, 1001*0x1p-11 + 1000*0x1p-53},
+		{codec.None, Float32, 16, 16 * 0x1p-24},
+		{codec.Zstd, Float64, 3, 3 * 0x1p-53},
+		{codec.S2, Int32, 100, 0},
+		{codec.None, BFloat16, 4, 4 * (0x1p-8 + 0x1p-24)},
+		{codec.BF16, Float32, 1, 2*0x1p-8 + 0x1p-24},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%s/%d", tc.c, tc.dt, tc.ranks), func(t *testing.T) {
@@ -34,23 +36,23 @@ func TestRoundingBoundValues(t *testing.T) {
 		})
 	}
 	// Where (N+1)·u reaches 1 the bound says nothing.
-	require.True(t, math.IsInf(RoundingBound(CodecBF16, Float32, 255), 1))
-	require.False(t, math.IsInf(RoundingBound(CodecBF16, Float32, 254), 1))
-	require.True(t, math.IsInf(RoundingBound(CodecFP16, Float64, 2047), 1))
+	require.True(t, math.IsInf(RoundingBound(codec.BF16, Float32, 255), 1))
+	require.False(t, math.IsInf(RoundingBound(codec.BF16, Float32, 254), 1))
+	require.True(t, math.IsInf(RoundingBound(codec.FP16, Float64, 2047), 1))
 
-	require.PanicsWithValue(t, "codec: RoundingBound for 0 ranks", func() { RoundingBound(CodecBF16, Float32, 0) })
-	require.Panics(t, func() { RoundingBound(CodecBF16, Int32, 2) })
-	require.Panics(t, func() { RoundingBound(numCodecs, Float32, 2) })
+	require.PanicsWithValue(t, "codec: RoundingBound for 0 ranks", func() { RoundingBound(codec.BF16, Float32, 0) })
+	require.Panics(t, func() { RoundingBound(codec.BF16, Int32, 2) })
+	require.Panics(t, func() { RoundingBound(codec.ID(5), Float32, 2) })
 }
 
 // TestRoundingBoundExact checks that γ is at least the exact bound
 // (1+u)^(N+1)·(1+ε)^N - 1, computed in 200-bit arithmetic, for every rank
 // count where γ is finite.
 func TestRoundingBoundExact(t *testing.T) {
-	for _, c := range []CodecID{CodecNone, CodecBF16, CodecFP16} {
+	for _, c := range []codec.ID{codec.None, codec.BF16, codec.FP16} {
 		for _, dt := range []DType{Float32, Float64} {
 			t.Run(fmt.Sprintf("%s/%s", c, dt), func(t *testing.T) {
-				u := new(big.Float).SetPrec(200).SetFloat64(1 + c.UnitRoundoff())
+				u := new(big.Float).SetPrec(200).SetFloat64(1 + UnitRoundoff(c))
 				e := new(big.Float).SetPrec(200).SetFloat64(1 + accumRoundoff(dt))
 				pu := new(big.Float).SetPrec(200).Set(u) // (1+u)^(N+1), starting at N = 0
 				pe := new(big.Float).SetPrec(200).SetFloat64(1)
@@ -59,7 +61,7 @@ func TestRoundingBoundExact(t *testing.T) {
 					pe.Mul(pe, e)
 					gamma := RoundingBound(c, dt, n)
 					if math.IsInf(gamma, 1) {
-						require.Greater(t, float64(n+1)*c.UnitRoundoff(), 0.99)
+						require.Greater(t, float64(n+1)*UnitRoundoff(c), 0.99)
 						return
 					}
 					exact := new(big.Float).SetPrec(200).Mul(pu, pe)
@@ -78,7 +80,7 @@ func TestRoundingBoundExact(t *testing.T) {
 // sends the partial sum on, rounded; the last rank's sum is rounded once
 // more as the result every rank receives. Every contribution passes at
 // most N codec roundings and N-1 additions.
-func chainSum[F float](c CodecID, x []F) F {
+func chainSum[F float](c codec.ID, x []F) F {
 	p := []F{x[0]}
 	Round(c, p)
 	for _, v := range x[1:] {
@@ -107,14 +109,14 @@ func sumError[F float](s F, x []F) (err, abs float64) {
 // every addition): the partial sums stay in [1, 2),
 // where the codec's values are 2u apart, and each contribution is u plus a
 // little, so that each sum lands just above the midpoint between two
-// values of the codec's format (and the addition in F, whose unit there is
+// values of the codec's elemtest.Format (and the addition in F, whose unit there is
 // acc, rounds up too). The exact sum grows by about u per rank, the
 // computed one by 2u: the error approaches N·u, against a bound of about
 // (N+1)·u.
-func adversarialChain[F float](c CodecID, n int) []F {
-	u := c.UnitRoundoff()
+func adversarialChain[F float](c codec.ID, n int) []F {
+	u := UnitRoundoff(c)
 	acc := 0x1p-23
-	if sizeOf[F]() == 8 {
+	if DTypeOf[F]().Size() == 8 {
 		acc = 0x1p-52
 	}
 	x := make([]F, n)
@@ -130,9 +132,9 @@ func adversarialChain[F float](c CodecID, n int) []F {
 // inputs above (where the error must also come close to the bound, or the
 // test would not be testing much) and with random ones.
 func TestRoundingBoundChain(t *testing.T) {
-	// CodecNone checks the accumulation term alone: then only the
+	// codec.None checks the accumulation term alone: then only the
 	// additions round, each up by almost half a unit of F.
-	for _, c := range []CodecID{CodecBF16, CodecFP16, CodecNone} {
+	for _, c := range []codec.ID{codec.BF16, codec.FP16, codec.None} {
 		t.Run(c.String(), func(t *testing.T) {
 			testChain[float32](t, c)
 			testChain[float64](t, c)
@@ -140,9 +142,9 @@ func TestRoundingBoundChain(t *testing.T) {
 	}
 }
 
-func testChain[F float](t *testing.T, c CodecID) {
+func testChain[F float](t *testing.T, c codec.ID) {
 	dt := DTypeOf[F]()
-	r := newRand(t)
+	r := elemtest.NewRand(t)
 	worst := 0.0
 	for n := 2; n <= 64; n++ {
 		gamma := RoundingBound(c, dt, n)
@@ -150,7 +152,7 @@ func testChain[F float](t *testing.T, c CodecID) {
 		err, abs := sumError(chainSum(c, x), x)
 		require.LessOrEqual(t, err, gamma*abs, "%s %s N=%d: adversarial chain", c, dt, n)
 		// The error is close to N·u/(1+N·u) relative to Σ|x|, the bound
-		// about (N+1)·u/(1-(N+1)·u): for BF16 and 64 ranks that is 0.2
+		// about (N+1)·u/(1-(N+1)·u): for codec.BFloat16 and 64 ranks that is 0.2
 		// against 0.34. Without a codec it is (N-1) additions of almost
 		// ε each against N·ε.
 		ratio := err / (gamma * abs)

@@ -1,96 +1,31 @@
-package codec
+package kernel
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"sync"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
-
-// The wire codecs. CodecNone (frame.go) sends the elements' own bytes.
-//
-// CodecBF16 and CodecFP16 are lossy and apply to float32 and float64
-// elements only: each value travels as the 16-bit float nearest to it
-// (ties to even), half the bytes of a float32 and a quarter of a float64.
-// CodecZstd and CodecS2 are lossless and apply to every element type; a
-// payload that does not shrink travels raw (CodecNone) instead.
-// CodecID names the wire encoding of a payload. CodecNone means the payload
-// is the elements' own little-endian bytes.
-type CodecID uint8
 
 // maxDecoded bounds what the zstd decoder may allocate: the bound of a
 // frame's payload. (Decode also caps its output at len(dst).)
 const maxDecoded = 1 << 40
 
-// CodecNone is the identity encoding. The other codecs follow.
-const CodecNone CodecID = 0
-
-const (
-	CodecBF16 CodecID = iota + 1 // bfloat16: float32's range, 8 significant bits
-	CodecFP16                    // IEEE binary16: range ±65504, 11 significant bits
-	CodecZstd                    // Zstandard at its fastest level (klauspost/compress)
-	CodecS2                      // S2, a faster Snappy (klauspost/compress)
-
-	numCodecs
-)
-
-// ErrCorrupt is wrapped by the errors of Decode for a payload that its
-// codec cannot have produced.
-var ErrCorrupt = errors.New("corrupt compressed payload")
-
-var codecNames = [numCodecs]string{
-	CodecNone: "none",
-	CodecBF16: "bf16",
-	CodecFP16: "fp16",
-	CodecZstd: "zstd",
-	CodecS2:   "s2",
-}
-
-// Valid reports whether c is a known codec.
-func (c CodecID) Valid() bool { return c < numCodecs }
-
-func (c CodecID) String() string {
-	if c.Valid() {
-		return codecNames[c]
-	}
-	return fmt.Sprintf("codec(%d)", uint8(c))
-}
-
-// ParseCodec returns the codec that String spells s.
-func ParseCodec(s string) (CodecID, error) {
-	for c, name := range codecNames {
-		if s == name {
-			return CodecID(c), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown codec %q (want one of %v)", ErrInvalid, s, codecNames)
-}
-
-// Codecs lists every codec, CodecNone first.
-func Codecs() []CodecID {
-	cs := make([]CodecID, numCodecs)
-	for i := range cs {
-		cs[i] = CodecID(i)
-	}
-	return cs
-}
-
-// Lossy reports whether decoding c's output may give other values than
-// were encoded.
-func (c CodecID) Lossy() bool { return c == CodecBF16 || c == CodecFP16 }
+// KnownCodec reports whether c is one of the codecs (S2 is the last).
+func KnownCodec(c codec.ID) bool { return c <= codec.S2 }
 
 // Check says why c cannot encode elements of dt, if it cannot: the lossy
 // codecs take float32 and float64 only.
-func (c CodecID) Check(dt DType) error {
+func CheckCodec(c codec.ID, dt DType) error {
 	switch {
-	case !c.Valid():
-		return fmt.Errorf("%w: unknown codec %d", ErrInvalid, uint8(c))
+	case !KnownCodec(c):
+		return fmt.Errorf("%w: unknown codec %d", codec.ErrInvalid, uint8(c))
 	case c.Lossy() && dt != Float32 && dt != Float64:
-		return fmt.Errorf("%w: %s compression applies to float32 and float64 data, not %s", ErrInvalid, c, dt)
+		return fmt.Errorf("%w: %s compression applies to float32 and float64 data, not %s", codec.ErrInvalid, c, dt)
 	}
 	return nil
 }
@@ -98,7 +33,7 @@ func (c CodecID) Check(dt DType) error {
 // MaxWireLen is the most payload bytes that n elements of dt take on the
 // wire with c: what a receive must have room for. Lossless codecs never
 // exceed the raw size, since a payload that does not shrink goes raw.
-func MaxWireLen(c CodecID, dt DType, n int) int {
+func MaxWireLen(c codec.ID, dt DType, n int) int {
 	if c.Lossy() {
 		return 2 * n
 	}
@@ -107,12 +42,12 @@ func MaxWireLen(c CodecID, dt DType, n int) int {
 
 // EncodeScratchLen is the size of the dst that Encode needs for n
 // elements of dt.
-func EncodeScratchLen(c CodecID, dt DType, n int) int {
+func EncodeScratchLen(c codec.ID, dt DType, n int) int {
 	raw := n * dt.Size()
 	switch c {
-	case CodecZstd:
+	case codec.Zstd:
 		return zstdEncoder().MaxEncodedSize(raw)
-	case CodecS2:
+	case codec.S2:
 		return s2.MaxEncodedLen(raw)
 	}
 	return MaxWireLen(c, dt, n)
@@ -121,18 +56,18 @@ func EncodeScratchLen(c CodecID, dt DType, n int) int {
 // Encode encodes src with c into dst, which must hold
 // EncodeScratchLen(c, dt, len(src)) bytes, and returns the payload and
 // the codec it is in. That is c, except for a lossless codec whose
-// output would not be smaller than src, and for CodecNone: then the
-// payload is Bytes(src) and the codec CodecNone. c must be Valid and
+// output would not be smaller than src, and for codec.None: then the
+// payload is codec.Bytes(src) and the codec codec.None. c must be Valid and
 // apply to T (see Check); Encode panics otherwise.
 //
 // Encode does not allocate, except the first time zstd is used, when it
-// builds its encoder, and where Bytes copies (Aliasing is false), for the
+// builds its encoder, and where Bytes copies (codec.Aliasing is false), for the
 // lossless codecs.
-func Encode[T Elem](c CodecID, dst []byte, src []T) ([]byte, CodecID) {
+func Encode[T codec.Elem](c codec.ID, dst []byte, src []T) ([]byte, codec.ID) {
 	switch c {
-	case CodecNone:
-		return Bytes(src), CodecNone
-	case CodecBF16, CodecFP16:
+	case codec.None:
+		return codec.Bytes(src), codec.None
+	case codec.BF16, codec.FP16:
 		switch s := any(src).(type) {
 		case []float32:
 			encodeHalf(c, dst, s)
@@ -143,31 +78,31 @@ func Encode[T Elem](c CodecID, dst []byte, src []T) ([]byte, CodecID) {
 		}
 		return dst[:2*len(src)], c
 	}
-	raw := Bytes(src)
+	raw := codec.Bytes(src)
 	var out []byte
 	switch c {
-	case CodecZstd:
+	case codec.Zstd:
 		out = zstdEncoder().EncodeAll(raw, dst[:0])
-	case CodecS2:
+	case codec.S2:
 		out = s2.Encode(dst, raw)
 	default:
 		panic(fmt.Sprintf("codec: Encode with %s", c))
 	}
 	if len(out) >= len(raw) {
-		return raw, CodecNone
+		return raw, codec.None
 	}
 	return out, c
 }
 
 // Decode decodes src, a payload in codec c, into exactly len(dst)
 // elements. It never writes past dst, and a payload of another length or
-// that c cannot have produced is an error wrapping ErrCorrupt, after
+// that c cannot have produced is an error wrapping codec.ErrCorrupt, after
 // which dst's contents are unspecified. A lossy c with an element type it
-// does not apply to is an error wrapping ErrInvalid, whatever src is.
-// Like Encode, Decode does not allocate where Aliasing is true.
-func Decode[T Elem](c CodecID, dst []T, src []byte) error {
+// does not apply to is an error wrapping codec.ErrInvalid, whatever src is.
+// Like Encode, Decode does not allocate where codec.Aliasing is true.
+func Decode[T codec.Elem](c codec.ID, dst []T, src []byte) error {
 	if c.Lossy() {
-		if err := c.Check(DTypeOf[T]()); err != nil {
+		if err := CheckCodec(c, DTypeOf[T]()); err != nil {
 			return err
 		}
 		if len(src) != 2*len(dst) {
@@ -181,24 +116,24 @@ func Decode[T Elem](c CodecID, dst []T, src []byte) error {
 		}
 		return nil
 	}
-	size := sizeOf[T]()
-	if c == CodecNone {
+	size := DTypeOf[T]().Size()
+	if c == codec.None {
 		if len(src) != len(dst)*size {
 			return corrupt(c, len(dst), fmt.Sprintf("%d bytes, want %d", len(src), len(dst)*size))
 		}
-		Store(dst, src)
+		codec.Store(dst, src)
 		return nil
 	}
 	// The lossless codecs decode into dst's own bytes where Bytes is a
 	// view, and into a buffer that Store copies from where it is not.
 	var raw []byte
-	if Aliasing {
-		raw = Bytes(dst)
+	if codec.Aliasing {
+		raw = codec.Bytes(dst)
 	} else {
 		raw = make([]byte, len(dst)*size)
 	}
 	switch c {
-	case CodecZstd:
+	case codec.Zstd:
 		// The decoder is limited to cap(raw[:0]) == len(raw) bytes
 		// (WithDecodeAllCapLimit), so a payload that decodes to more fails
 		// instead of making DecodeAll grow a buffer of its own; one that
@@ -210,7 +145,7 @@ func Decode[T Elem](c CodecID, dst []T, src []byte) error {
 		if len(out) != len(raw) || len(out) > 0 && &out[0] != &raw[0] {
 			return corrupt(c, len(dst), fmt.Sprintf("%d bytes decoded", len(out)))
 		}
-	case CodecS2:
+	case codec.S2:
 		n, err := s2.DecodedLen(src)
 		if err != nil {
 			return corrupt(c, len(dst), err.Error())
@@ -222,14 +157,14 @@ func Decode[T Elem](c CodecID, dst []T, src []byte) error {
 			return corrupt(c, len(dst), err.Error())
 		}
 	default:
-		return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, uint8(c))
+		return fmt.Errorf("%w: unknown codec %d", codec.ErrCorrupt, uint8(c))
 	}
-	Store(dst, raw)
+	codec.Store(dst, raw)
 	return nil
 }
 
-func corrupt(c CodecID, n int, got string) error {
-	return fmt.Errorf("%w: %s payload for %d elements: %s", ErrCorrupt, c, n, got)
+func corrupt(c codec.ID, n int, got string) error {
+	return fmt.Errorf("%w: %s payload for %d elements: %s", codec.ErrCorrupt, c, n, got)
 }
 
 // Round replaces every value of buf by what it becomes after a trip
@@ -237,7 +172,7 @@ func corrupt(c CodecID, n int, got string) error {
 // lossless codecs, and for element types a lossy codec does not apply to
 // (see Check). Rounding a value twice gives the same as once. It never
 // allocates.
-func Round[T Elem](c CodecID, buf []T) {
+func Round[T codec.Elem](c codec.ID, buf []T) {
 	if !c.Lossy() {
 		return
 	}
@@ -273,20 +208,20 @@ var (
 
 // UnitRoundoff is the unit roundoff u of codec c, half the spacing of its
 // format's values at 1: for x in the format's normal range (and x = 0)
-// Round(x) = x(1+δ) with |δ| ≤ u. It is 2^-8 for BF16 (8 significant
+// Round(x) = x(1+δ) with |δ| ≤ u. It is 2^-8 for codec.BFloat16 (8 significant
 // bits), 2^-11 for FP16 (11 bits), and 0 for the lossless codecs.
-func (c CodecID) UnitRoundoff() float64 {
+func UnitRoundoff(c codec.ID) float64 {
 	switch c {
-	case CodecBF16:
+	case codec.BF16:
 		return 0x1p-8
-	case CodecFP16:
+	case codec.FP16:
 		return 0x1p-11
 	}
 	return 0
 }
 
 // accumRoundoff is the unit roundoff ε of one reduction step on elements
-// of dt: one IEEE addition for float32 and float64. For BF16 and Float16,
+// of dt: one IEEE addition for float32 and float64. For codec.BFloat16 and codec.Float16,
 // Reduce adds in float32 and rounds back to 16 bits, two roundings per
 // step; ε is the sum of their unit roundoffs, which is what the bound t of
 // RoundingBound needs, as (1+a)(1+b) ≤ e^(a+b). Integer sums are exact
@@ -299,7 +234,7 @@ func accumRoundoff(dt DType) float64 {
 		return 0x1p-53
 	case BFloat16:
 		return 0x1p-8 + 0x1p-24
-	case Half:
+	case Float16:
 		return 0x1p-11 + 0x1p-24
 	}
 	return 0
@@ -316,29 +251,29 @@ func accumRoundoff(dt DType) float64 {
 // first sent, at most N-1 hops, and the final rounding of the result) and
 // N steps of the reduction in dt (N-1 additions and Avg's division), and
 // nothing overflows or falls below the normal range of c's format. With
-// u = c.UnitRoundoff() and ε the unit roundoff of dt (2^-24 for float32,
+// u = UnitRoundoff(c) and ε the unit roundoff of dt (2^-24 for float32,
 // 2^-53 for float64) it returns
 //
 //	γ = t/(1-t),  t = (N+1)·u + N·ε,
 //
 // which is at least (1+u)^(N+1)·(1+ε)^N - 1, the exact bound; see "Wire
 // compression" in the package documentation for the derivation. It is
-// +Inf when t >= 1, where the bound says nothing (from 255 ranks for BF16,
+// +Inf when t >= 1, where the bound says nothing (from 255 ranks for codec.BFloat16,
 // 2047 for FP16).
-// For BF16 and Float16 data ε is that of the float32 addition plus the
+// For codec.BFloat16 and codec.Float16 data ε is that of the float32 addition plus the
 // rounding back to 16 bits; integer data has ε = 0.
 //
 // RoundingBound panics if ranks < 1 or if c does not apply to dt (see
 // Check), as Encode would.
-func RoundingBound(c CodecID, dt DType, ranks int) float64 {
+func RoundingBound(c codec.ID, dt DType, ranks int) float64 {
 	if ranks < 1 {
 		panic(fmt.Sprintf("codec: RoundingBound for %d ranks", ranks))
 	}
-	if err := c.Check(dt); err != nil {
+	if err := CheckCodec(c, dt); err != nil {
 		panic("codec: RoundingBound: " + err.Error())
 	}
 	n := float64(ranks)
-	t := (n+1)*c.UnitRoundoff() + n*accumRoundoff(dt)
+	t := (n+1)*UnitRoundoff(c) + n*accumRoundoff(dt)
 	switch {
 	case t == 0:
 		return 0 // exact: integer data, sent losslessly

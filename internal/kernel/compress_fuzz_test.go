@@ -1,4 +1,4 @@
-package codec
+package kernel
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 	fuzz "github.com/google/gofuzz"
 	"github.com/stretchr/testify/require"
 )
@@ -14,8 +16,8 @@ import (
 // past the last), every element type and element counts up to 4999. Decode
 // must not panic or write past dst (decodeGuarded checks guard elements on
 // both sides), and must either succeed or return an error wrapping
-// ErrCorrupt; ErrInvalid only for a lossy codec with a type it does not
-// apply to. A payload it accepts must mean what it says: for CodecNone it
+// codec.ErrCorrupt; codec.ErrInvalid only for a lossy codec with a type it does not
+// apply to. A payload it accepts must mean what it says: for codec.None it
 // is dst's bytes, and for a lossy codec re-encoding dst gives it back
 // (NaNs aside, which come back quiet).
 //
@@ -23,10 +25,10 @@ import (
 //
 //	go test -run='^$' -fuzz=FuzzDecode -fuzztime=60s ./codec
 func FuzzDecode(f *testing.F) {
-	r := newRand(f)
-	for _, c := range Codecs() {
+	r := elemtest.NewRand(f)
+	for _, c := range codec.IDs() {
 		for dt := DType(1); dt < numDTypes; dt++ {
-			if c.Check(dt) != nil {
+			if CheckCodec(c, dt) != nil {
 				continue
 			}
 			for _, n := range []int{0, 1, 7, 100, 1000} {
@@ -41,39 +43,39 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, c, dt uint8, n uint16, payload []byte) {
-		codec := CodecID(c % uint8(numCodecs+1))
+		id := codec.ID(c % 6) // one past S2: unknown
 		count := int(n % 5000)
 		switch DType(1 + dt%uint8(numDTypes-1)) {
 		case Int8:
-			checkFuzzDecode[int8](t, codec, count, payload)
+			checkFuzzDecode[int8](t, id, count, payload)
 		case Int16:
-			checkFuzzDecode[int16](t, codec, count, payload)
+			checkFuzzDecode[int16](t, id, count, payload)
 		case Int32:
-			checkFuzzDecode[int32](t, codec, count, payload)
+			checkFuzzDecode[int32](t, id, count, payload)
 		case Int64:
-			checkFuzzDecode[int64](t, codec, count, payload)
+			checkFuzzDecode[int64](t, id, count, payload)
 		case Uint8:
-			checkFuzzDecode[uint8](t, codec, count, payload)
+			checkFuzzDecode[uint8](t, id, count, payload)
 		case Uint16:
-			checkFuzzDecode[uint16](t, codec, count, payload)
+			checkFuzzDecode[uint16](t, id, count, payload)
 		case Uint32:
-			checkFuzzDecode[uint32](t, codec, count, payload)
+			checkFuzzDecode[uint32](t, id, count, payload)
 		case Uint64:
-			checkFuzzDecode[uint64](t, codec, count, payload)
+			checkFuzzDecode[uint64](t, id, count, payload)
 		case Float32:
-			checkFuzzDecode[float32](t, codec, count, payload)
+			checkFuzzDecode[float32](t, id, count, payload)
 		case Float64:
-			checkFuzzDecode[float64](t, codec, count, payload)
+			checkFuzzDecode[float64](t, id, count, payload)
 		case BFloat16:
-			checkFuzzDecode[BF16](t, codec, count, payload)
-		case Half:
-			checkFuzzDecode[Float16](t, codec, count, payload)
+			checkFuzzDecode[codec.BFloat16](t, id, count, payload)
+		case Float16:
+			checkFuzzDecode[codec.Float16](t, id, count, payload)
 		}
 	})
 }
 
 // fuzzEncode encodes raw, the bytes of elements of dt, with c.
-func fuzzEncode(dt DType, c CodecID, raw []byte) []byte {
+func fuzzEncode(dt DType, c codec.ID, raw []byte) []byte {
 	switch dt {
 	case Float32:
 		return fuzzEncodeAs[float32](c, raw)
@@ -83,8 +85,8 @@ func fuzzEncode(dt DType, c CodecID, raw []byte) []byte {
 	return fuzzEncodeAs[uint8](c, raw) // lossless: the bytes are all that count
 }
 
-func fuzzEncodeAs[T Elem](c CodecID, raw []byte) []byte {
-	src, err := FromBytes[T](raw)
+func fuzzEncodeAs[T codec.Elem](c codec.ID, raw []byte) []byte {
+	src, err := codec.FromBytes[T](raw)
 	if err != nil {
 		panic(err)
 	}
@@ -92,27 +94,27 @@ func fuzzEncodeAs[T Elem](c CodecID, raw []byte) []byte {
 	return payload
 }
 
-func checkFuzzDecode[T Elem](t *testing.T, c CodecID, n int, payload []byte) {
+func checkFuzzDecode[T codec.Elem](t *testing.T, c codec.ID, n int, payload []byte) {
 	got, err := decodeGuarded[T](t, c, n, payload)
 	if err != nil {
-		if c.Lossy() && c.Check(DTypeOf[T]()) != nil {
-			require.ErrorIs(t, err, ErrInvalid)
+		if c.Lossy() && CheckCodec(c, DTypeOf[T]()) != nil {
+			require.ErrorIs(t, err, codec.ErrInvalid)
 			return
 		}
-		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorIs(t, err, codec.ErrCorrupt)
 		return
 	}
-	require.True(t, c.Valid())
+	require.True(t, KnownCodec(c))
 	switch {
-	case c == CodecNone:
-		require.True(t, bytes.Equal(payload, Bytes(got)), "CodecNone payload is not the decoded bytes")
+	case c == codec.None:
+		require.True(t, bytes.Equal(payload, codec.Bytes(got)), "codec.None payload is not the decoded bytes")
 	case c.Lossy():
 		// Decoding is exact and so is encoding a decoded value, except
 		// that a signalling NaN comes back quiet.
 		again := encoded(t, c, got)
 		for i := range got {
 			w, v := binary.LittleEndian.Uint16(payload[2*i:]), binary.LittleEndian.Uint16(again[2*i:])
-			if w != v && !isNaN(got[i]) {
+			if w != v && !elemtest.IsNaN(got[i]) {
 				t.Fatalf("element %d: payload %#04x decodes to %v, which encodes to %#04x", i, w, got[i], v)
 			}
 		}
@@ -120,7 +122,7 @@ func checkFuzzDecode[T Elem](t *testing.T, c CodecID, n int, payload []byte) {
 }
 
 // genFloat64 draws the values the lossy codecs find hardest: random bit
-// patterns, each format's range boundaries and the values around them,
+// patterns, each elemtest.Format's range boundaries and the values around them,
 // tiny values, specials, and ordinary values of every magnitude.
 func genFloat64(c fuzz.Continue) float64 {
 	sign := float64(1 - 2*c.Intn(2))
@@ -164,14 +166,14 @@ func TestLossyGofuzz(t *testing.T) {
 		var s64 []float64
 		f.Fuzz(&s32)
 		f.Fuzz(&s64)
-		for _, c := range Codecs() {
+		for _, c := range codec.IDs() {
 			checkTrip(t, c, s32)
 			checkTrip(t, c, s64)
 		}
 	}
 }
 
-func checkTrip[F float](t *testing.T, c CodecID, x []F) {
+func checkTrip[F float](t *testing.T, c codec.ID, x []F) {
 	t.Helper()
 	dst := make([]byte, EncodeScratchLen(c, DTypeOf[F](), len(x)))
 	payload, wc := Encode(c, dst, x)
@@ -182,9 +184,9 @@ func checkTrip[F float](t *testing.T, c CodecID, x []F) {
 	want := append([]F(nil), x...)
 	Round(c, want) // does nothing for a lossless codec: want is x
 	for i := range x {
-		if toBits(got[i]) != toBits(want[i]) {
+		if elemtest.ToBits(got[i]) != elemtest.ToBits(want[i]) {
 			t.Fatalf("%s: %v (%#x) comes back as %v (%#x), Round says %v (%#x)",
-				c, x[i], toBits(x[i]), got[i], toBits(got[i]), want[i], toBits(want[i]))
+				c, x[i], elemtest.ToBits(x[i]), got[i], elemtest.ToBits(got[i]), want[i], elemtest.ToBits(want[i]))
 		}
 	}
 }

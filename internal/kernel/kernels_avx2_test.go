@@ -1,6 +1,6 @@
 //go:build amd64 && gc && !purego && !noasm && !race
 
-package codec
+package kernel
 
 import (
 	"testing"

@@ -1,6 +1,6 @@
 //go:build !race
 
-package codec
+package kernel
 
 // raceEnabled is true when the race detector is on (compress_race_test.go).
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package codec
+package kernel
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,27 +26,27 @@ type vecKernel struct {
 	fuzz func(t *testing.T, dst, src []byte)
 }
 
-func newVecKernel[T vecElem](name string, op Op, loop func(dst, src []T)) vecKernel {
+func newVecKernel[T vecElem](name string, op codec.Op, loop func(dst, src []T)) vecKernel {
 	return vecKernel{name, testKernel(op, loop), fromBytes(op, loop)}
 }
 
 var vecKernels = []vecKernel{
-	newVecKernel("sum/float32", Sum, sumFloat[float32]),
-	newVecKernel("sum/float64", Sum, sumFloat[float64]),
-	newVecKernel("prod/float32", Prod, prodFloat[float32]),
-	newVecKernel("prod/float64", Prod, prodFloat[float64]),
-	newVecKernel("sum/int32", Sum, sumInt[int32]),
-	newVecKernel("sum/int64", Sum, sumInt[int64]),
+	newVecKernel("sum/float32", codec.Sum, sumFloat[float32]),
+	newVecKernel("sum/float64", codec.Sum, sumFloat[float64]),
+	newVecKernel("prod/float32", codec.Prod, prodFloat[float32]),
+	newVecKernel("prod/float64", codec.Prod, prodFloat[float64]),
+	newVecKernel("sum/int32", codec.Sum, sumInt[int32]),
+	newVecKernel("sum/int64", codec.Sum, sumInt[int64]),
 }
 
 // fromBytes adapts checkKernel to operands given as bytes, as the fuzzer
 // gives them.
-func fromBytes[T vecElem](op Op, loop func(dst, src []T)) func(t *testing.T, dst, src []byte) {
+func fromBytes[T vecElem](op codec.Op, loop func(dst, src []T)) func(t *testing.T, dst, src []byte) {
 	return func(t *testing.T, dst, src []byte) {
-		n := min(len(dst), len(src)) / sizeOf[T]() * sizeOf[T]()
-		d, err := FromBytes[T](dst[:n])
+		n := min(len(dst), len(src)) / DTypeOf[T]().Size() * DTypeOf[T]().Size()
+		d, err := codec.FromBytes[T](dst[:n])
 		require.NoError(t, err)
-		s, err := FromBytes[T](src[:n])
+		s, err := codec.FromBytes[T](src[:n])
 		require.NoError(t, err)
 		checkKernel(t, op, loop, d, s)
 	}
@@ -54,7 +56,7 @@ func fromBytes[T vecElem](op Op, loop func(dst, src []T)) func(t *testing.T, dst
 // the same bits, on copies of dst; both NaN counts as the same, since Go
 // does not specify the payload of a NaN that arithmetic produces. It
 // leaves dst and src unchanged.
-func checkKernel[T vecElem](t *testing.T, op Op, loop func(dst, src []T), dst, src []T) {
+func checkKernel[T vecElem](t *testing.T, op codec.Op, loop func(dst, src []T), dst, src []T) {
 	t.Helper()
 	want := slices.Clone(dst)
 	loop(want, src)
@@ -86,9 +88,9 @@ func TestKernelsMatchGo(t *testing.T) {
 // element offsets (so that no vector load is aligned, with guard elements
 // around both that must stay as they were), and as one slice reduced with
 // itself.
-func testKernel[T vecElem](op Op, loop func(dst, src []T)) func(t *testing.T, n int) {
+func testKernel[T vecElem](op codec.Op, loop func(dst, src []T)) func(t *testing.T, n int) {
 	return func(t *testing.T, n int) {
-		r := newRand(t)
+		r := elemtest.NewRand(t)
 		dst, src := kernelInput[T](r, n), kernelInput[T](r, n)
 
 		checkKernel(t, op, loop, dst, src)
@@ -101,7 +103,7 @@ func testKernel[T vecElem](op Op, loop func(dst, src []T)) func(t *testing.T, n 
 		require.NoError(t, Reduce(op, d, s))
 		requireReduced(t, op, want, d)
 		copy(d, dst) // and the rest of buf, src and the guards, is as it was
-		requireSameBits(t, before, buf)
+		elemtest.RequireSameBits(t, before, buf)
 
 		want = slices.Clone(dst)
 		loop(want, want)
@@ -128,7 +130,7 @@ func kernelInput[T vecElem](r *rand.Rand, n int) []T {
 		case 4, 5:
 			s[i] = T(r.NormFloat64() * 1000)
 		default:
-			s[i] = fromBits[T](r.Uint64())
+			s[i] = elemtest.FromBits[T](r.Uint64())
 		}
 	}
 	return s
@@ -150,7 +152,7 @@ func kernelEdges[T vecElem]() []T {
 	}
 	s := make([]T, len(bits))
 	for i, b := range bits {
-		s[i] = fromBits[T](b)
+		s[i] = elemtest.FromBits[T](b)
 	}
 	return s
 }
@@ -166,8 +168,8 @@ func FuzzKernels(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Add(append(Bytes(specials[float32]()), Bytes(kernelEdges[float32]())...))
-	f.Add(append(Bytes(specials[float64]()), Bytes(kernelEdges[float64]())...))
+	f.Add(append(codec.Bytes(specials[float32]()), codec.Bytes(kernelEdges[float32]())...))
+	f.Add(append(codec.Bytes(specials[float64]()), codec.Bytes(kernelEdges[float64]())...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		half := len(data) / 2
 		for _, k := range vecKernels {
@@ -176,7 +178,7 @@ func FuzzKernels(f *testing.F) {
 	})
 }
 
-// BenchmarkSum measures Sum on buffers of 4 KiB (in L1), 64 KiB (in L2),
+// BenchmarkSum measures codec.Sum on buffers of 4 KiB (in L1), 64 KiB (in L2),
 // 1 MiB (in L2/L3) and 64 MiB (in memory); the size in each name is that
 // of one buffer. The MB/s column counts the bytes of both operands read,
 // 2 × size per call, and not the write back to dst, so it is comparable to
@@ -197,23 +199,23 @@ func BenchmarkSum(b *testing.B) {
 	})
 	b.Run("float64", func(b *testing.B) { benchSum(b, viaReduce[float64]) })
 	b.Run("int32", func(b *testing.B) { benchSum(b, viaReduce[int32]) })
-	b.Run("bf16", func(b *testing.B) { benchSum(b, viaReduce[BF16]) })
+	b.Run("bf16", func(b *testing.B) { benchSum(b, viaReduce[codec.BFloat16]) })
 }
 
-// viaReduce is Reduce(Sum, dst, src), which cannot fail on slices of equal
+// viaReduce is Reduce(codec.Sum, dst, src), which cannot fail on slices of equal
 // length.
-func viaReduce[T Elem](dst, src []T) {
-	if err := Reduce(Sum, dst, src); err != nil {
+func viaReduce[T codec.Elem](dst, src []T) {
+	if err := Reduce(codec.Sum, dst, src); err != nil {
 		panic(err)
 	}
 }
 
-func benchSum[T Elem](b *testing.B, sum func(dst, src []T)) {
+func benchSum[T codec.Elem](b *testing.B, sum func(dst, src []T)) {
 	for _, size := range []int{4 << 10, 64 << 10, 1 << 20, 64 << 20} {
 		b.Run(sizeName(size), func(b *testing.B) {
 			n := size / DTypeOf[T]().Size()
 			dst, src := make([]T, n), make([]T, n)
-			r := newRand(b)
+			r := elemtest.NewRand(b)
 			for i := range n {
 				// Multiples of 1/4 below 8: however often they are added
 				// the sums stay finite and never subnormal, so the timing

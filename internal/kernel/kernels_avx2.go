@@ -1,10 +1,12 @@
 //go:build amd64 && gc && !purego && !noasm && !race
 
-package codec
+package kernel
 
 import (
 	"unsafe"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/ops"
 	"golang.org/x/sys/cpu"
 )
 
@@ -21,14 +23,14 @@ const chunkBytes = 64 << 10
 // sumAsm sets dst[i] += src[i] with an assembly kernel if there is one for
 // T and the CPU can run it, and reports whether it did. Empty slices report
 // the same, which tells tests and benchmarks which path Reduce takes.
-func sumAsm[T Elem](dst, src []T) bool { return reduceAsm(OpSum, dst, src) }
+func sumAsm[T codec.Elem](dst, src []T) bool { return reduceAsm(ops.Sum, dst, src) }
 
 // prodAsm is sumAsm for dst[i] *= src[i].
-func prodAsm[F float](dst, src []F) bool { return reduceAsm(OpProd, dst, src) }
+func prodAsm[F float](dst, src []F) bool { return reduceAsm(ops.Prod, dst, src) }
 
-// reduceAsm is sumAsm for op OpSum or OpProd. It calls the kernel chunk by
+// reduceAsm is sumAsm for op ops.Sum or ops.Prod. It calls the kernel chunk by
 // chunk.
-func reduceAsm[T Elem](op OpID, dst, src []T) bool {
+func reduceAsm[T codec.Elem](op ops.ID, dst, src []T) bool {
 	if !useAVX2 {
 		return false
 	}
@@ -49,27 +51,27 @@ func reduceAsm[T Elem](op OpID, dst, src []T) bool {
 // kernelAVX2 runs the assembly kernel for op and T on dst and src, of
 // equal length, and reports whether there is one. Calls are direct, so
 // with the kernels' go:noescape nothing escapes.
-func kernelAVX2[T Elem](op OpID, dst, src []T) bool {
+func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 	switch d := any(dst).(type) {
 	case []float32:
-		if op == OpProd {
+		if op == ops.Prod {
 			mulFloat32AVX2(d, any(src).([]float32))
 		} else {
 			addFloat32AVX2(d, any(src).([]float32))
 		}
 	case []float64:
-		if op == OpProd {
+		if op == ops.Prod {
 			mulFloat64AVX2(d, any(src).([]float64))
 		} else {
 			addFloat64AVX2(d, any(src).([]float64))
 		}
 	case []int32:
-		if op == OpProd {
+		if op == ops.Prod {
 			return false
 		}
 		addInt32AVX2(d, any(src).([]int32))
 	case []int64:
-		if op == OpProd {
+		if op == ops.Prod {
 			return false
 		}
 		addInt64AVX2(d, any(src).([]int64))

@@ -5,9 +5,13 @@
 // encoding, and the lossy codecs run the word kernels of
 // compress_kernels.go on views of the payload and of the floats' bits.
 
-package codec
+package kernel
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/gocoll/gocoll/codec"
+)
 
 // wordsOf returns b's memory as 16-bit words, or ok == false when b is not
 // 2-byte aligned: several architectures fault on misaligned loads.
@@ -28,7 +32,7 @@ func bitsOf[F float, U uint32 | uint64](s []F) []U {
 }
 
 // encodeHalf writes the 16-bit encodings of src to dst[:2*len(src)].
-func encodeHalf[F float](c CodecID, dst []byte, src []F) {
+func encodeHalf[F float](c codec.ID, dst []byte, src []F) {
 	w, ok := wordsOf(dst[:2*len(src)])
 	if !ok {
 		encodeHalfPortable(c, dst, src)
@@ -36,13 +40,13 @@ func encodeHalf[F float](c CodecID, dst []byte, src []F) {
 	}
 	switch s := any(src).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			encodeBF16F32(w, bitsOf[float32, uint32](s))
 		} else {
 			encodeFP16F32(w, bitsOf[float32, uint32](s))
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			encodeBF16F64(w, bitsOf[float64, uint64](s))
 		} else {
 			encodeFP16F64(w, bitsOf[float64, uint64](s))
@@ -52,7 +56,7 @@ func encodeHalf[F float](c CodecID, dst []byte, src []F) {
 
 // decodeHalf sets dst to the values of the 16-bit encodings in
 // src[:2*len(dst)].
-func decodeHalf[F float](c CodecID, dst []F, src []byte) {
+func decodeHalf[F float](c codec.ID, dst []F, src []byte) {
 	w, ok := wordsOf(src[:2*len(dst)])
 	if !ok {
 		decodeHalfPortable(c, dst, src)
@@ -60,13 +64,13 @@ func decodeHalf[F float](c CodecID, dst []F, src []byte) {
 	}
 	switch d := any(dst).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			decodeBF16F32(bitsOf[float32, uint32](d), w)
 		} else {
 			decodeFP16F32(bitsOf[float32, uint32](d), w)
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			decodeBF16F64(d, w)
 		} else {
 			decodeFP16F64(d, w)
@@ -76,16 +80,16 @@ func decodeHalf[F float](c CodecID, dst []F, src []byte) {
 
 // roundHalf sets every value of buf to what it becomes after a trip
 // through c.
-func roundHalf[F float](c CodecID, buf []F) {
+func roundHalf[F float](c codec.ID, buf []F) {
 	switch b := any(buf).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			roundBF16F32(bitsOf[float32, uint32](b))
 		} else {
 			roundFP16F32(bitsOf[float32, uint32](b))
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			roundBF16F64(bitsOf[float64, uint64](b))
 		} else {
 			roundFP16F64(bitsOf[float64, uint64](b))

@@ -3,15 +3,17 @@
 // The copying build, as in view_purego.go: without views of memory the
 // lossy codecs run the portable loops of compress_kernels.go.
 
-package codec
+package kernel
+
+import "github.com/gocoll/gocoll/codec"
 
 // encodeHalf writes the 16-bit encodings of src to dst[:2*len(src)].
-func encodeHalf[F float](c CodecID, dst []byte, src []F) { encodeHalfPortable(c, dst, src) }
+func encodeHalf[F float](c codec.ID, dst []byte, src []F) { encodeHalfPortable(c, dst, src) }
 
 // decodeHalf sets dst to the values of the 16-bit encodings in
 // src[:2*len(dst)].
-func decodeHalf[F float](c CodecID, dst []F, src []byte) { decodeHalfPortable(c, dst, src) }
+func decodeHalf[F float](c codec.ID, dst []F, src []byte) { decodeHalfPortable(c, dst, src) }
 
 // roundHalf sets every value of buf to what it becomes after a trip
 // through c.
-func roundHalf[F float](c CodecID, buf []F) { roundHalfPortable(c, buf) }
+func roundHalf[F float](c codec.ID, buf []F) { roundHalfPortable(c, buf) }

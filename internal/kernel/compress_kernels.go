@@ -1,8 +1,11 @@
-package codec
+package kernel
 
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/half"
 )
 
 // The lossy codecs' kernels.
@@ -23,8 +26,8 @@ import (
 // Each word kernel computes exactly what the function of half.go named in
 // its comment computes, bit for bit (TestKernelsMatchScalar checks): they
 // inline the helpers of half.go that those functions are made of
-// (fp16Normal32 for the normal range, fp16FromBits32 for every input, and
-// their float64 and BF16 counterparts).
+// (half.FP16Normal32 for the normal range, half.FP16FromBits32 for every input, and
+// their float64 and codec.BFloat16 counterparts).
 
 // Word masks of the SWAR bf16 kernels, which work on two float32 bit
 // patterns in one uint64: lanes are its low and high 32 bits.
@@ -32,7 +35,7 @@ const (
 	lanesAbs     = 0x7fffffff_7fffffff // clears each lane's sign
 	lanesNaNBias = 0x007fffff_007fffff // carries into bit 31 of a lane exactly when |lane| > Inf: a NaN
 	lanesTop     = 0x80000000_80000000
-	lanesHalf    = 0x00007fff_00007fff // just under half a BF16 unit
+	lanesHalf    = 0x00007fff_00007fff // just under half a codec.BFloat16 unit
 	lanesOdd     = 0x00000001_00000001 // the lowest kept bit, after >>16
 	lanesKept    = 0xffff0000_ffff0000
 )
@@ -41,8 +44,8 @@ const (
 // cannot carry out of a lane: |lane| + 0x7fffff < 2^32.
 func nanLanes(x uint64) uint64 { return (x&lanesAbs + lanesNaNBias) & lanesTop }
 
-// roundBF16Lanes rounds both lanes of x, neither a NaN, to BF16 in their
-// top 16 bits, as BF16FromFloat32. With no NaN a lane is at most
+// roundBF16Lanes rounds both lanes of x, neither a NaN, to codec.BFloat16 in their
+// top 16 bits, as codec.BFloat16FromFloat32. With no NaN a lane is at most
 // 0xff800000 (-Inf), so adding half a unit plus one never carries into
 // the next lane.
 func roundBF16Lanes(x uint64) uint64 { return x + lanesHalf + x>>16&lanesOdd }
@@ -52,7 +55,7 @@ func roundBF16Lanes(x uint64) uint64 { return x + lanesHalf + x>>16&lanesOdd }
 // unaligned loads.
 func lanes2(s []uint32) uint64 { return uint64(s[0]) | uint64(s[1])<<32 }
 
-// encodeBF16F32 is BF16FromFloat32 of each src[i] as float32 bits, eight
+// encodeBF16F32 is codec.BFloat16FromFloat32 of each src[i] as float32 bits, eight
 // at a time as four pairs of lanes. A group with a NaN, rare in real data,
 // goes the scalar way.
 func encodeBF16F32(dst []uint16, src []uint32) {
@@ -63,7 +66,7 @@ func encodeBF16F32(dst []uint16, src []uint32) {
 		x, y, z, w := lanes2(s[0:2]), lanes2(s[2:4]), lanes2(s[4:6]), lanes2(s[6:8])
 		if nanLanes(x)|nanLanes(y)|nanLanes(z)|nanLanes(w) != 0 {
 			for j, b := range s {
-				d[j] = uint16(BF16FromFloat32(math.Float32frombits(b)))
+				d[j] = uint16(codec.BFloat16FromFloat32(math.Float32frombits(b)))
 			}
 			continue
 		}
@@ -74,11 +77,11 @@ func encodeBF16F32(dst []uint16, src []uint32) {
 		d[6], d[7] = uint16(w>>16), uint16(w>>48)
 	}
 	for ; i < len(src); i++ {
-		dst[i] = uint16(BF16FromFloat32(math.Float32frombits(src[i])))
+		dst[i] = uint16(codec.BFloat16FromFloat32(math.Float32frombits(src[i])))
 	}
 }
 
-// roundBF16F32 is BF16FromFloat32(v).Float32() in place on float32 bits,
+// roundBF16F32 is codec.BFloat16FromFloat32(v).Float32() in place on float32 bits,
 // the way encodeBF16F32 goes.
 func roundBF16F32(buf []uint32) {
 	i := 0
@@ -87,7 +90,7 @@ func roundBF16F32(buf []uint32) {
 		x, y, z, w := lanes2(s[0:2]), lanes2(s[2:4]), lanes2(s[4:6]), lanes2(s[6:8])
 		if nanLanes(x)|nanLanes(y)|nanLanes(z)|nanLanes(w) != 0 {
 			for j, b := range s {
-				s[j] = math.Float32bits(BF16FromFloat32(math.Float32frombits(b)).Float32())
+				s[j] = math.Float32bits(codec.BFloat16FromFloat32(math.Float32frombits(b)).Float32())
 			}
 			continue
 		}
@@ -97,11 +100,11 @@ func roundBF16F32(buf []uint32) {
 		s[4], s[5], s[6], s[7] = uint32(z), uint32(z>>32), uint32(w), uint32(w>>32)
 	}
 	for ; i < len(buf); i++ {
-		buf[i] = math.Float32bits(BF16FromFloat32(math.Float32frombits(buf[i])).Float32())
+		buf[i] = math.Float32bits(codec.BFloat16FromFloat32(math.Float32frombits(buf[i])).Float32())
 	}
 }
 
-// decodeBF16F32 is BF16.Float32 into float32 bits.
+// decodeBF16F32 is codec.BFloat16.Float32 into float32 bits.
 func decodeBF16F32(dst []uint32, src []uint16) {
 	src = src[:len(dst)]
 	for i := range dst {
@@ -123,34 +126,34 @@ func allBelow4[U uint32 | uint64](a0, a1, a2, a3, span U) bool {
 	return max(a0, a1, a2, a3) < span
 }
 
-// encodeFP16F32 is Float16FromFloat32 of each src[i] as float32 bits.
+// encodeFP16F32 is codec.Float16FromFloat32 of each src[i] as float32 bits.
 func encodeFP16F32(dst []uint16, src []uint32) {
 	dst = dst[:len(src)]
-	const lo, span = f32HalfMinNormal, f32HalfOverflow - f32HalfMinNormal
+	const lo, span = half.F32HalfMinNormal, half.F32HalfOverflow - half.F32HalfMinNormal
 	i := 0
 	for ; i+4 <= len(src); i += 4 {
 		s, d := src[i:i+4:i+4], dst[i:i+4:i+4]
 		a0, a1, a2, a3 := s[0]&0x7fffffff, s[1]&0x7fffffff, s[2]&0x7fffffff, s[3]&0x7fffffff
 		if allBelow4(a0-lo, a1-lo, a2-lo, a3-lo, span) {
-			d[0], d[1] = fp16Normal32(s[0], a0), fp16Normal32(s[1], a1)
-			d[2], d[3] = fp16Normal32(s[2], a2), fp16Normal32(s[3], a3)
+			d[0], d[1] = half.FP16Normal32(s[0], a0), half.FP16Normal32(s[1], a1)
+			d[2], d[3] = half.FP16Normal32(s[2], a2), half.FP16Normal32(s[3], a3)
 			continue
 		}
 		for j, b := range s {
-			d[j] = fp16FromBits32(b)
+			d[j] = half.FP16FromBits32(b)
 		}
 	}
 	for ; i < len(src); i++ {
-		dst[i] = fp16FromBits32(src[i])
+		dst[i] = half.FP16FromBits32(src[i])
 	}
 }
 
-// roundFP16F32 is Float16FromFloat32(v).Float32() in place on float32
+// roundFP16F32 is codec.Float16FromFloat32(v).Float32() in place on float32
 // bits. In the normal range that is rounding the mantissa to 10 bits in
-// place: the rounding step of fp16Normal32 without the rebias, with the
+// place: the rounding step of half.FP16Normal32 without the rebias, with the
 // dropped bits cleared.
 func roundFP16F32(buf []uint32) {
-	const lo, span = f32HalfMinNormal, f32HalfOverflow - f32HalfMinNormal
+	const lo, span = half.F32HalfMinNormal, half.F32HalfOverflow - half.F32HalfMinNormal
 	const dropped = 1<<13 - 1
 	i := 0
 	for ; i+4 <= len(buf); i += 4 {
@@ -164,77 +167,77 @@ func roundFP16F32(buf []uint32) {
 			continue
 		}
 		for j, b := range s {
-			s[j] = math.Float32bits(Float16(fp16FromBits32(b)).Float32())
+			s[j] = math.Float32bits(codec.Float16(half.FP16FromBits32(b)).Float32())
 		}
 	}
 	for ; i < len(buf); i++ {
-		buf[i] = math.Float32bits(Float16(fp16FromBits32(buf[i])).Float32())
+		buf[i] = math.Float32bits(codec.Float16(half.FP16FromBits32(buf[i])).Float32())
 	}
 }
 
-// decodeFP16F32 is Float16.Float32 into float32 bits. Its conversion
+// decodeFP16F32 is codec.Float16.Float32 into float32 bits. Its conversion
 // has no branch and inlines; a fast path for normal values gains little.
 func decodeFP16F32(dst []uint32, src []uint16) {
 	src = src[:len(dst)]
 	for i := range dst {
-		dst[i] = math.Float32bits(Float16(src[i]).Float32())
+		dst[i] = math.Float32bits(codec.Float16(src[i]).Float32())
 	}
 }
 
-// encodeBF16F64 is BF16FromFloat64 of each src[i] as float64 bits.
+// encodeBF16F64 is codec.BFloat16FromFloat64 of each src[i] as float64 bits.
 func encodeBF16F64(dst []uint16, src []uint64) {
 	dst = dst[:len(src)]
-	const lo, span = f64BF16MinNormal, f64BF16Overflow - f64BF16MinNormal
+	const lo, span = half.F64BF16MinNormal, half.F64BF16Overflow - half.F64BF16MinNormal
 	i := 0
 	for ; i+4 <= len(src); i += 4 {
 		s, d := src[i:i+4:i+4], dst[i:i+4:i+4]
-		a0, a1, a2, a3 := s[0]&^f64SignMask, s[1]&^f64SignMask, s[2]&^f64SignMask, s[3]&^f64SignMask
+		a0, a1, a2, a3 := s[0]&^half.F64SignMask, s[1]&^half.F64SignMask, s[2]&^half.F64SignMask, s[3]&^half.F64SignMask
 		if allBelow4(a0-lo, a1-lo, a2-lo, a3-lo, span) {
-			d[0], d[1] = bf16Normal64(s[0], a0), bf16Normal64(s[1], a1)
-			d[2], d[3] = bf16Normal64(s[2], a2), bf16Normal64(s[3], a3)
+			d[0], d[1] = half.BF16Normal64(s[0], a0), half.BF16Normal64(s[1], a1)
+			d[2], d[3] = half.BF16Normal64(s[2], a2), half.BF16Normal64(s[3], a3)
 			continue
 		}
 		for j, b := range s {
-			d[j] = bf16FromBits64(b)
+			d[j] = half.BF16FromBits64(b)
 		}
 	}
 	for ; i < len(src); i++ {
-		dst[i] = bf16FromBits64(src[i])
+		dst[i] = half.BF16FromBits64(src[i])
 	}
 }
 
-// encodeFP16F64 is Float16FromFloat64 of each src[i] as float64 bits.
+// encodeFP16F64 is codec.Float16FromFloat64 of each src[i] as float64 bits.
 func encodeFP16F64(dst []uint16, src []uint64) {
 	dst = dst[:len(src)]
-	const lo, span = f64HalfMinNormal, f64HalfOverflow - f64HalfMinNormal
+	const lo, span = half.F64HalfMinNormal, half.F64HalfOverflow - half.F64HalfMinNormal
 	i := 0
 	for ; i+4 <= len(src); i += 4 {
 		s, d := src[i:i+4:i+4], dst[i:i+4:i+4]
-		a0, a1, a2, a3 := s[0]&^f64SignMask, s[1]&^f64SignMask, s[2]&^f64SignMask, s[3]&^f64SignMask
+		a0, a1, a2, a3 := s[0]&^half.F64SignMask, s[1]&^half.F64SignMask, s[2]&^half.F64SignMask, s[3]&^half.F64SignMask
 		if allBelow4(a0-lo, a1-lo, a2-lo, a3-lo, span) {
-			d[0], d[1] = fp16Normal64(s[0], a0), fp16Normal64(s[1], a1)
-			d[2], d[3] = fp16Normal64(s[2], a2), fp16Normal64(s[3], a3)
+			d[0], d[1] = half.FP16Normal64(s[0], a0), half.FP16Normal64(s[1], a1)
+			d[2], d[3] = half.FP16Normal64(s[2], a2), half.FP16Normal64(s[3], a3)
 			continue
 		}
 		for j, b := range s {
-			d[j] = fp16FromBits64(b)
+			d[j] = half.FP16FromBits64(b)
 		}
 	}
 	for ; i < len(src); i++ {
-		dst[i] = fp16FromBits64(src[i])
+		dst[i] = half.FP16FromBits64(src[i])
 	}
 }
 
-// roundBF16F64 is BF16FromFloat64(v).Float64() in place on float64 bits.
-// A normal BF16 is a float64 with a 7-bit mantissa, so in the normal
+// roundBF16F64 is codec.BFloat16FromFloat64(v).Float64() in place on float64 bits.
+// A normal codec.BFloat16 is a float64 with a 7-bit mantissa, so in the normal
 // range rounding happens in place, as in roundFP16F32.
 func roundBF16F64(buf []uint64) {
-	const lo, span = f64BF16MinNormal, f64BF16Overflow - f64BF16MinNormal
+	const lo, span = half.F64BF16MinNormal, half.F64BF16Overflow - half.F64BF16MinNormal
 	const dropped = 1<<45 - 1
 	i := 0
 	for ; i+4 <= len(buf); i += 4 {
 		s := buf[i : i+4 : i+4]
-		a0, a1, a2, a3 := s[0]&^f64SignMask, s[1]&^f64SignMask, s[2]&^f64SignMask, s[3]&^f64SignMask
+		a0, a1, a2, a3 := s[0]&^half.F64SignMask, s[1]&^half.F64SignMask, s[2]&^half.F64SignMask, s[3]&^half.F64SignMask
 		if allBelow4(a0-lo, a1-lo, a2-lo, a3-lo, span) {
 			s[0] = (s[0] + (1<<44 - 1) + a0>>45&1) &^ dropped
 			s[1] = (s[1] + (1<<44 - 1) + a1>>45&1) &^ dropped
@@ -243,23 +246,23 @@ func roundBF16F64(buf []uint64) {
 			continue
 		}
 		for j, b := range s {
-			s[j] = math.Float64bits(BF16(bf16FromBits64(b)).Float64())
+			s[j] = math.Float64bits(codec.BFloat16(half.BF16FromBits64(b)).Float64())
 		}
 	}
 	for ; i < len(buf); i++ {
-		buf[i] = math.Float64bits(BF16(bf16FromBits64(buf[i])).Float64())
+		buf[i] = math.Float64bits(codec.BFloat16(half.BF16FromBits64(buf[i])).Float64())
 	}
 }
 
-// roundFP16F64 is Float16FromFloat64(v).Float64() in place on float64
+// roundFP16F64 is codec.Float16FromFloat64(v).Float64() in place on float64
 // bits, the way roundBF16F64 goes.
 func roundFP16F64(buf []uint64) {
-	const lo, span = f64HalfMinNormal, f64HalfOverflow - f64HalfMinNormal
+	const lo, span = half.F64HalfMinNormal, half.F64HalfOverflow - half.F64HalfMinNormal
 	const dropped = 1<<42 - 1
 	i := 0
 	for ; i+4 <= len(buf); i += 4 {
 		s := buf[i : i+4 : i+4]
-		a0, a1, a2, a3 := s[0]&^f64SignMask, s[1]&^f64SignMask, s[2]&^f64SignMask, s[3]&^f64SignMask
+		a0, a1, a2, a3 := s[0]&^half.F64SignMask, s[1]&^half.F64SignMask, s[2]&^half.F64SignMask, s[3]&^half.F64SignMask
 		if allBelow4(a0-lo, a1-lo, a2-lo, a3-lo, span) {
 			s[0] = (s[0] + (1<<41 - 1) + a0>>42&1) &^ dropped
 			s[1] = (s[1] + (1<<41 - 1) + a1>>42&1) &^ dropped
@@ -268,105 +271,105 @@ func roundFP16F64(buf []uint64) {
 			continue
 		}
 		for j, b := range s {
-			s[j] = math.Float64bits(Float16(fp16FromBits64(b)).Float64())
+			s[j] = math.Float64bits(codec.Float16(half.FP16FromBits64(b)).Float64())
 		}
 	}
 	for ; i < len(buf); i++ {
-		buf[i] = math.Float64bits(Float16(fp16FromBits64(buf[i])).Float64())
+		buf[i] = math.Float64bits(codec.Float16(half.FP16FromBits64(buf[i])).Float64())
 	}
 }
 
-// decodeBF16F64 is BF16.Float64.
+// decodeBF16F64 is codec.BFloat16.Float64.
 func decodeBF16F64(dst []float64, src []uint16) {
 	src = src[:len(dst)]
 	for i := range dst {
-		dst[i] = BF16(src[i]).Float64()
+		dst[i] = codec.BFloat16(src[i]).Float64()
 	}
 }
 
-// decodeFP16F64 is Float16.Float64.
+// decodeFP16F64 is codec.Float16.Float64.
 func decodeFP16F64(dst []float64, src []uint16) {
 	src = src[:len(dst)]
 	for i := range dst {
-		dst[i] = Float16(src[i]).Float64()
+		dst[i] = codec.Float16(src[i]).Float64()
 	}
 }
 
 // The portable loops: one conversion of half.go per element, reading and
 // writing the payload with encoding/binary. They need no view of memory.
 
-func encodeHalfPortable[F float](c CodecID, dst []byte, src []F) {
+func encodeHalfPortable[F float](c codec.ID, dst []byte, src []F) {
 	dst = dst[:2*len(src)]
 	switch s := any(src).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i, v := range s {
-				binary.LittleEndian.PutUint16(dst[2*i:], uint16(BF16FromFloat32(v)))
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(codec.BFloat16FromFloat32(v)))
 			}
 		} else {
 			for i, v := range s {
-				binary.LittleEndian.PutUint16(dst[2*i:], uint16(Float16FromFloat32(v)))
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(codec.Float16FromFloat32(v)))
 			}
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i, v := range s {
-				binary.LittleEndian.PutUint16(dst[2*i:], uint16(BF16FromFloat64(v)))
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(codec.BFloat16FromFloat64(v)))
 			}
 		} else {
 			for i, v := range s {
-				binary.LittleEndian.PutUint16(dst[2*i:], uint16(Float16FromFloat64(v)))
+				binary.LittleEndian.PutUint16(dst[2*i:], uint16(codec.Float16FromFloat64(v)))
 			}
 		}
 	}
 }
 
-func decodeHalfPortable[F float](c CodecID, dst []F, src []byte) {
+func decodeHalfPortable[F float](c codec.ID, dst []F, src []byte) {
 	src = src[:2*len(dst)]
 	switch d := any(dst).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i := range d {
-				d[i] = BF16(binary.LittleEndian.Uint16(src[2*i:])).Float32()
+				d[i] = codec.BFloat16(binary.LittleEndian.Uint16(src[2*i:])).Float32()
 			}
 		} else {
 			for i := range d {
-				d[i] = Float16(binary.LittleEndian.Uint16(src[2*i:])).Float32()
+				d[i] = codec.Float16(binary.LittleEndian.Uint16(src[2*i:])).Float32()
 			}
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i := range d {
-				d[i] = BF16(binary.LittleEndian.Uint16(src[2*i:])).Float64()
+				d[i] = codec.BFloat16(binary.LittleEndian.Uint16(src[2*i:])).Float64()
 			}
 		} else {
 			for i := range d {
-				d[i] = Float16(binary.LittleEndian.Uint16(src[2*i:])).Float64()
+				d[i] = codec.Float16(binary.LittleEndian.Uint16(src[2*i:])).Float64()
 			}
 		}
 	}
 }
 
-func roundHalfPortable[F float](c CodecID, buf []F) {
+func roundHalfPortable[F float](c codec.ID, buf []F) {
 	switch b := any(buf).(type) {
 	case []float32:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i, v := range b {
-				b[i] = BF16FromFloat32(v).Float32()
+				b[i] = codec.BFloat16FromFloat32(v).Float32()
 			}
 		} else {
 			for i, v := range b {
-				b[i] = Float16FromFloat32(v).Float32()
+				b[i] = codec.Float16FromFloat32(v).Float32()
 			}
 		}
 	case []float64:
-		if c == CodecBF16 {
+		if c == codec.BF16 {
 			for i, v := range b {
-				b[i] = BF16FromFloat64(v).Float64()
+				b[i] = codec.BFloat16FromFloat64(v).Float64()
 			}
 		} else {
 			for i, v := range b {
-				b[i] = Float16FromFloat64(v).Float64()
+				b[i] = codec.Float16FromFloat64(v).Float64()
 			}
 		}
 	}

@@ -1,8 +1,13 @@
-package codec
+package kernel
 
-import "math"
+import (
+	"math"
 
-//go:generate go run -C _gen . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg codec
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/ops"
+)
+
+//go:generate go run -C _gen . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg kernel
 
 // The reduction kernels. reduce and finishAvg switch on the slice type
 // once per call and hand concrete slices to one loop per (op, type family):
@@ -12,7 +17,7 @@ import "math"
 //
 // The generic loops are instantiated per GC shape, and every integer and
 // float type is its own shape, so each compiles to the same code a
-// hand-written loop would. BF16, Float16 and uint16 share a shape, which is
+// hand-written loop would. codec.BFloat16, codec.Float16 and uint16 share a shape, which is
 // why the half-precision kernels are written out per type.
 //
 // On amd64 with AVX2, Sum of float32, float64, int32 and int64 and Prod of
@@ -38,7 +43,7 @@ type float interface{ float32 | float64 }
 // other predefined op the two orders give the same value (Go leaves the
 // payload of a NaN produced by arithmetic unspecified, so there is no order
 // to keep for Sum and Prod).
-func reduce[T Elem](op Op, dst, src []T, left bool) error {
+func reduce[T codec.Elem](op *ops.Def, dst, src []T, left bool) error {
 	switch d := any(dst).(type) {
 	case []int8:
 		return reduceInt(op, d, any(src).([]int8))
@@ -60,34 +65,34 @@ func reduce[T Elem](op Op, dst, src []T, left bool) error {
 		return reduceFloat(op, d, any(src).([]float32), left)
 	case []float64:
 		return reduceFloat(op, d, any(src).([]float64), left)
-	case []BF16:
-		return reduceBF16(op, d, any(src).([]BF16), left)
-	case []Float16:
-		return reduceFloat16(op, d, any(src).([]Float16), left)
+	case []codec.BFloat16:
+		return reduceBF16(op, d, any(src).([]codec.BFloat16), left)
+	case []codec.Float16:
+		return reduceFloat16(op, d, any(src).([]codec.Float16), left)
 	}
-	panic("unreachable: Elem covers exactly the cases above")
+	panic("unreachable: codec.Elem covers exactly the cases above")
 }
 
-func reduceInt[I integer](op Op, dst, src []I) error {
-	switch op.id {
-	case OpSum, OpAvg:
+func reduceInt[I integer](op *ops.Def, dst, src []I) error {
+	switch op.ID {
+	case ops.Sum, ops.Avg:
 		if !sumAsm(dst, src) {
 			sumInt(dst, src)
 		}
-	case OpProd:
+	case ops.Prod:
 		prodInt(dst, src)
-	case OpMin:
+	case ops.Min:
 		minInt(dst, src)
-	case OpMax:
+	case ops.Max:
 		maxInt(dst, src)
-	case OpAnd:
+	case ops.And:
 		andInt(dst, src)
-	case OpOr:
+	case ops.Or:
 		orInt(dst, src)
-	case OpXor:
+	case ops.Xor:
 		xorInt(dst, src)
 	default:
-		return op.Check(DTypeOf[I]())
+		return check(op, DTypeOf[I]())
 	}
 	return nil
 }
@@ -141,30 +146,30 @@ func xorInt[I integer](dst, src []I) {
 	}
 }
 
-func reduceFloat[F float](op Op, dst, src []F, left bool) error {
-	switch op.id {
-	case OpSum, OpAvg:
+func reduceFloat[F float](op *ops.Def, dst, src []F, left bool) error {
+	switch op.ID {
+	case ops.Sum, ops.Avg:
 		if !sumAsm(dst, src) {
 			sumFloat(dst, src)
 		}
-	case OpProd:
+	case ops.Prod:
 		if !prodAsm(dst, src) {
 			prodFloat(dst, src)
 		}
-	case OpMin:
+	case ops.Min:
 		if left {
 			minFloatLeft(dst, src)
 		} else {
 			minFloat(dst, src)
 		}
-	case OpMax:
+	case ops.Max:
 		if left {
 			maxFloatLeft(dst, src)
 		} else {
 			maxFloat(dst, src)
 		}
 	default:
-		return op.Check(DTypeOf[F]())
+		return check(op, DTypeOf[F]())
 	}
 	return nil
 }
@@ -282,24 +287,24 @@ func maxFloatLeft[F float](dst, src []F) {
 // widened values but store one of the operands unchanged, so a NaN keeps
 // its payload exactly.
 //
-// The two kernels are written out twice on purpose. BF16 and Float16 share
+// The two kernels are written out twice on purpose. codec.BFloat16 and codec.Float16 share
 // one GC shape (uint16), so a generic kernel calls their conversions
 // through a dictionary for every element: measured 3.5× slower
 // (BenchmarkSum/bf16: 0.7 GB/s against 2.5 GB/s).
 
-func reduceBF16(op Op, dst, src []BF16, left bool) error {
+func reduceBF16(op *ops.Def, dst, src []codec.BFloat16, left bool) error {
 	src = src[:len(dst)]
-	switch op.id {
-	case OpSum, OpAvg:
+	switch op.ID {
+	case ops.Sum, ops.Avg:
 		for i := range dst {
-			dst[i] = BF16FromFloat32(dst[i].Float32() + src[i].Float32())
+			dst[i] = codec.BFloat16FromFloat32(dst[i].Float32() + src[i].Float32())
 		}
-	case OpProd:
+	case ops.Prod:
 		for i := range dst {
-			dst[i] = BF16FromFloat32(dst[i].Float32() * src[i].Float32())
+			dst[i] = codec.BFloat16FromFloat32(dst[i].Float32() * src[i].Float32())
 		}
-	case OpMin, OpMax:
-		isMin := op.id == OpMin
+	case ops.Min, ops.Max:
+		isMin := op.ID == ops.Min
 		for i := range dst {
 			a, b := dst[i], src[i]
 			if left {
@@ -311,24 +316,24 @@ func reduceBF16(op Op, dst, src []BF16, left bool) error {
 			}
 		}
 	default:
-		return op.Check(BFloat16)
+		return check(op, BFloat16)
 	}
 	return nil
 }
 
-func reduceFloat16(op Op, dst, src []Float16, left bool) error {
+func reduceFloat16(op *ops.Def, dst, src []codec.Float16, left bool) error {
 	src = src[:len(dst)]
-	switch op.id {
-	case OpSum, OpAvg:
+	switch op.ID {
+	case ops.Sum, ops.Avg:
 		for i := range dst {
-			dst[i] = Float16FromFloat32(dst[i].Float32() + src[i].Float32())
+			dst[i] = codec.Float16FromFloat32(dst[i].Float32() + src[i].Float32())
 		}
-	case OpProd:
+	case ops.Prod:
 		for i := range dst {
-			dst[i] = Float16FromFloat32(dst[i].Float32() * src[i].Float32())
+			dst[i] = codec.Float16FromFloat32(dst[i].Float32() * src[i].Float32())
 		}
-	case OpMin, OpMax:
-		isMin := op.id == OpMin
+	case ops.Min, ops.Max:
+		isMin := op.ID == ops.Min
 		for i := range dst {
 			a, b := dst[i], src[i]
 			if left {
@@ -340,7 +345,7 @@ func reduceFloat16(op Op, dst, src []Float16, left bool) error {
 			}
 		}
 	default:
-		return op.Check(Half)
+		return check(op, Float16)
 	}
 	return nil
 }
@@ -358,7 +363,7 @@ func pickLeft(isMin bool, a, b float32) bool {
 }
 
 // finishAvg divides every element of buf by n > 1.
-func finishAvg[T Elem](buf []T, n int) {
+func finishAvg[T codec.Elem](buf []T, n int) {
 	switch b := any(buf).(type) {
 	case []int8:
 		avgSigned(b, n)
@@ -380,15 +385,15 @@ func finishAvg[T Elem](buf []T, n int) {
 		avgFloat(b, n)
 	case []float64:
 		avgFloat(b, n)
-	case []BF16:
+	case []codec.BFloat16:
 		d := float32(n)
 		for i := range b {
-			b[i] = BF16FromFloat32(b[i].Float32() / d)
+			b[i] = codec.BFloat16FromFloat32(b[i].Float32() / d)
 		}
-	case []Float16:
+	case []codec.Float16:
 		d := float32(n)
 		for i := range b {
-			b[i] = Float16FromFloat32(b[i].Float32() / d)
+			b[i] = codec.Float16FromFloat32(b[i].Float32() / d)
 		}
 	}
 }

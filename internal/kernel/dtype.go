@@ -1,30 +1,16 @@
-package codec
+package kernel
 
-import "fmt"
+import (
+	"fmt"
 
-// BF16 is a bfloat16 value: the upper 16 bits of an IEEE-754 float32
-// (1 sign, 8 exponent, 7 mantissa bits). Convert with BF16FromFloat32 and
-// BF16.Float32.
-type BF16 uint16
-
-// Float16 is an IEEE-754 binary16 value (1 sign, 5 exponent, 10 mantissa
-// bits). Convert with Float16FromFloat32 and Float16.Float32.
-type Float16 uint16
-
-// Elem is the set of element types that gocoll moves and reduces. Every
-// type has a fixed size and no pointers, so a slice of it can go on the
-// wire as its own bytes.
-type Elem interface {
-	int8 | int16 | int32 | int64 |
-		uint8 | uint16 | uint32 | uint64 |
-		float32 | float64 | BF16 | Float16
-}
+	"github.com/gocoll/gocoll/codec"
+)
 
 // DType names an element type on the wire. The zero DType is invalid, so a
 // header that was never filled in is caught by the frame header's validation.
 type DType uint8
 
-// The element types, in the order of Elem.
+// The element types, in the order of codec.Elem.
 const (
 	Int8 DType = iota + 1
 	Int16
@@ -37,7 +23,7 @@ const (
 	Float32
 	Float64
 	BFloat16
-	Half
+	Float16
 	numDTypes
 )
 
@@ -56,7 +42,7 @@ var dtypeInfo = [numDTypes]struct {
 	Float32:  {"float32", 4},
 	Float64:  {"float64", 8},
 	BFloat16: {"bf16", 2},
-	Half:     {"fp16", 2},
+	Float16:  {"fp16", 2},
 }
 
 // Valid reports whether d names one of the element types.
@@ -81,16 +67,18 @@ func (d DType) String() string {
 // bf16 or fp16).
 func (d DType) IsFloat() bool {
 	switch d {
-	case Float32, Float64, BFloat16, Half:
+	case Float32, Float64, BFloat16, Float16:
 		return true
 	}
 	return false
 }
 
 // DTypeOf returns the DType of T.
-func DTypeOf[T Elem]() DType {
-	var zero T
-	switch any(zero).(type) {
+func DTypeOf[T codec.Elem]() DType { return dtypeOfValue(*new(T)) }
+
+// dtypeOfValue returns the DType of v's type, which must be in codec.Elem.
+func dtypeOfValue(v any) DType {
+	switch v.(type) {
 	case int8:
 		return Int8
 	case int16:
@@ -111,10 +99,10 @@ func DTypeOf[T Elem]() DType {
 		return Float32
 	case float64:
 		return Float64
-	case BF16:
+	case codec.BFloat16:
 		return BFloat16
-	case Float16:
-		return Half
+	case codec.Float16:
+		return Float16
 	}
-	panic("unreachable: Elem covers exactly the cases above")
+	panic("unreachable: codec.Elem covers exactly the cases above")
 }

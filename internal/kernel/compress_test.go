@@ -1,4 +1,4 @@
-package codec
+package kernel
 
 import (
 	"bytes"
@@ -7,40 +7,42 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestCodecNames(t *testing.T) {
-	require.Equal(t, []CodecID{CodecNone, CodecBF16, CodecFP16, CodecZstd, CodecS2}, Codecs())
-	for _, c := range Codecs() {
+	require.Equal(t, []codec.ID{codec.None, codec.BF16, codec.FP16, codec.Zstd, codec.S2}, codec.IDs())
+	for _, c := range codec.IDs() {
 		t.Run(c.String(), func(t *testing.T) {
-			require.True(t, c.Valid())
-			got, err := ParseCodec(c.String())
+			require.True(t, KnownCodec(c))
+			got, err := codec.Parse(c.String())
 			require.NoError(t, err)
 			require.Equal(t, c, got)
-			require.Equal(t, c == CodecBF16 || c == CodecFP16, c.Lossy())
+			require.Equal(t, c == codec.BF16 || c == codec.FP16, c.Lossy())
 		})
 	}
-	require.False(t, numCodecs.Valid())
-	require.Equal(t, "codec(200)", CodecID(200).String())
-	_, err := ParseCodec("lz4")
-	require.ErrorIs(t, err, ErrInvalid)
+	require.False(t, KnownCodec(codec.ID(5)))
+	require.Equal(t, "codec(200)", codec.ID(200).String())
+	_, err := codec.Parse("lz4")
+	require.ErrorIs(t, err, codec.ErrInvalid)
 	require.ErrorContains(t, err, `unknown codec "lz4"`)
 }
 
 // TestCodecCheck checks which codec applies to which element type: the
 // lossy codecs to float32 and float64 only, with an error that names both.
 func TestCodecCheck(t *testing.T) {
-	for _, c := range append(Codecs(), numCodecs) {
+	for _, c := range append(codec.IDs(), codec.ID(5)) {
 		for dt := DType(1); dt < numDTypes; dt++ {
 			t.Run(fmt.Sprintf("%s/%s", c, dt), func(t *testing.T) {
-				err := c.Check(dt)
+				err := CheckCodec(c, dt)
 				switch {
-				case !c.Valid():
-					require.ErrorIs(t, err, ErrInvalid)
+				case !KnownCodec(c):
+					require.ErrorIs(t, err, codec.ErrInvalid)
 					require.ErrorContains(t, err, fmt.Sprintf("unknown codec %d", uint8(c)))
 				case c.Lossy() && dt != Float32 && dt != Float64:
-					require.ErrorIs(t, err, ErrInvalid)
+					require.ErrorIs(t, err, codec.ErrInvalid)
 					require.ErrorContains(t, err, c.String())
 					require.ErrorContains(t, err, "not "+dt.String())
 				default:
@@ -54,18 +56,18 @@ func TestCodecCheck(t *testing.T) {
 // roundTripInputs are the slices each round trip encodes: empty, short
 // ones around the kernels' group sizes, random bit patterns (NaNs and
 // subnormals included for floats), and compressible ones.
-func roundTripInputs[T Elem](t *testing.T) map[string][]T {
-	r := newRand(t)
+func roundTripInputs[T codec.Elem](t *testing.T) map[string][]T {
+	r := elemtest.NewRand(t)
 	in := map[string][]T{
 		"empty":   nil,
 		"zeros":   make([]T, 3000),
-		"random":  randElems[T](r, 5000),
+		"random":  elemtest.RandElems[T](r, 5000),
 		"pattern": make([]T, 4099),
 	}
 	for _, n := range []int{1, 3, 4, 5, 7, 8, 9, 15, 16, 17} {
-		in[fmt.Sprint("random ", n)] = randElems[T](r, n)
+		in[fmt.Sprint("random ", n)] = elemtest.RandElems[T](r, n)
 	}
-	few := randElems[T](r, 5)
+	few := elemtest.RandElems[T](r, 5)
 	for i := range in["pattern"] {
 		in["pattern"][i] = few[i%len(few)]
 	}
@@ -73,21 +75,21 @@ func roundTripInputs[T Elem](t *testing.T) map[string][]T {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	for _, c := range Codecs() {
+	for _, c := range codec.IDs() {
 		t.Run(c.String(), func(t *testing.T) {
-			forEachType(t, []typed{
-				{"int8", func(t *testing.T) { testRoundTrip[int8](t, c) }},
-				{"int16", func(t *testing.T) { testRoundTrip[int16](t, c) }},
-				{"int32", func(t *testing.T) { testRoundTrip[int32](t, c) }},
-				{"int64", func(t *testing.T) { testRoundTrip[int64](t, c) }},
-				{"uint8", func(t *testing.T) { testRoundTrip[uint8](t, c) }},
-				{"uint16", func(t *testing.T) { testRoundTrip[uint16](t, c) }},
-				{"uint32", func(t *testing.T) { testRoundTrip[uint32](t, c) }},
-				{"uint64", func(t *testing.T) { testRoundTrip[uint64](t, c) }},
-				{"float32", func(t *testing.T) { testRoundTrip[float32](t, c) }},
-				{"float64", func(t *testing.T) { testRoundTrip[float64](t, c) }},
-				{"bf16", func(t *testing.T) { testRoundTrip[BF16](t, c) }},
-				{"fp16", func(t *testing.T) { testRoundTrip[Float16](t, c) }},
+			elemtest.ForEachType(t, []elemtest.Typed{
+				{Name: "int8", Run: func(t *testing.T) { testRoundTrip[int8](t, c) }},
+				{Name: "int16", Run: func(t *testing.T) { testRoundTrip[int16](t, c) }},
+				{Name: "int32", Run: func(t *testing.T) { testRoundTrip[int32](t, c) }},
+				{Name: "int64", Run: func(t *testing.T) { testRoundTrip[int64](t, c) }},
+				{Name: "uint8", Run: func(t *testing.T) { testRoundTrip[uint8](t, c) }},
+				{Name: "uint16", Run: func(t *testing.T) { testRoundTrip[uint16](t, c) }},
+				{Name: "uint32", Run: func(t *testing.T) { testRoundTrip[uint32](t, c) }},
+				{Name: "uint64", Run: func(t *testing.T) { testRoundTrip[uint64](t, c) }},
+				{Name: "float32", Run: func(t *testing.T) { testRoundTrip[float32](t, c) }},
+				{Name: "float64", Run: func(t *testing.T) { testRoundTrip[float64](t, c) }},
+				{Name: "bf16", Run: func(t *testing.T) { testRoundTrip[codec.BFloat16](t, c) }},
+				{Name: "fp16", Run: func(t *testing.T) { testRoundTrip[codec.Float16](t, c) }},
 			})
 		})
 	}
@@ -97,17 +99,17 @@ func TestCodecRoundTrip(t *testing.T) {
 // gives back exactly the bytes it was given, a lossy one Round of them,
 // bit for bit. Either way the payload fits MaxWireLen and src is left as
 // it was.
-func testRoundTrip[T Elem](t *testing.T, c CodecID) {
+func testRoundTrip[T codec.Elem](t *testing.T, c codec.ID) {
 	dt := DTypeOf[T]()
-	if err := c.Check(dt); err != nil {
+	if err := CheckCodec(c, dt); err != nil {
 		// A lossy codec and a type it does not apply to: Encode
 		// refuses by panicking, Decode with an error, Round does nothing.
 		require.True(t, c.Lossy())
 		require.Panics(t, func() { Encode(c, make([]byte, 8), make([]T, 4)) })
 		err := Decode(c, make([]T, 4), make([]byte, 8))
-		require.ErrorIs(t, err, ErrInvalid)
-		require.False(t, errors.Is(err, ErrCorrupt))
-		buf := randElems[T](newRand(t), 9)
+		require.ErrorIs(t, err, codec.ErrInvalid)
+		require.False(t, errors.Is(err, codec.ErrCorrupt))
+		buf := elemtest.RandElems[T](elemtest.NewRand(t), 9)
 		want := append([]T(nil), buf...)
 		Round(c, buf)
 		require.Equal(t, want, buf)
@@ -118,14 +120,14 @@ func testRoundTrip[T Elem](t *testing.T, c CodecID) {
 			orig := append([]T(nil), src...)
 			dst := make([]byte, EncodeScratchLen(c, dt, len(src)))
 			payload, wc := Encode(c, dst, src)
-			require.Equal(t, Bytes(orig), Bytes(src), "Encode changed src")
+			require.Equal(t, codec.Bytes(orig), codec.Bytes(src), "Encode changed src")
 			require.LessOrEqual(t, len(payload), MaxWireLen(c, dt, len(src)))
 			switch {
 			case c.Lossy():
 				require.Equal(t, c, wc)
 				require.Len(t, payload, 2*len(src))
-			case wc == CodecNone:
-				require.Equal(t, Bytes(src), payload)
+			case wc == codec.None:
+				require.Equal(t, codec.Bytes(src), payload)
 			default:
 				require.Equal(t, c, wc)
 				require.Less(t, len(payload), len(src)*dt.Size())
@@ -135,25 +137,25 @@ func testRoundTrip[T Elem](t *testing.T, c CodecID) {
 			require.NoError(t, Decode(wc, got, payload))
 			want := append([]T(nil), src...)
 			Round(c, want)
-			require.Equal(t, Bytes(want), Bytes(got))
+			require.Equal(t, codec.Bytes(want), codec.Bytes(got))
 			if !c.Lossy() {
-				require.Equal(t, Bytes(src), Bytes(got))
+				require.Equal(t, codec.Bytes(src), codec.Bytes(got))
 			}
 		})
 	}
 }
 
 // TestLosslessFallback checks that a lossless codec sends data that does
-// not shrink raw, as CodecNone, and compresses data that does.
+// not shrink raw, as codec.None, and compresses data that does.
 func TestLosslessFallback(t *testing.T) {
-	random := randElems[uint8](newRand(t), 1<<16)
+	random := elemtest.RandElems[uint8](elemtest.NewRand(t), 1<<16)
 	zeros := make([]float32, 1<<14)
-	for _, c := range []CodecID{CodecZstd, CodecS2} {
+	for _, c := range []codec.ID{codec.Zstd, codec.S2} {
 		t.Run(c.String()+"/random", func(t *testing.T) {
 			dst := make([]byte, EncodeScratchLen(c, Uint8, len(random)))
 			payload, wc := Encode(c, dst, random)
-			require.Equal(t, CodecNone, wc)
-			require.Equal(t, Bytes(random), payload)
+			require.Equal(t, codec.None, wc)
+			require.Equal(t, codec.Bytes(random), payload)
 		})
 		t.Run(c.String()+"/zeros", func(t *testing.T) {
 			dst := make([]byte, EncodeScratchLen(c, Float32, len(zeros)))
@@ -175,24 +177,24 @@ const guardLen = 16
 // decodeGuarded decodes into n elements in the middle of a larger buffer
 // and requires that the elements around them are untouched, whatever
 // Decode returns.
-func decodeGuarded[T Elem](t testing.TB, c CodecID, n int, payload []byte) ([]T, error) {
+func decodeGuarded[T codec.Elem](t testing.TB, c codec.ID, n int, payload []byte) ([]T, error) {
 	t.Helper()
 	buf := make([]T, n+2*guardLen)
 	for i := range buf {
-		buf[i] = fromBits[T](0xa5a5a5a5a5a5a5a5)
+		buf[i] = elemtest.FromBits[T](0xa5a5a5a5a5a5a5a5)
 	}
 	dst := buf[guardLen : guardLen+n : guardLen+n]
 	err := Decode(c, dst, payload)
 	for i, v := range append(buf[:guardLen:guardLen], buf[guardLen+n:]...) {
-		if toBits(v) != toBits(fromBits[T](0xa5a5a5a5a5a5a5a5)) {
-			t.Fatalf("Decode(%s, %d elements, %d bytes) wrote past dst: guard element %d is %#x", c, n, len(payload), i, toBits(v))
+		if elemtest.ToBits(v) != elemtest.ToBits(elemtest.FromBits[T](0xa5a5a5a5a5a5a5a5)) {
+			t.Fatalf("Decode(%s, %d elements, %d bytes) wrote past dst: guard element %d is %#x", c, n, len(payload), i, elemtest.ToBits(v))
 		}
 	}
 	return dst, err
 }
 
 // encoded returns src's payload in c, requiring that c was used.
-func encoded[T Elem](t *testing.T, c CodecID, src []T) []byte {
+func encoded[T codec.Elem](t *testing.T, c codec.ID, src []T) []byte {
 	t.Helper()
 	dst := make([]byte, EncodeScratchLen(c, DTypeOf[T](), len(src)))
 	payload, wc := Encode(c, dst, src)
@@ -207,8 +209,8 @@ func TestDecodeCorrupt(t *testing.T) {
 	for i := range ramp {
 		ramp[i] = float32(i % 10)
 	}
-	zstdOK := encoded(t, CodecZstd, ramp)
-	s2OK := encoded(t, CodecS2, ramp)
+	zstdOK := encoded(t, codec.Zstd, ramp)
+	s2OK := encoded(t, codec.S2, ramp)
 	flip := func(b []byte, i int) []byte {
 		b = bytes.Clone(b)
 		b[i] ^= 0xff
@@ -216,45 +218,45 @@ func TestDecodeCorrupt(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		c       CodecID
+		c       codec.ID
 		n       int // elements of dst
 		payload []byte
 		want    string
 	}{
-		{"none short", CodecNone, n, make([]byte, 4*n-1), "none payload for 1000 elements: 3999 bytes"},
-		{"none long", CodecNone, n, make([]byte, 4*n+4), "4004 bytes"},
-		{"none for no elements", CodecNone, 0, make([]byte, 4), "none payload for 0 elements: 4 bytes"},
-		{"bf16 odd", CodecBF16, n, make([]byte, 2*n-1), "bf16 payload for 1000 elements: 1999 bytes"},
-		{"fp16 long", CodecFP16, n, make([]byte, 2*n+2), "2002 bytes"},
-		{"fp16 raw float32 length", CodecFP16, n, make([]byte, 4*n), "4000 bytes"},
-		{"bf16 empty", CodecBF16, n, nil, "0 bytes"},
-		{"zstd empty", CodecZstd, n, nil, "0 bytes decoded"},
-		{"zstd garbage", CodecZstd, n, bytes.Repeat([]byte{0x5a}, 100), "zstd payload"},
-		{"zstd truncated", CodecZstd, n, zstdOK[:len(zstdOK)-1], "zstd payload"},
-		{"zstd truncated to its header", CodecZstd, n, zstdOK[:6], "zstd payload"},
-		{"zstd body corrupted", CodecZstd, n, flip(zstdOK, len(zstdOK)/2), "zstd payload"},
-		{"zstd one element short", CodecZstd, n, encoded(t, CodecZstd, zeros[:n-1]), "zstd payload"},
-		{"zstd one element long", CodecZstd, n, encoded(t, CodecZstd, append(zeros, 0)), "zstd payload"},
-		{"zstd far too long", CodecZstd, n, encoded(t, CodecZstd, make([]float32, 1<<20)), "zstd payload"},
-		{"zstd two frames", CodecZstd, n, append(bytes.Clone(zstdOK), zstdOK...), "zstd payload"},
-		{"zstd for no elements", CodecZstd, 0, zstdOK, "zstd payload for 0 elements"},
-		{"s2 empty", CodecS2, n, nil, "s2 payload"},
-		{"s2 garbage", CodecS2, n, bytes.Repeat([]byte{0xff}, 100), "s2 payload"},
-		{"s2 truncated", CodecS2, n, s2OK[:len(s2OK)-1], "s2 payload"},
-		{"s2 body corrupted", CodecS2, n, flip(s2OK, len(s2OK)-2), "s2 payload"},
-		{"s2 one element short", CodecS2, n, encoded(t, CodecS2, zeros[:n-1]), "s2 payload for 1000 elements: 3996 bytes decoded"},
-		{"s2 one element long", CodecS2, n, encoded(t, CodecS2, append(zeros, 0)), "4004 bytes decoded"},
-		{"unknown codec", numCodecs, n, zstdOK, "unknown codec 5"},
+		{"none short", codec.None, n, make([]byte, 4*n-1), "none payload for 1000 elements: 3999 bytes"},
+		{"none long", codec.None, n, make([]byte, 4*n+4), "4004 bytes"},
+		{"none for no elements", codec.None, 0, make([]byte, 4), "none payload for 0 elements: 4 bytes"},
+		{"bf16 odd", codec.BF16, n, make([]byte, 2*n-1), "bf16 payload for 1000 elements: 1999 bytes"},
+		{"fp16 long", codec.FP16, n, make([]byte, 2*n+2), "2002 bytes"},
+		{"fp16 raw float32 length", codec.FP16, n, make([]byte, 4*n), "4000 bytes"},
+		{"bf16 empty", codec.BF16, n, nil, "0 bytes"},
+		{"zstd empty", codec.Zstd, n, nil, "0 bytes decoded"},
+		{"zstd garbage", codec.Zstd, n, bytes.Repeat([]byte{0x5a}, 100), "zstd payload"},
+		{"zstd truncated", codec.Zstd, n, zstdOK[:len(zstdOK)-1], "zstd payload"},
+		{"zstd truncated to its header", codec.Zstd, n, zstdOK[:6], "zstd payload"},
+		{"zstd body corrupted", codec.Zstd, n, flip(zstdOK, len(zstdOK)/2), "zstd payload"},
+		{"zstd one element short", codec.Zstd, n, encoded(t, codec.Zstd, zeros[:n-1]), "zstd payload"},
+		{"zstd one element long", codec.Zstd, n, encoded(t, codec.Zstd, append(zeros, 0)), "zstd payload"},
+		{"zstd far too long", codec.Zstd, n, encoded(t, codec.Zstd, make([]float32, 1<<20)), "zstd payload"},
+		{"zstd two frames", codec.Zstd, n, append(bytes.Clone(zstdOK), zstdOK...), "zstd payload"},
+		{"zstd for no elements", codec.Zstd, 0, zstdOK, "zstd payload for 0 elements"},
+		{"s2 empty", codec.S2, n, nil, "s2 payload"},
+		{"s2 garbage", codec.S2, n, bytes.Repeat([]byte{0xff}, 100), "s2 payload"},
+		{"s2 truncated", codec.S2, n, s2OK[:len(s2OK)-1], "s2 payload"},
+		{"s2 body corrupted", codec.S2, n, flip(s2OK, len(s2OK)-2), "s2 payload"},
+		{"s2 one element short", codec.S2, n, encoded(t, codec.S2, zeros[:n-1]), "s2 payload for 1000 elements: 3996 bytes decoded"},
+		{"s2 one element long", codec.S2, n, encoded(t, codec.S2, append(zeros, 0)), "4004 bytes decoded"},
+		{"unknown codec", codec.ID(5), n, zstdOK, "unknown codec 5"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeGuarded[float32](t, tc.c, tc.n, tc.payload)
-			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, err, codec.ErrCorrupt)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	// The good payloads decode, in the same harness.
-	for _, c := range []CodecID{CodecZstd, CodecS2} {
+	for _, c := range []codec.ID{codec.Zstd, codec.S2} {
 		got, err := decodeGuarded[float32](t, c, n, encoded(t, c, ramp))
 		require.NoError(t, err)
 		require.Equal(t, ramp, got)
@@ -265,28 +267,28 @@ func TestDecodeCorrupt(t *testing.T) {
 // nothing, on random bit patterns (NaNs, infinities and subnormals
 // included), and that Round leaves data alone for lossless codecs.
 func TestRoundIdempotent(t *testing.T) {
-	for _, c := range Codecs() {
+	for _, c := range codec.IDs() {
 		t.Run(c.String(), func(t *testing.T) {
-			r := newRand(t)
-			f32, f64 := randElems[float32](r, 1<<16), randElems[float64](r, 1<<16)
+			r := elemtest.NewRand(t)
+			f32, f64 := elemtest.RandElems[float32](r, 1<<16), elemtest.RandElems[float64](r, 1<<16)
 			once32, once64 := append([]float32(nil), f32...), append([]float64(nil), f64...)
 			Round(c, once32)
 			Round(c, once64)
 			if !c.Lossy() {
-				require.Equal(t, Bytes(f32), Bytes(once32))
-				require.Equal(t, Bytes(f64), Bytes(once64))
+				require.Equal(t, codec.Bytes(f32), codec.Bytes(once32))
+				require.Equal(t, codec.Bytes(f64), codec.Bytes(once64))
 			}
 			twice32, twice64 := append([]float32(nil), once32...), append([]float64(nil), once64...)
 			Round(c, twice32)
 			Round(c, twice64)
-			require.Equal(t, Bytes(once32), Bytes(twice32))
-			require.Equal(t, Bytes(once64), Bytes(twice64))
+			require.Equal(t, codec.Bytes(once32), codec.Bytes(twice32))
+			require.Equal(t, codec.Bytes(once64), codec.Bytes(twice64))
 		})
 	}
 }
 
 // lossyTrip is the value v comes back as after a trip through c.
-func lossyTrip[F float](t *testing.T, c CodecID, v F) F {
+func lossyTrip[F float](t *testing.T, c codec.ID, v F) F {
 	t.Helper()
 	src := []F{v}
 	got := make([]F, 1)
@@ -295,46 +297,46 @@ func lossyTrip[F float](t *testing.T, c CodecID, v F) F {
 }
 
 // TestLossySpecialValues checks NaN and ±Inf propagation and the values
-// at the top of each format's range, through Encode and Decode and
+// at the top of each elemtest.Format's range, through Encode and Decode and
 // through Round, for float32 and float64 data.
 //
-// BF16 has float32's exponent range but 8 bits of precision: its largest
+// codec.BFloat16 has float32's exponent range but 8 bits of precision: its largest
 // finite value is 0x7f7f = (2-2^-7)·2^127 = 3.3895314e38, and values from
 // the midpoint between it and 2^128, (2-2^-8)·2^127 = 3.3961775e38, up
 // round to Inf. MaxFloat32 (3.4028235e38) is above that midpoint, so it
-// becomes +Inf in BF16. FP16's largest finite value is 65504 and its
+// becomes +Inf in codec.BFloat16. FP16's largest finite value is 65504 and its
 // overflow threshold 65520.
 func TestLossySpecialValues(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
 	tests := []struct {
 		name string
-		c    CodecID
+		c    codec.ID
 		in   float64
 		want float64 // NaN for a NaN of the same sign
 	}{
-		{"bf16 +Inf", CodecBF16, inf, inf},
-		{"bf16 -Inf", CodecBF16, -inf, -inf},
-		{"bf16 NaN", CodecBF16, nan, nan},
-		{"bf16 -NaN", CodecBF16, -nan, -nan},
-		{"fp16 +Inf", CodecFP16, inf, inf},
-		{"fp16 -Inf", CodecFP16, -inf, -inf},
-		{"fp16 NaN", CodecFP16, nan, nan},
-		{"fp16 -NaN", CodecFP16, -nan, -nan},
-		{"fp16 max finite", CodecFP16, 65504, 65504},
-		{"fp16 65519 rounds down", CodecFP16, 65519, 65504},
-		{"fp16 65520 overflows", CodecFP16, 65520, inf},
-		{"fp16 -65520 overflows", CodecFP16, -65520, -inf},
-		{"fp16 1e5 overflows", CodecFP16, 1e5, inf},
-		{"fp16 smallest subnormal", CodecFP16, 0x1p-24, 0x1p-24},
-		{"fp16 underflow to zero", CodecFP16, 0x1p-26, 0},
-		{"fp16 underflow keeps the sign", CodecFP16, -0x1p-26, math.Copysign(0, -1)},
-		{"bf16 max finite", CodecBF16, 0x1.fep127, 0x1.fep127},
-		{"bf16 below the overflow threshold", CodecBF16, 0x1.ffp127 - 0x1p104, 0x1.fep127},
-		{"bf16 overflow threshold", CodecBF16, 0x1.ffp127, inf},
-		{"bf16 MaxFloat32 overflows", CodecBF16, math.MaxFloat32, inf},
-		{"bf16 -MaxFloat32 overflows", CodecBF16, -math.MaxFloat32, -inf},
-		{"bf16 smallest subnormal", CodecBF16, 0x1p-133, 0x1p-133},
-		{"bf16 zero", CodecBF16, math.Copysign(0, -1), math.Copysign(0, -1)},
+		{"bf16 +Inf", codec.BF16, inf, inf},
+		{"bf16 -Inf", codec.BF16, -inf, -inf},
+		{"bf16 NaN", codec.BF16, nan, nan},
+		{"bf16 -NaN", codec.BF16, -nan, -nan},
+		{"fp16 +Inf", codec.FP16, inf, inf},
+		{"fp16 -Inf", codec.FP16, -inf, -inf},
+		{"fp16 NaN", codec.FP16, nan, nan},
+		{"fp16 -NaN", codec.FP16, -nan, -nan},
+		{"fp16 max finite", codec.FP16, 65504, 65504},
+		{"fp16 65519 rounds down", codec.FP16, 65519, 65504},
+		{"fp16 65520 overflows", codec.FP16, 65520, inf},
+		{"fp16 -65520 overflows", codec.FP16, -65520, -inf},
+		{"fp16 1e5 overflows", codec.FP16, 1e5, inf},
+		{"fp16 smallest subnormal", codec.FP16, 0x1p-24, 0x1p-24},
+		{"fp16 underflow to zero", codec.FP16, 0x1p-26, 0},
+		{"fp16 underflow keeps the sign", codec.FP16, -0x1p-26, math.Copysign(0, -1)},
+		{"bf16 max finite", codec.BF16, 0x1.fep127, 0x1.fep127},
+		{"bf16 below the overflow threshold", codec.BF16, 0x1.ffp127 - 0x1p104, 0x1.fep127},
+		{"bf16 overflow threshold", codec.BF16, 0x1.ffp127, inf},
+		{"bf16 MaxFloat32 overflows", codec.BF16, math.MaxFloat32, inf},
+		{"bf16 -MaxFloat32 overflows", codec.BF16, -math.MaxFloat32, -inf},
+		{"bf16 smallest subnormal", codec.BF16, 0x1p-133, 0x1p-133},
+		{"bf16 zero", codec.BF16, math.Copysign(0, -1), math.Copysign(0, -1)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,12 +361,12 @@ func TestLossySpecialValues(t *testing.T) {
 			}
 		})
 	}
-	// A float32 just below the BF16 overflow midpoint stays finite, and
+	// A float32 just below the codec.BFloat16 overflow midpoint stays finite, and
 	// the midpoint itself overflows.
-	require.Equal(t, float32(0x1.fep127), lossyTrip(t, CodecBF16, math.Float32frombits(0x7f7f7fff)))
-	require.True(t, math.IsInf(float64(lossyTrip(t, CodecBF16, math.Float32frombits(0x7f7f8000))), 1))
+	require.Equal(t, float32(0x1.fep127), lossyTrip(t, codec.BF16, math.Float32frombits(0x7f7f7fff)))
+	require.True(t, math.IsInf(float64(lossyTrip(t, codec.BF16, math.Float32frombits(0x7f7f8000))), 1))
 	// Signalling NaNs come back quiet, with their sign.
-	for _, c := range []CodecID{CodecBF16, CodecFP16} {
+	for _, c := range []codec.ID{codec.BF16, codec.FP16} {
 		got := lossyTrip(t, c, math.Float32frombits(0xff800001))
 		require.True(t, got != got)
 		require.True(t, math.Signbit(float64(got)))
@@ -378,15 +380,15 @@ func TestLossySpecialValues(t *testing.T) {
 // the zstd coders exist (they are made on first use, and keep their
 // tables in pools). Under the race detector sync.Pool drops a quarter of
 // what is put in it, so zstd does allocate there: the test reports how
-// much and checks only the others. Where Bytes copies (Aliasing is false)
+// much and checks only the others. Where Bytes copies (codec.Aliasing is false)
 // the lossless codecs must copy too, so only the lossy ones are checked.
 func TestZeroAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("AllocsPerRun takes a while")
 	}
 	const n = 1 << 14
-	r := newRand(t)
-	// Gradient-like values; for the lossless codecs rounded to BF16, so
+	r := elemtest.NewRand(t)
+	// Gradient-like values; for the lossless codecs rounded to codec.BFloat16, so
 	// that half of every float32 is zeros and they really compress (data
 	// that does not shrink goes raw and never reaches their decoders).
 	f32, f64, i32 := make([]float32, n), make([]float64, n), make([]int32, n)
@@ -396,11 +398,11 @@ func TestZeroAllocs(t *testing.T) {
 		i32[i] = int32(r.IntN(100))
 	}
 	f32c, f64c := append([]float32(nil), f32...), append([]float64(nil), f64...)
-	Round(CodecBF16, f32c)
-	Round(CodecBF16, f64c)
-	for _, c := range Codecs()[1:] {
+	Round(codec.BF16, f32c)
+	Round(codec.BF16, f64c)
+	for _, c := range codec.IDs()[1:] {
 		t.Run(c.String(), func(t *testing.T) {
-			if !Aliasing && !c.Lossy() {
+			if !codec.Aliasing && !c.Lossy() {
 				t.Skip("Bytes copies in this build")
 			}
 			var allocs map[string]float64
@@ -417,7 +419,7 @@ func TestZeroAllocs(t *testing.T) {
 				}
 			}
 			t.Logf("%s allocations per Encode+Decode+Round: %v", c, allocs)
-			if c == CodecZstd && raceEnabled {
+			if c == codec.Zstd && raceEnabled {
 				t.Skip("under the race detector sync.Pool drops items, and zstd's coders allocate")
 			}
 			for typ, a := range allocs {
@@ -429,7 +431,7 @@ func TestZeroAllocs(t *testing.T) {
 
 // allocsOfTrip is the average number of allocations of an Encode, a
 // Decode and a Round of src with c, which must compress src.
-func allocsOfTrip[T Elem](t *testing.T, c CodecID, src []T) float64 {
+func allocsOfTrip[T codec.Elem](t *testing.T, c codec.ID, src []T) float64 {
 	t.Helper()
 	dst := make([]byte, EncodeScratchLen(c, DTypeOf[T](), len(src)))
 	out := make([]T, len(src))
@@ -449,17 +451,17 @@ func allocsOfTrip[T Elem](t *testing.T, c CodecID, src []T) float64 {
 // which the lossy codecs cannot view as 16-bit words: the bytes are the
 // same as at an aligned address, and so are the decoded values.
 func TestEncodeMisaligned(t *testing.T) {
-	r := newRand(t)
-	for _, c := range []CodecID{CodecBF16, CodecFP16} {
+	r := elemtest.NewRand(t)
+	for _, c := range []codec.ID{codec.BF16, codec.FP16} {
 		t.Run(c.String(), func(t *testing.T) {
-			f32, f64 := randElems[float32](r, 1001), randElems[float64](r, 1001)
+			f32, f64 := elemtest.RandElems[float32](r, 1001), elemtest.RandElems[float64](r, 1001)
 			testMisaligned(t, c, f32)
 			testMisaligned(t, c, f64)
 		})
 	}
 }
 
-func testMisaligned[F float](t *testing.T, c CodecID, src []F) {
+func testMisaligned[F float](t *testing.T, c codec.ID, src []F) {
 	aligned := encoded(t, c, src)
 	buf := make([]byte, 2*len(src)+1)
 	payload, wc := Encode(c, buf[1:], src)
@@ -470,5 +472,5 @@ func testMisaligned[F float](t *testing.T, c CodecID, src []F) {
 	require.NoError(t, Decode(c, want, aligned))
 	got := make([]F, len(src))
 	require.NoError(t, Decode(c, got, payload))
-	require.Equal(t, Bytes(want), Bytes(got))
+	require.Equal(t, codec.Bytes(want), codec.Bytes(got))
 }

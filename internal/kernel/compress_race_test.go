@@ -1,6 +1,6 @@
 //go:build race
 
-package codec
+package kernel
 
 // raceEnabled is true when the race detector is on. Then sync.Pool drops
 // a quarter of what is put in it, to shake out bugs, and the zstd coders,

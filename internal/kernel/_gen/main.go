@@ -1,9 +1,9 @@
 // Command _gen writes codec's AVX2 reduction kernels with avo. It is a
 // module of its own, so that avo is never a dependency of gocoll, and its
 // directory starts with an underscore, so that ./... in the main module
-// skips it. Run it through go generate in codec:
+// skips it. Run it through go generate in internal/kernel:
 //
-//	go run -C _gen . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg codec
+//	go run -C _gen . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg kernel
 package main
 
 import (

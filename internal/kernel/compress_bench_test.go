@@ -1,8 +1,11 @@
-package codec
+package kernel
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/internal/elemtest"
 )
 
 // benchBytes is the raw size of the data each benchmark encodes, decodes
@@ -11,23 +14,23 @@ const benchBytes = 1 << 20
 
 // benchData returns 1 MiB of T drawn like gradients: normally distributed
 // around zero, the data the lossy codecs are for. For the lossless codecs
-// the values are rounded to BF16 first, so that the low half of every
+// the values are rounded to codec.BFloat16 first, so that the low half of every
 // float32 is zeros: full-precision random floats hardly shrink, and would
-// go raw (CodecNone) without exercising the codec.
-func benchData[T float](b *testing.B, c CodecID) []T {
-	r := newRand(b)
-	s := make([]T, benchBytes/sizeOf[T]())
+// go raw (codec.None) without exercising the codec.
+func benchData[T float](b *testing.B, c codec.ID) []T {
+	r := elemtest.NewRand(b)
+	s := make([]T, benchBytes/DTypeOf[T]().Size())
 	for i := range s {
 		s[i] = T(r.NormFloat64())
 	}
 	if !c.Lossy() {
-		Round(CodecBF16, s)
+		Round(codec.BF16, s)
 	}
 	return s
 }
 
-func benchCodecs[T float](b *testing.B, lossyOnly bool, run func(b *testing.B, c CodecID, src []T)) {
-	for _, c := range Codecs()[1:] {
+func benchCodecs[T float](b *testing.B, lossyOnly bool, run func(b *testing.B, c codec.ID, src []T)) {
+	for _, c := range codec.IDs()[1:] {
 		if lossyOnly && !c.Lossy() {
 			continue
 		}
@@ -40,7 +43,7 @@ func benchCodecs[T float](b *testing.B, lossyOnly bool, run func(b *testing.B, c
 	}
 }
 
-func benchEncode[T float](b *testing.B, c CodecID, src []T) {
+func benchEncode[T float](b *testing.B, c codec.ID, src []T) {
 	dst := make([]byte, EncodeScratchLen(c, DTypeOf[T](), len(src)))
 	payload, wc := Encode(c, dst, src) // build the zstd coder outside the timing
 	if wc != c {
@@ -53,7 +56,7 @@ func benchEncode[T float](b *testing.B, c CodecID, src []T) {
 	b.ReportMetric(float64(len(payload))/benchBytes, "wire/raw") // after ResetTimer, which drops metrics
 }
 
-func benchDecode[T float](b *testing.B, c CodecID, src []T) {
+func benchDecode[T float](b *testing.B, c codec.ID, src []T) {
 	enc := make([]byte, EncodeScratchLen(c, DTypeOf[T](), len(src)))
 	payload, wc := Encode(c, enc, src)
 	dst := make([]T, len(src))
@@ -68,7 +71,7 @@ func benchDecode[T float](b *testing.B, c CodecID, src []T) {
 	}
 }
 
-func benchRound[T float](b *testing.B, c CodecID, src []T) {
+func benchRound[T float](b *testing.B, c codec.ID, src []T) {
 	buf := make([]T, len(src))
 	copy(buf, src)
 	for b.Loop() {
