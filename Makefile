@@ -6,7 +6,7 @@ RANKS   ?= 4
 # arithmetic is pure functions, tested without the detector in test-all.
 RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
 
-.PHONY: all build demo test fmt-check vet test-race test-all fuzz bench gobench clean
+.PHONY: all build benchtool demo test fmt-check vet test-race test-all test-tools fuzz bench gobench clean
 
 all: build
 
@@ -15,13 +15,18 @@ build:
 	$(GO) build -o $(BIN)/allreduce ./examples/allreduce
 	$(GO) build -o $(BIN)/exchange ./examples/exchange
 
+# benchtool (compare, plot, model) is in the tools module, so that the
+# library's users never download its plotting and linear algebra.
+benchtool:
+	cd tools && $(GO) build -o ../$(BIN)/benchtool ./benchtool
+
 # A 4-rank job in local processes, linked through shared memory: every rank averages a gradient
 # with one Allreduce and prints it, then rank 0 prints the bandwidth of
 # 16 MiB allreduces.
 demo: build
 	$(BIN)/gocoll run -n $(RANKS) $(BIN)/allreduce
 
-test: fmt-check vet test-race test-all
+test: fmt-check vet test-race test-all test-tools
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -29,6 +34,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
 
 test-race:
 	$(GO) test -race -count=1 -timeout 10m $(RACE_PKGS)
@@ -39,6 +45,9 @@ test-race:
 test-all:
 	$(GO) test -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -timeout 5m -tags purego ./codec/... ./internal/kernel/...
+
+test-tools:
+	cd tools && $(GO) test -count=1 -timeout 5m ./...
 
 # Short fuzzing runs of every target that parses bytes from a peer.
 fuzz:
@@ -57,16 +66,16 @@ RESULTS := bench/results
 REFERENCE ?= bench/reference/results
 ANCHORS := $(wildcard $(REFERENCE)/openmpi.csv $(REFERENCE)/mpi4py.csv)
 SWEEP   := $(BIN)/gocoll bench --scale 0.5
-bench: build
+bench: build benchtool
 	mkdir -p $(RESULTS)
 	$(SWEEP) -n 2 --transport shm --sizes 8:16M --objects --csv $(RESULTS)/shm.csv --json $(RESULTS)/shm.json
 	$(SWEEP) -n 2 --transport tcp --sizes 8:16M --csv $(RESULTS)/tcp.csv --json $(RESULTS)/tcp.json
 	$(SWEEP) -n 4 --transport tcp --collectives allreduce --algos ring,recursive_doubling,rabenseifner,tree \
 		--sizes 8:4M --csv $(RESULTS)/tcp-algos.csv --json $(RESULTS)/tcp-algos.json
-	$(BIN)/gocoll bench plot -o $(RESULTS)/sweep.png --np 2 --collective allreduce,bcast,gather \
+	$(BIN)/benchtool plot -o $(RESULTS)/sweep.png --np 2 --collective allreduce,bcast,gather \
 		$(RESULTS)/shm.csv $(RESULTS)/tcp.csv $(ANCHORS)
-	$(if $(ANCHORS),$(BIN)/gocoll bench compare $(RESULTS)/shm.csv $(RESULTS)/tcp.csv $(ANCHORS) | tee $(RESULTS)/compare.txt)
-	$(BIN)/gocoll bench model $(RESULTS)/tcp-algos.csv | tee $(RESULTS)/model.txt
+	$(if $(ANCHORS),$(BIN)/benchtool compare $(RESULTS)/shm.csv $(RESULTS)/tcp.csv $(ANCHORS) | tee $(RESULTS)/compare.txt)
+	$(BIN)/benchtool model $(RESULTS)/tcp-algos.csv | tee $(RESULTS)/model.txt
 
 # The Go benchmarks of the kernels, links and point-to-point paths.
 gobench:

@@ -77,7 +77,7 @@ func TestCSVRoundTrip(t *testing.T) {
 }
 
 // TestReadAnchors reads reference results in the format of
-// bench/reference's scripts, the files that gocoll bench compare joins
+// bench/reference's scripts, the files that benchtool compare joins
 // ours with.
 func TestReadAnchors(t *testing.T) {
 	f, err := os.Open("testdata/openmpi.csv")

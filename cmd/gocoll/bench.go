@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +28,6 @@ const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collective
                     [--sizes spec] [--algos list] [--chunks list] [--codec list]
                     [--iters auto|N] [--scale f] [--csv file] [--json file]
                     [--objects] [--progress] [--cpuprofile file] [--timeout d]
-       gocoll bench <tool> [arguments]
 
 Bench starts a job of n ranks on this machine and sweeps collectives over
 message sizes the way the OSU micro-benchmarks and the scripts in
@@ -135,12 +132,12 @@ The flags are:
 	--timeout d
 		the communicator timeout of the ranks (0: the library default)
 
-The tools work on result files rather than run a sweep; each describes
-itself with "gocoll bench <tool> -h":
+The command benchtool, in the repository's tools module, works on the
+result files: compare sets gocoll's results side by side with other
+implementations', plot draws bandwidth and latency against message size,
+model fits the alpha-beta cost model and projects it to more ranks:
 
-	compare   set gocoll's results side by side with other implementations'
-	plot      draw bandwidth and latency against message size
-	model     fit the alpha-beta cost model and project it to more ranks
+	cd tools && go run ./benchtool help
 
 Bench exits with status 2 for bad arguments and 1 when the sweep fails.
 `
@@ -158,7 +155,9 @@ type benchFlags struct {
 
 func benchMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return benchTool(args, stdout, stderr)
+		fmt.Fprintf(stderr, "gocoll bench %s: a sweep takes only flags; compare, plot and model are benchtool's (cd tools && go run ./benchtool %s)\n",
+			args[0], args[0])
+		return 2
 	}
 	f, cfg, err := parseBench(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -312,18 +311,6 @@ func splitList(s string) []string {
 		}
 	}
 	return items
-}
-
-// benchTool runs the tool that args[0] names.
-func benchTool(args []string, stdout, stderr io.Writer) int {
-	tool, ok := benchTools[args[0]]
-	if !ok {
-		names := slices.Sorted(maps.Keys(benchTools))
-		fmt.Fprintf(stderr, "gocoll bench %s: unknown tool (the tools are %s; a sweep takes only flags)\nRun 'gocoll help bench' for usage.\n",
-			args[0], strings.Join(names, ", "))
-		return 2
-	}
-	return tool.run(args[1:], stdout, stderr)
 }
 
 func createOutput(path string) (*os.File, error) {

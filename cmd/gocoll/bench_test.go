@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +42,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--objects", "--collectives", "bcast"}, 2, "the object sweep measures allreduce and allgather"},
 		{[]string{"bench", "-n", "2", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"bench", "--frobnicate"}, 2, "flag provided but not defined: -frobnicate"},
-		{[]string{"bench", "frobnicate"}, 2, "gocoll bench frobnicate: unknown tool"},
+		{[]string{"bench", "frobnicate"}, 2, "gocoll bench frobnicate: a sweep takes only flags"},
 		{[]string{"bench", "--transport", "mem", "--sizes", "8", "--csv", "/nonexistent/dir/out.csv"}, 2, "--csv: open /nonexistent/dir/out.csv"},
 	}
 	for _, tt := range tests {
@@ -56,16 +55,12 @@ func TestBenchUsageErrors(t *testing.T) {
 	}
 }
 
-func TestBenchDispatchesTools(t *testing.T) {
-	var got []string
-	benchTools["echo-test"] = &command{name: "echo-test", run: func(args []string, stdout, stderr io.Writer) int {
-		got = args
-		return 3
-	}}
-	t.Cleanup(func() { delete(benchTools, "echo-test") })
+// TestBenchPointsToBenchtool: the result-file tools left gocoll for
+// benchtool, and gocoll bench says where they went.
+func TestBenchPointsToBenchtool(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, 3, dispatch([]string{"bench", "echo-test", "-o", "x.png", "a.csv"}, &stdout, &stderr))
-	require.Equal(t, []string{"-o", "x.png", "a.csv"}, got)
+	require.Equal(t, 2, dispatch([]string{"bench", "plot", "-o", "x.png", "a.csv"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "go run ./benchtool plot")
 }
 
 // checkOutputs reads the CSV and JSON files of a sweep and checks that

@@ -47,11 +47,9 @@ type Segment struct {
 	ranks  int
 	slot   int   // bytes per rank per half
 	pids   []int // process of each rank
-	// burst is how many times a wait polls between yields of the
-	// processor. It adapts to what the yields show (spin): long while
-	// this rank has a core to itself, short while it shares one with the
-	// rank it waits for, which then runs only when this one yields.
-	burst int
+	// waiter waits for other ranks' steps (shmem.Waiter: polls, yields,
+	// then sleeps on the segment's bell).
+	waiter shmem.Waiter
 
 	// Local state of the operation that holds the turn.
 	ticket atomic.Uint64 // tickets handed out (Enqueue)
@@ -59,7 +57,6 @@ type Segment struct {
 	round  uint64        // rounds run so far
 	seen   []uint64      // by rank: the last ticket whose calls were compared
 	known  []uint64      // by rank: the highest step seen, so that satisfied waits read no shared line
-	waitTS shmem.Timespec
 	// uses counts the operations running, two per operation, with bit 0
 	// set once the communicator closed: the mapping goes when both are
 	// over (release), unmapOnce makes sure once.
@@ -78,9 +75,6 @@ const (
 	segRecords   = 16                 // call records per rank, a ring by ticket
 	segRecord    = 32
 	segPage      = 4096
-	segBurstMin  = 16                     // polls between yields, sharing a core
-	segBurstMax  = 1024                   // polls between yields, with a core to itself
-	segSwitched  = 2 * time.Microsecond   // a yield this long ran another thread
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
 	segLiveEvery = 100 * time.Millisecond // between checks that waited-for processes live
@@ -218,7 +212,7 @@ func (s *Segment) release(closing bool) {
 		// Ranks waiting for this one's next step learn that it will
 		// not come, as they would from a goodbye over a link.
 		s.gone(s.c.rank).Store(1)
-		s.wake()
+		s.bell().Ring()
 		left = s.uses.Or(segClosed) | segClosed
 	} else {
 		left = s.uses.Add(^uint64(1)) // minus 2
@@ -268,15 +262,12 @@ func (op *SegmentOp) WaitInOf(r int) error { return op.wait(r, 2*op.round-1) }
 
 func (s *Segment) publish(step uint64) {
 	s.step(s.c.rank).Store(step)
-	s.wake()
+	s.bell().Ring()
 }
 
-// wake wakes the ranks sleeping on the segment's futex, if any.
-func (s *Segment) wake() {
-	if s.word32(segSleepers).Load() != 0 {
-		s.word32(segEpoch).Add(1)
-		shmem.Wake(s.word32(segEpoch), s.ranks)
-	}
+// bell is what ranks waiting for a step sleep on.
+func (s *Segment) bell() shmem.Bell {
+	return shmem.Bell{Sleepers: s.word32(segSleepers), Seq: s.word32(segEpoch)}
 }
 
 func (op *SegmentOp) waitAll(step uint64) error {
@@ -313,80 +304,24 @@ func (op *SegmentOp) wait(r int, step uint64) error {
 	return nil
 }
 
-// spin waits for w to reach step, polling it, yielding the processor
-// every s.burst polls, and after segYieldFor sleeping on the futex.
+// spin waits for w to reach step with the segment's waiter, which
+// sleeps on the segment's bell after segYieldFor. Between polls it checks
+// that the operation can go on and that rank r did not leave: the gone
+// mark is set after r's last step, so a rank that left with w still short
+// of step will never reach it.
 func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 	s := op.s
-	var start time.Time
-	polls := 0 // since the last yield
-	for i := 0; ; i++ {
-		if w.Load() >= step {
-			return nil
+	_, err := s.waiter.Wait(w, 0, step, s.bell(), s.pids[r] == s.pids[s.c.rank], func() error {
+		if err := op.failed(r); err != nil {
+			return err
 		}
-		if i%64 == 63 {
-			if err := op.failed(r); err != nil {
-				return err
-			}
-			// The mark is set after the last step: a rank that left with
-			// w still short of step will never reach it.
-			if s.gone(r).Load() != 0 && w.Load() < step {
-				return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
-					ErrPeerClosed, s.c.group[r], step, op.call)
-			}
-			if start.IsZero() {
-				start = time.Now()
-			} else if time.Since(start) >= segYieldFor {
-				s.sleep(w, step)
-				continue
-			}
+		if s.gone(r).Load() != 0 && w.Load() < step {
+			return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
+				ErrPeerClosed, s.c.group[r], step, op.call)
 		}
-		if polls++; polls < s.burst {
-			continue
-		}
-		polls = 0
-		// A yield that takes long ran another thread on this core. If the
-		// wait is over after it, that was likely the rank waited for,
-		// and polls only keep it from running: yield sooner from now on.
-		// A yield that returns at once found nothing else to run, so the
-		// rank waited for has a core of its own: poll longer.
-		t := time.Now()
-		s.yield(r)
-		switched := time.Since(t) > segSwitched
-		done := w.Load() >= step
-		switch {
-		case switched && done:
-			s.burst = max(s.burst/2, segBurstMin)
-		case !switched:
-			s.burst = min(s.burst*2, segBurstMax)
-		}
-		if done {
-			return nil
-		}
-	}
-}
-
-// yield lets another thread run on this core; for rank r of this
-// process, another goroutine on this P. A rank of another process needs a
-// core, and the Go scheduler is best left alone then: Gosched wakes idle
-// threads that take cores.
-func (s *Segment) yield(r int) {
-	if s.pids[r] == s.pids[s.c.rank] {
-		runtime.Gosched()
-	} else {
-		shmem.Yield()
-	}
-}
-
-// sleep sleeps on the segment's futex, for segSleep at most, unless w
-// reaches step first. Ranks that publish a step wake sleepers.
-func (s *Segment) sleep(w *atomic.Uint64, step uint64) {
-	sleepers, epoch := s.word32(segSleepers), s.word32(segEpoch)
-	sleepers.Add(1)
-	e := epoch.Load()
-	if w.Load() < step {
-		shmem.Wait(epoch, e, segSleep, &s.waitTS)
-	}
-	sleepers.Add(^uint32(0))
+		return nil
+	})
+	return err
 }
 
 // failed reports why the operation cannot go on, if it cannot: its

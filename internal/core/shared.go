@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,11 +225,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
-	// Ranks that cannot all have a core start out yielding often.
-	s.burst = segBurstMax
-	if n > runtime.NumCPU() {
-		s.burst = segBurstMin
-	}
+	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, n)
 	return s, nil
 }
 

@@ -16,6 +16,12 @@
 // in a region, and every process maps it at its own address: store
 // offsets.
 //
+// A Waiter waits for a counter in a mapping that another process
+// advances, with one policy for every such wait: poll, yield, then sleep
+// on a Bell (a futex word and a count of its sleepers) that the other
+// side rings. The shared-memory links and the communicator's segment both
+// wait with it, each with its own spinning budget.
+//
 // Shared memory is a Linux feature here; elsewhere every function returns
 // ErrUnsupported.
 package shmem

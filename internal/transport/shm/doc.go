@@ -46,19 +46,21 @@
 //
 // # Waiting
 //
-// A side that waits for data, for space or for an acknowledgement polls
-// the word it waits for, yielding to other goroutines and then to other
-// threads (sched_yield, for hosts with more processes than cores), for
-// some tens of microseconds. Then it sleeps on its bell, a futex word in
-// the region: it announces itself in the bell's parked flag, checks its
-// condition again and sleeps (FUTEX_WAIT, not private: the word is shared
-// between processes) for at most 100 ms before it looks again. The other
-// side wakes it (FUTEX_WAKE) only when the flag says that it sleeps, so a
-// busy link makes no wake-up system calls; since the waker stores its
-// index before it reads the flag and the sleeper sets the flag before it
-// checks the index (all sequentially consistent), no wake-up is lost.
-// The bounded sleep also bounds how late a writer notices that its
-// context ended.
+// A side that waits for data, for space or for an acknowledgement waits
+// with internal/shmem's Waiter, the one the communicator's shared-memory
+// segment uses too: it polls the word it waits for, yielding to the
+// process's other goroutines every so many polls (the goroutine a
+// message is for must run before the peer hears back), for some tens of
+// microseconds. Then it sleeps on its
+// bell, a futex word in the region: it announces itself in the bell's
+// sleeper count, checks its condition again and sleeps (FUTEX_WAIT, not
+// private: the word is shared between processes) for at most 100 ms
+// before it looks again. The other side wakes it (FUTEX_WAKE) only when
+// the count says that it sleeps, so a busy link makes no wake-up system
+// calls; since the waker stores its index before it reads the count and
+// the sleeper counts itself before it checks the index (all sequentially
+// consistent), no wake-up is lost. The bounded sleep also bounds how late
+// a writer notices that its context ended.
 //
 // # CMA
 //

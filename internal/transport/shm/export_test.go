@@ -14,10 +14,10 @@ func RefuseCMA(l transport.Link) { l.(*link).refuseCMA = true }
 func CMARefused(l transport.Link) bool { return l.(*link).cmaRefused }
 
 // ReaderParked reports whether the reader of l sleeps on its bell.
-func ReaderParked(l transport.Link) bool { return l.(*link).in.consumer.parked.Load() != 0 }
+func ReaderParked(l transport.Link) bool { return l.(*link).in.consumer.Sleepers.Load() != 0 }
 
 // WriterParked reports whether a writer of l sleeps on its bell.
-func WriterParked(l transport.Link) bool { return l.(*link).out.producer.parked.Load() != 0 }
+func WriterParked(l transport.Link) bool { return l.(*link).out.producer.Sleepers.Load() != 0 }
 
 // RingSize is the ring size of the links that t dials.
 func RingSize(t *Transport) int { return t.o.ringBytes() }

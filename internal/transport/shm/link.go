@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,18 +42,15 @@ const maxChunk = 64 << 10
 // transfers short at about 2 GiB.
 const maxVMRead = 1 << 30
 
-// Waiting: a waiter polls for spinPolls rounds, then yields to other
-// goroutines between polls for spinSched and to other threads for
-// spinYield, and then sleeps on its bell for at most parkTimeout at a
-// time. The spinning covers the tens of microseconds in which a peer
-// that is running answers, and must be measured in time: a round costs
-// anything from a nanosecond to a microsecond. The sleeps keep an idle
-// link from costing a core. parkTimeout also bounds how late a writer
-// notices that its context ended, since nothing rings a bell for that.
+// Waiting (shmem.Waiter): a waiter polls and yields to the process's
+// goroutines (the reader's message goes to a caller goroutine, which must
+// run before the peer hears back) for spinFor, the tens of microseconds
+// in which a peer that is running answers, and then
+// sleeps on its bell for at most parkTimeout at a time, so that an idle
+// link costs no core. parkTimeout also bounds how late a writer notices
+// that its context ended, since nothing rings a bell for that.
 const (
-	spinPolls   = 100
-	spinSched   = 30 * time.Microsecond
-	spinYield   = 20 * time.Microsecond
+	spinFor     = 50 * time.Microsecond
 	parkTimeout = 100 * time.Millisecond
 )
 
@@ -104,7 +100,7 @@ type link struct {
 	wstart     uint64 // wpub when the current message began
 	whead      uint64 // the ring's head as last seen
 	wrec       [recordSize]byte
-	wts        shmem.Timespec
+	wwait      shmem.Waiter
 	wcma       []byte // the payload of the CMA write in progress
 	cmaRefused bool   // the reader refused a CMA read: use the ring from now on
 
@@ -113,7 +109,7 @@ type link struct {
 	rhead     uint64 // bytes consumed (the ring's head)
 	rtail     uint64 // the ring's tail as last seen
 	rrec      [recordSize]byte
-	rts       shmem.Timespec
+	rwait     shmem.Waiter
 	remaining uint64 // unread payload bytes of the current message
 	cmaAddr   uint64 // nonzero: the current payload is in the writer's memory, here
 	cmaOff    uint64 // payload bytes already read by CMA
@@ -168,6 +164,8 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 		cookie:         p.cookie,
 		done:           make(chan struct{}),
 		wsem:           writelock.New(),
+		wwait:          shmem.NewWaiter(spinFor, parkTimeout, 2),
+		rwait:          shmem.NewWaiter(spinFor, parkTimeout, 2),
 	}
 	l.liov[1].Base = &l.cookieBuf[0]
 	l.liov[1].SetLen(len(l.cookieBuf))
@@ -199,8 +197,8 @@ func (l *link) watch() {
 // first, and wakes this side's waiters.
 func (l *link) peerGone() {
 	l.theirs.CompareAndSwap(sideOpen, sideDied)
-	l.in.consumer.wake()
-	l.out.producer.wake()
+	l.in.consumer.Wake()
+	l.out.producer.Wake()
 }
 
 // enter counts a call among u before it uses the region; it fails once
@@ -225,49 +223,12 @@ func (l *link) exit(u *users) {
 	}
 }
 
-// await waits until idx - base >= need and returns the value of idx that
-// satisfied it. It spins first and then sleeps on b, the bell of the
-// calling side, with ts as the scratch of the sleep's timeout. It gives
-// up with errLocalClosed after Close, errPeerGone once the peer closed or
-// died, and errCtxDone when ctxDone (which may be nil) is closed; the
-// condition is checked once more after the peer is seen gone, since the
-// peer stores its last indices before it goes.
-func (l *link) await(b bell, ts *shmem.Timespec, idx *atomic.Uint64, base, need uint64, ctxDone <-chan struct{}) (uint64, error) {
-	var start time.Time
-	for i := 0; ; i++ {
-		if v := idx.Load(); v-base >= need {
-			return v, nil
-		}
-		if err := l.stopped(ctxDone); err != nil {
-			v := idx.Load()
-			if v-base >= need {
-				return v, nil
-			}
-			return v, err
-		}
-		if i < spinPolls {
-			continue
-		}
-		if i == spinPolls {
-			start = time.Now()
-		}
-		switch spun := time.Since(start); {
-		case spun < spinSched:
-			runtime.Gosched()
-		case spun < spinSched+spinYield:
-			shmem.Yield()
-		default:
-			// Announce, check again, sleep: a waker that stores its
-			// index after the check sees parked set and bumps seq,
-			// which makes the sleep return at once.
-			seq := b.seq.Load()
-			b.parked.Store(1)
-			if v := idx.Load(); v-base < need && l.stopped(ctxDone) == nil {
-				shmem.Wait(b.seq, seq, parkTimeout, ts)
-			}
-			b.parked.Store(0)
-		}
-	}
+// await waits with w until idx - base >= need and returns the value of
+// idx that satisfied it; b is the bell of the calling side. It gives up
+// with errLocalClosed after Close, errPeerGone once the peer closed or
+// died, and errCtxDone when ctxDone (which may be nil) is closed.
+func (l *link) await(w *shmem.Waiter, b shmem.Bell, idx *atomic.Uint64, base, need uint64, ctxDone <-chan struct{}) (uint64, error) {
+	return w.Wait(idx, base, need, b, true, func() error { return l.stopped(ctxDone) })
 }
 
 // stopped says why a wait must end, if it must.
@@ -359,7 +320,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 	l.wtail += recordSize
 	if cma {
 		l.publish()
-		_, err := l.await(l.out.producer, &l.wts, l.out.ack, 0, 1, ctxDone)
+		_, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, 1, ctxDone)
 		l.wcma = nil
 		if err != nil {
 			return err
@@ -409,7 +370,7 @@ func (l *link) reserve(n uint64, ctxDone <-chan struct{}) error {
 		return nil
 	}
 	l.publish()
-	v, err := l.await(l.out.producer, &l.wts, l.out.head, l.wtail-l.size, n, ctxDone)
+	v, err := l.await(&l.wwait, l.out.producer, l.out.head, l.wtail-l.size, n, ctxDone)
 	l.whead = v
 	return err
 }
@@ -422,7 +383,7 @@ func (l *link) publish() {
 	}
 	l.wpub = l.wtail
 	l.out.tail.Store(l.wpub)
-	l.out.consumer.ring()
+	l.out.consumer.Ring()
 }
 
 // writeErr turns a failed write's reason into its error. Bytes written
@@ -574,7 +535,7 @@ func (l *link) fill(n uint64) error {
 	if l.rtail-l.rhead >= n {
 		return nil
 	}
-	v, err := l.await(l.in.consumer, &l.rts, l.in.tail, l.rhead, n, nil)
+	v, err := l.await(&l.rwait, l.in.consumer, l.in.tail, l.rhead, n, nil)
 	l.rtail = v
 	return err
 }
@@ -584,7 +545,7 @@ func (l *link) fill(n uint64) error {
 func (l *link) consume(n uint64) {
 	l.rhead += n
 	l.in.head.Store(l.rhead)
-	l.in.producer.ring()
+	l.in.producer.Ring()
 }
 
 // readErr turns the reason a read inside a message stopped into its
@@ -667,7 +628,7 @@ func (l *link) ack(v uint64) {
 		l.in.resume.Store(l.cmaOff)
 	}
 	l.in.ack.Store(v)
-	l.in.producer.ring()
+	l.in.producer.Ring()
 }
 
 // Close closes this end. The peer reads what was written before, then
@@ -686,10 +647,10 @@ func (l *link) Close() error {
 		close(l.done)
 		l.mine.Store(sideClosed)
 		// Whoever waits, on either side, must look again.
-		l.out.consumer.wake()
-		l.in.producer.wake()
-		l.in.consumer.wake()
-		l.out.producer.wake()
+		l.out.consumer.Wake()
+		l.in.producer.Wake()
+		l.in.consumer.Wake()
+		l.out.producer.Wake()
 		l.conn.Close() // ends the watcher, and tells the peer's
 		l.exit(&l.wusers)
 	})

@@ -57,34 +57,12 @@ const (
 // ringSize bytes each.
 func regionSize(ringSize int) int { return ctlSize + 2*ringSize }
 
-// A bell is a futex word that one side sleeps on and the other rings.
-// The sleeper announces itself in parked first, so that the other side
-// pays for a wake-up system call only when someone sleeps.
-type bell struct {
-	parked *atomic.Uint32 // 1 from just before the sleeper's last check until it wakes
-	seq    *atomic.Uint32 // the futex word, bumped by every wake-up
-}
-
-// ring wakes the sleeper if there is one. The caller has already stored
-// what the sleeper waits for.
-func (b bell) ring() {
-	if b.parked.Load() != 0 {
-		b.wake()
-	}
-}
-
-// wake wakes the sleeper whether or not it announced itself.
-func (b bell) wake() {
-	b.seq.Add(1)
-	shmem.Wake(b.seq, 1)
-}
-
 // ring is one direction of a link: a single-producer, single-consumer
 // byte ring in the region.
 type ring struct {
 	tail, head *atomic.Uint64
-	consumer   bell // the reader sleeps here for data
-	producer   bell // the writer sleeps here for space or an ack
+	consumer   shmem.Bell // the reader sleeps here for data
+	producer   shmem.Bell // the writer sleeps here for space or an ack
 	ack        *atomic.Uint64
 	resume     *atomic.Uint64
 	data       []byte
@@ -97,8 +75,8 @@ func newRing(reg *shmem.Region, r, size int) ring {
 	return ring{
 		tail:     reg.Uint64(ctl + ringTail),
 		head:     reg.Uint64(ctl + ringHead),
-		consumer: bell{parked: reg.Uint32(ctl + ringConsumer), seq: reg.Uint32(ctl + ringConsumer + 4)},
-		producer: bell{parked: reg.Uint32(ctl + ringProducer), seq: reg.Uint32(ctl + ringProducer + 4)},
+		consumer: shmem.Bell{Sleepers: reg.Uint32(ctl + ringConsumer), Seq: reg.Uint32(ctl + ringConsumer + 4)},
+		producer: shmem.Bell{Sleepers: reg.Uint32(ctl + ringProducer), Seq: reg.Uint32(ctl + ringProducer + 4)},
 		ack:      reg.Uint64(ctl + ringAck),
 		resume:   reg.Uint64(ctl + ringResume),
 		data:     reg.Bytes()[data : data+size : data+size],

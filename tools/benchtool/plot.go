@@ -10,19 +10,19 @@ import (
 	"strings"
 
 	"github.com/gocoll/gocoll/bench"
-	"github.com/gocoll/gocoll/bench/plot"
+	"github.com/gocoll/gocoll/tools/plot"
 )
 
 func init() {
-	benchTools["plot"] = &command{
+	tools["plot"] = &tool{
 		name:  "plot",
 		short: "draw bus bandwidth and latency against message size",
-		run:   benchPlotMain,
-		usage: benchPlotUsage,
+		run:   plotMain,
+		usage: plotUsage,
 	}
 }
 
-const benchPlotUsage = `usage: gocoll bench plot -o out.png|out.svg [--collective c,...] [--np n,...] [--transport t,...] [--impl i,...] [--title text] result.csv [more.csv ...]
+const plotUsage = `usage: benchtool plot -o out.png|out.svg [--collective c,...] [--np n,...] [--transport t,...] [--impl i,...] [--title text] result.csv [more.csv ...]
 
 Plot draws the results in the CSV files (gocoll bench --csv's, or the
 reference results of bench/reference) as one image. Each collective in them
@@ -54,7 +54,7 @@ The flags are:
 		the image's title (default: the files' names)
 `
 
-func benchPlotMain(args []string, stdout, stderr io.Writer) int {
+func plotMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "")
@@ -74,12 +74,12 @@ func benchPlotMain(args []string, stdout, stderr io.Writer) int {
 	})
 	title := fs.String("title", "", "")
 	// Flags may come after the files too, as in "plot r.csv -o r.png".
-	files, code, done := toolFiles("plot", benchPlotUsage, fs, args, stdout, stderr)
+	files, code, done := toolFiles("plot", plotUsage, fs, args, stdout, stderr)
 	if done {
 		return code
 	}
 	if len(files) == 0 || *out == "" {
-		fmt.Fprintf(stderr, "gocoll bench plot: want -o and at least one result file\n%s", benchPlotUsage)
+		fmt.Fprintf(stderr, "benchtool plot: want -o and at least one result file\n%s", plotUsage)
 		return 2
 	}
 
@@ -88,7 +88,7 @@ func benchPlotMain(args []string, stdout, stderr io.Writer) int {
 	for i, path := range files {
 		rs, err := readResults(path)
 		if err != nil {
-			fmt.Fprintf(stderr, "gocoll bench plot: %v\n", err)
+			fmt.Fprintf(stderr, "benchtool plot: %v\n", err)
 			return 1
 		}
 		results = append(results, rs...)
@@ -96,14 +96,14 @@ func benchPlotMain(args []string, stdout, stderr io.Writer) int {
 	}
 	kept := f.apply(results)
 	if len(kept) == 0 && len(results) > 0 {
-		fmt.Fprintf(stderr, "gocoll bench plot: no results pass the filters; the files have %s\n", describe(results))
+		fmt.Fprintf(stderr, "benchtool plot: no results pass the filters; the files have %s\n", describe(results))
 		return 1
 	}
 	if *title == "" {
 		*title = strings.Join(names, ", ")
 	}
 	if err := plot.Save(*out, kept, plot.Options{Title: *title}); err != nil {
-		fmt.Fprintf(stderr, "gocoll bench plot: %v\n", err)
+		fmt.Fprintf(stderr, "benchtool plot: %v\n", err)
 		return 1
 	}
 	return 0

@@ -56,7 +56,7 @@ func TestBenchCompare(t *testing.T) {
 
 func TestBenchCompareHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Zero(t, benchCompareMain([]string{"-h"}, &stdout, &stderr))
-	require.Equal(t, benchCompareUsage, stdout.String())
-	require.Equal(t, "compare", benchTools["compare"].name)
+	require.Zero(t, compareMain([]string{"-h"}, &stdout, &stderr))
+	require.Equal(t, compareUsage, stdout.String())
+	require.Equal(t, "compare", tools["compare"].name)
 }

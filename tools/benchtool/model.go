@@ -9,25 +9,25 @@ import (
 	"strconv"
 
 	"github.com/gocoll/gocoll/bench"
-	"github.com/gocoll/gocoll/bench/model"
+	"github.com/gocoll/gocoll/tools/model"
 )
 
 func init() {
-	benchTools["model"] = &command{
+	tools["model"] = &tool{
 		name:  "model",
 		short: "fit the alpha-beta-gamma cost model and project allreduce to many ranks",
-		run:   benchModelMain,
-		usage: benchModelUsage,
+		run:   modelMain,
+		usage: modelUsage,
 	}
 }
 
-const benchModelUsage = `usage: gocoll bench model [-holdout k|largest|0] [-assume algo] result.csv [more.csv...]
+const modelUsage = `usage: benchtool model [-holdout k|largest|0] [-assume algo] result.csv [more.csv...]
 
 Model fits the Hockney cost model, time = α·messages + β·bytes sent +
 γ·bytes reduced, to the measured points of each implementation and
 transport, using each point's algo column to pick its formula (the formulas
 and the assumptions behind them are in the documentation of package
-github.com/gocoll/gocoll/bench/model: no contention, full-duplex links, one
+github.com/gocoll/gocoll/tools/model: no contention, full-duplex links, one
 message at a time per rank, no overlap of computation and communication).
 The fit minimises the squared relative errors with α, β, γ ≥ 0.
 
@@ -57,29 +57,29 @@ The flags are:
 		range with care)
 `
 
-func benchModelMain(args []string, stdout, stderr io.Writer) int {
+func modelMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("model", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	holdout := fs.String("holdout", "4", "")
 	assume := fs.String("assume", "", "")
-	names, code, done := toolFiles("model", benchModelUsage, fs, args, stdout, stderr)
+	names, code, done := toolFiles("model", modelUsage, fs, args, stdout, stderr)
 	if done {
 		return code
 	}
 	if len(names) == 0 {
-		fmt.Fprintf(stderr, "gocoll bench model: no result file given\n%s", benchModelUsage)
+		fmt.Fprintf(stderr, "benchtool model: no result file given\n%s", modelUsage)
 		return 2
 	}
 	split, err := holdoutSplit(*holdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+		fmt.Fprintf(stderr, "benchtool model: %v\n", err)
 		return 2
 	}
 	var results []bench.Result
 	for _, name := range names {
 		rs, err := readResults(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+			fmt.Fprintf(stderr, "benchtool model: %v\n", err)
 			return 1
 		}
 		results = append(results, rs...)
@@ -95,13 +95,13 @@ func benchModelMain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "gocoll bench model: %v\n", err)
+			fmt.Fprintf(stderr, "benchtool model: %v\n", err)
 			continue
 		}
 		fitted++
 	}
 	if fitted == 0 {
-		fmt.Fprintln(stderr, "gocoll bench model: no group of points could be fitted")
+		fmt.Fprintln(stderr, "benchtool model: no group of points could be fitted")
 		return 1
 	}
 	return 0

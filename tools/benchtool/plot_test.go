@@ -48,7 +48,7 @@ func TestBenchPlot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := benchPlotMain(tc.args, &stdout, &stderr)
+			code := plotMain(tc.args, &stdout, &stderr)
 			require.Equal(t, tc.wantCode, code, "stderr: %s", stderr.String())
 			require.Contains(t, stderr.String(), tc.wantStderr)
 			if tc.wantFile != "" {
@@ -62,9 +62,9 @@ func TestBenchPlot(t *testing.T) {
 
 func TestBenchPlotHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Zero(t, benchPlotMain([]string{"-h"}, &stdout, &stderr))
-	require.Equal(t, benchPlotUsage, stdout.String())
-	require.Equal(t, "plot", benchTools["plot"].name)
+	require.Zero(t, plotMain([]string{"-h"}, &stdout, &stderr))
+	require.Equal(t, plotUsage, stdout.String())
+	require.Equal(t, "plot", tools["plot"].name)
 }
 
 func TestResultFilter(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/bench"
-	"github.com/gocoll/gocoll/bench/model"
+	"github.com/gocoll/gocoll/tools/model"
 )
 
 // modelCSV writes points timed exactly by the model with α = 5 µs, β for
@@ -71,7 +71,7 @@ func TestBenchModel(t *testing.T) {
 func TestBenchModelNothingToFit(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"ref.csv": compareRef})
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, 1, benchModelMain([]string{filepath.Join(dir, "ref.csv")}, &stdout, &stderr))
+	require.Equal(t, 1, modelMain([]string{filepath.Join(dir, "ref.csv")}, &stdout, &stderr))
 	require.Contains(t, stdout.String(), "openmpi shm: skipped 2 points: no cost formula")
 	require.Contains(t, stderr.String(), "openmpi shm: 0 points: need at least 3")
 	require.Contains(t, stderr.String(), "no group of points could be fitted")
@@ -79,7 +79,7 @@ func TestBenchModelNothingToFit(t *testing.T) {
 
 func TestBenchModelHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Zero(t, benchModelMain([]string{"--help"}, &stdout, &stderr))
-	require.Equal(t, benchModelUsage, stdout.String())
-	require.Equal(t, "model", benchTools["model"].name)
+	require.Zero(t, modelMain([]string{"--help"}, &stdout, &stderr))
+	require.Equal(t, modelUsage, stdout.String())
+	require.Equal(t, "model", tools["model"].name)
 }

@@ -3,6 +3,9 @@ package model
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 )
 
 // nparams is the number of model parameters: α, β, γ.
@@ -15,64 +18,45 @@ const nparams = 3
 const rankTol = 1e-9
 
 // lstsq solves min ‖A·x − b‖ over the columns cols of a (x is zero
-// elsewhere) by Householder QR. Columns are scaled to unit norm first,
-// because α's and β's coefficients differ by many orders of magnitude.
-// ok is false when the columns are linearly dependent.
+// elsewhere) by QR (gonum's mat.QR, Householder reflections). Columns
+// are scaled to unit norm first, because α's and β's coefficients differ
+// by many orders of magnitude. ok is false when the columns are linearly
+// dependent: when a diagonal element of R, the length of a column's part
+// outside the span of the ones before it, is below rankTol.
 func lstsq(a [][nparams]float64, b []float64, cols []int) (x [nparams]float64, ok bool) {
 	m, k := len(a), len(cols)
 	if m < k {
 		return x, false
 	}
-	// q holds the columns, then R above the diagonal and the reflected
-	// vectors below; y holds b, then Qᵀb.
-	q := make([][]float64, k)
+	scaled := mat.NewDense(m, k, nil)
 	scale := make([]float64, k)
 	for j, c := range cols {
-		q[j] = make([]float64, m)
+		col := make([]float64, m)
 		for i := range m {
-			q[j][i] = a[i][c]
+			col[i] = a[i][c]
 		}
-		scale[j] = norm(q[j])
+		scale[j] = floats.Norm(col, 2)
 		if scale[j] == 0 {
 			return x, false
 		}
-		for i := range q[j] {
-			q[j][i] /= scale[j]
-		}
+		floats.Scale(1/scale[j], col)
+		scaled.SetCol(j, col)
 	}
-	y := append([]float64(nil), b...)
-	r := make([]float64, k) // R's diagonal
+	var qr mat.QR
+	qr.Factorize(scaled)
+	var r mat.Dense
+	qr.RTo(&r)
 	for j := range k {
-		v := q[j][j:]
-		alpha := norm(v)
-		if alpha < rankTol {
+		if math.Abs(r.At(j, j)) < rankTol {
 			return x, false
 		}
-		if v[0] > 0 {
-			alpha = -alpha
-		}
-		r[j] = alpha
-		v[0] -= alpha
-		vv := dot(v, v)
-		for _, col := range slices.Concat(q[j+1:], [][]float64{y}) {
-			w := col[j:]
-			s := 2 * dot(v, w) / vv
-			for i := range w {
-				w[i] -= s * v[i]
-			}
-		}
 	}
-	// Back-substitute R·z = (Qᵀb)[:k]; row i of R is q[j][i] for j > i.
-	z := make([]float64, k)
-	for i := k - 1; i >= 0; i-- {
-		s := y[i]
-		for j := i + 1; j < k; j++ {
-			s -= q[j][i] * z[j]
-		}
-		z[i] = s / r[i]
+	var z mat.VecDense
+	if err := qr.SolveVecTo(&z, false, mat.NewVecDense(m, slices.Clone(b))); err != nil {
+		return x, false
 	}
 	for j, c := range cols {
-		x[c] = z[j] / scale[j]
+		x[c] = z.AtVec(j) / scale[j]
 	}
 	return x, true
 }
@@ -113,13 +97,3 @@ func independent(a [][nparams]float64, cols []int) bool {
 	_, ok := lstsq(a, make([]float64, len(a)), cols)
 	return ok
 }
-
-func dot(a, b []float64) float64 {
-	var s float64
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-func norm(v []float64) float64 { return math.Sqrt(dot(v, v)) }

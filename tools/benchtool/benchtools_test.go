@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A toolCase runs a gocoll bench tool with args and expects its exit
+// A toolCase runs a benchtool subcommand with args and expects its exit
 // code, lines in its output and a part of its error output.
 type toolCase struct {
 	name       string
@@ -22,7 +22,7 @@ func runToolCases(t *testing.T, tool string, tests []toolCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := benchTools[tool].run(tt.args, &stdout, &stderr)
+			code := tools[tool].run(tt.args, &stdout, &stderr)
 			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
 			for _, want := range tt.wantStdout {
 				require.Contains(t, stdout.String(), want)

@@ -10,11 +10,18 @@ import (
 	"github.com/gocoll/gocoll/bench"
 )
 
-// benchTools are the subcommands of gocoll bench that work on result
-// files rather than run a sweep ("compare", "plot", "model"). Each
-// registers itself from its own file, and gocoll bench hands its
-// arguments to the one its first argument names.
-var benchTools = map[string]*command{}
+// A tool is one of benchtool's subcommands.
+type tool struct {
+	name  string
+	short string // one line for the list of tools
+	run   func(args []string, stdout, stderr io.Writer) int
+	usage string
+}
+
+// tools are benchtool's subcommands ("compare", "plot", "model"). Each
+// registers itself from its own file, and main hands the arguments to the
+// one the first argument names.
+var tools = map[string]*tool{}
 
 // toolFiles parses the flags of the tool called name, wherever they
 // stand among the file names in args (as in "compare ours.csv ref.csv
@@ -28,7 +35,7 @@ func toolFiles(name, usage string, fs *flag.FlagSet, args []string, stdout, stde
 				fmt.Fprint(stdout, usage)
 				return nil, 0, true
 			}
-			fmt.Fprintf(stderr, "gocoll bench %s: %v\n%s", name, err, usage)
+			fmt.Fprintf(stderr, "benchtool %s: %v\n%s", name, err, usage)
 			return nil, 2, true
 		}
 		if fs.NArg() == 0 {

@@ -6,19 +6,19 @@ import (
 	"io"
 
 	"github.com/gocoll/gocoll/bench"
-	"github.com/gocoll/gocoll/bench/compare"
+	"github.com/gocoll/gocoll/tools/compare"
 )
 
 func init() {
-	benchTools["compare"] = &command{
+	tools["compare"] = &tool{
 		name:  "compare",
 		short: "set result files side by side and flag where gocoll is behind",
-		run:   benchCompareMain,
-		usage: benchCompareUsage,
+		run:   compareMain,
+		usage: compareUsage,
 	}
 }
 
-const benchCompareUsage = `usage: gocoll bench compare [-margin f] [-v] ours.csv ref.csv [more.csv...]
+const compareUsage = `usage: benchtool compare [-margin f] [-v] ours.csv ref.csv [more.csv...]
 
 Compare joins gocoll's benchmark results with those of other
 implementations (the anchors' openmpi.csv and mpi4py.csv, or another gocoll
@@ -49,28 +49,28 @@ The flags are:
 		list the unmatched points, not only their count
 `
 
-func benchCompareMain(args []string, stdout, stderr io.Writer) int {
+func compareMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	margin := fs.Float64("margin", 1.5, "")
 	verbose := fs.Bool("v", false, "")
-	names, code, done := toolFiles("compare", benchCompareUsage, fs, args, stdout, stderr)
+	names, code, done := toolFiles("compare", compareUsage, fs, args, stdout, stderr)
 	if done {
 		return code
 	}
 	if len(names) < 2 {
-		fmt.Fprintf(stderr, "gocoll bench compare: want our file and at least one reference file\n%s", benchCompareUsage)
+		fmt.Fprintf(stderr, "benchtool compare: want our file and at least one reference file\n%s", compareUsage)
 		return 2
 	}
 	if *margin < 1 {
-		fmt.Fprintf(stderr, "gocoll bench compare: -margin %g: want a factor of at least 1\n", *margin)
+		fmt.Fprintf(stderr, "benchtool compare: -margin %g: want a factor of at least 1\n", *margin)
 		return 2
 	}
 	files := make([][]bench.Result, len(names))
 	for i, name := range names {
 		rs, err := readResults(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "gocoll bench compare: %v\n", err)
+			fmt.Fprintf(stderr, "benchtool compare: %v\n", err)
 			return 1
 		}
 		files[i] = rs
@@ -78,7 +78,7 @@ func benchCompareMain(args []string, stdout, stderr io.Writer) int {
 	ours, theirs := compare.Split(files)
 	c := compare.Join(ours, theirs)
 	if err := compare.Write(stdout, c, compare.Options{Margin: *margin, Unmatched: *verbose}); err != nil {
-		fmt.Fprintf(stderr, "gocoll bench compare: %v\n", err)
+		fmt.Fprintf(stderr, "benchtool compare: %v\n", err)
 		return 1
 	}
 	return 0

@@ -1,0 +1,154 @@
+package shmem
+
+import (
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// A Bell is what waiters on shared memory sleep on: Seq is the futex
+// word, bumped by every ring, and Sleepers counts the waiters that are
+// about to sleep or sleeping. A waiter announces itself before its last
+// look at the condition, so that the side that changes the condition pays
+// for a wake-up system call only when someone sleeps.
+type Bell struct {
+	Sleepers *atomic.Uint32
+	Seq      *atomic.Uint32
+}
+
+// Ring wakes the bell's sleepers, if there are any. Call it after storing
+// what they wait for.
+func (b Bell) Ring() {
+	if b.Sleepers.Load() != 0 {
+		b.Wake()
+	}
+}
+
+// Wake wakes every sleeper, announced or not: for a change that waiters
+// learn of by other means than their counter, such as a close.
+func (b Bell) Wake() {
+	b.Seq.Add(1)
+	Wake(b.Seq, math.MaxInt32)
+}
+
+// The waiting policy's constants.
+const (
+	// checkEvery polls pass between calls of a wait's stop function,
+	// which may read the clock or make a system call.
+	checkEvery = 64
+	// A waiter polls between burstMin and burstMax times between yields
+	// of the processor.
+	burstMin = 16
+	burstMax = 1024
+	// switched is how long a yield takes that ran another thread.
+	switched = 2 * time.Microsecond
+)
+
+// A Waiter waits for counters in shared memory that other processes (or
+// goroutines) advance: the shared-memory links' rings and the segment of
+// a communicator use the same one. It polls, yielding the processor now
+// and then, for a while; then it sleeps on the counter's bell, for a
+// bounded time at once, until the counter is far enough or stop says to give
+// up.
+//
+// Polling covers the microseconds in which a peer that is running
+// answers; the sleeps keep an idle waiter from costing a core. How often
+// it yields adapts to what the yields show: a yield that returns at once
+// found nothing else to run, so the peer has a core of its own and the
+// waiter polls longer between yields; a yield that ran another thread,
+// after which the wait is over, ran the peer on this core, and polling
+// only keeps it from running, so the waiter yields sooner.
+//
+// A Waiter belongs to one goroutine at a time.
+type Waiter struct {
+	spinFor  time.Duration
+	sleepFor time.Duration
+	burst    int // polls between yields
+	ts       Timespec
+}
+
+// NewWaiter returns a Waiter that polls and yields for spinFor before it
+// first sleeps, and sleeps for sleepFor at most at a time: how late it
+// notices what stop reports when nobody rings its bell. procs is the
+// number of processes that take part in the waits: when they cannot all
+// have a core, the Waiter starts out yielding often.
+func NewWaiter(spinFor, sleepFor time.Duration, procs int) Waiter {
+	w := Waiter{spinFor: spinFor, sleepFor: sleepFor, burst: burstMax}
+	if procs > runtime.NumCPU() {
+		w.burst = burstMin
+	}
+	return w
+}
+
+// Wait waits until idx.Load()-base >= need and returns the value of idx
+// that satisfied it. b is the bell that whoever advances idx rings.
+// toGoroutines chooses how the waiter yields: with runtime.Gosched, to the
+// goroutines of this process, when one of them advances idx or must run
+// before the peer can (a link's reader hands what it read to the caller,
+// which answers); otherwise with sched_yield, to another process, which
+// needs a core more than the Go scheduler needs waking.
+//
+// stop, called now and then and before every sleep, reports why the wait
+// must end other than its condition: the counter is checked once more
+// after it reports an error, since a peer stores its last counter value
+// before it goes, and if the condition holds the wait succeeds. Otherwise
+// Wait returns stop's error and the counter's value as last seen.
+func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, toGoroutines bool, stop func() error) (uint64, error) {
+	var start time.Time
+	polls := 0 // since the last yield
+	for i := 1; ; i++ {
+		if v := idx.Load(); v-base >= need {
+			return v, nil
+		}
+		if i%checkEvery == 0 {
+			if err := stop(); err != nil {
+				v := idx.Load()
+				if v-base >= need {
+					return v, nil
+				}
+				return v, err
+			}
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= w.spinFor {
+				w.sleep(idx, base, need, b, stop)
+				continue
+			}
+		}
+		if polls++; polls < w.burst {
+			continue
+		}
+		polls = 0
+		t := time.Now()
+		if toGoroutines {
+			runtime.Gosched()
+		} else {
+			Yield()
+		}
+		ranOther := time.Since(t) > switched
+		v := idx.Load()
+		done := v-base >= need
+		switch {
+		case ranOther && done:
+			w.burst = max(w.burst/2, burstMin)
+		case !ranOther:
+			w.burst = min(w.burst*2, burstMax)
+		}
+		if done {
+			return v, nil
+		}
+	}
+}
+
+// sleep sleeps on b for sleepFor at most, unless the condition holds or
+// stop reports something once the waiter has announced itself: a ring
+// after the announcement bumps Seq, which makes the sleep return at once.
+func (w *Waiter) sleep(idx *atomic.Uint64, base, need uint64, b Bell, stop func() error) {
+	b.Sleepers.Add(1)
+	seq := b.Seq.Load()
+	if idx.Load()-base < need && stop() == nil {
+		Wait(b.Seq, seq, w.sleepFor, &w.ts)
+	}
+	b.Sleepers.Add(^uint32(0))
+}

@@ -1,0 +1,85 @@
+package shmem
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWaiter runs the waiter against a counter that a goroutine advances
+// (or does not), with spinning budgets that make it sleep at once or
+// never, and with the peer in this process or not. It checks what a wait
+// returns, never how long it took.
+func TestWaiter(t *testing.T) {
+	errStop := errors.New("stop")
+	tests := []struct {
+		name         string
+		spinFor      time.Duration
+		toGoroutines bool
+		start        uint64 // the counter before the wait
+		base         uint64
+		need         uint64
+		advance      uint64 // what the peer adds, 1 at a time
+		ring         bool   // whether the peer rings the bell
+		stopAt       uint64 // stop reports errStop once the counter is here; 0: never
+		wantErr      error
+	}{
+		{name: "satisfied already", start: 7, need: 7},
+		{name: "peer advances, polling", spinFor: time.Hour, need: 1000, advance: 1000},
+		{name: "peer advances, yielding to goroutines", spinFor: time.Hour, toGoroutines: true, need: 1000, advance: 1000},
+		{name: "peer advances, sleeping", need: 3, advance: 3, ring: true},
+		{name: "base offsets the counter", spinFor: time.Hour, start: 5, base: 5, need: 2, advance: 2},
+		{name: "counter wraps", spinFor: time.Hour, start: 1<<64 - 1, base: 1<<64 - 1, need: 2, advance: 2},
+		{name: "stop", spinFor: time.Hour, need: 10, wantErr: errStop},
+		{name: "stop after the condition holds", need: 2, advance: 2, ring: true, stopAt: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var idx atomic.Uint64
+			idx.Store(tc.start)
+			var sleepers, seq atomic.Uint32
+			bell := Bell{Sleepers: &sleepers, Seq: &seq}
+			go func() {
+				for range tc.advance {
+					idx.Add(1)
+					if tc.ring {
+						bell.Ring()
+					}
+				}
+			}()
+			stop := func() error {
+				if tc.wantErr != nil || tc.stopAt != 0 && idx.Load()-tc.start >= tc.stopAt {
+					return errStop
+				}
+				return nil
+			}
+			w := NewWaiter(tc.spinFor, 10*time.Millisecond, 2)
+			got, err := w.Wait(&idx, tc.base, tc.need, bell, tc.toGoroutines, stop)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, got-tc.base, tc.need)
+			require.LessOrEqual(t, got-tc.start, tc.advance)
+			require.Zero(t, sleepers.Load(), "a waiter that is done no longer counts as a sleeper")
+		})
+	}
+}
+
+// TestBellWake: a sleeper that announced itself is woken by Ring; Wake
+// wakes whether or not anyone announced itself.
+func TestBellWake(t *testing.T) {
+	var sleepers, seq atomic.Uint32
+	bell := Bell{Sleepers: &sleepers, Seq: &seq}
+	bell.Ring() // nobody sleeps: no change
+	require.Zero(t, seq.Load())
+	bell.Wake()
+	require.Equal(t, uint32(1), seq.Load())
+	sleepers.Add(1)
+	bell.Ring()
+	require.Equal(t, uint32(2), seq.Load())
+}
