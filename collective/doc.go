@@ -104,6 +104,7 @@
 // The collectives reduce and copy in place on the caller's slices, with
 // no allocation per call once warm (the tests count them), and move
 // large buffers in chunks so that sending, receiving and reducing
-// overlap. The README's Performance section has the measurements against
-// Open MPI and the command that reproduces them (gocoll bench).
+// overlap. docs/performance.md in the repository has the measurements
+// against Open MPI and the commands that reproduce them (gocoll bench,
+// bench/reference/sidebyside.sh).
 package collective

@@ -103,8 +103,8 @@ func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: b
 // 16-bit floats; other element types are refused. Reductions still
 // combine in the element type, and every value a lossy call leaves in a
 // result buffer has been rounded to the codec's precision, the rank's own
-// contribution included, so that all ranks hold the same bits (the
-// README derives the error bound). Send-only buffers are never written.
+// contribution included, so that all ranks hold the same bits (package
+// codec states the error bound). Send-only buffers are never written.
 //
 // codec.Zstd and codec.S2 are lossless and apply to any type; a
 // message that does not shrink goes raw.
