@@ -9,8 +9,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/tuning"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/tuning"
 )
 
 // The selector's thresholds, in one place. They follow the alpha-beta

@@ -12,8 +12,8 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/tuning"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/tuning"
 )
 
 func testTable(t *testing.T) *tuning.Table {

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 	"github.com/gocoll/gocoll/internal/launch"
 )
 

@@ -12,8 +12,8 @@ import (
 	"runtime/pprof"
 	"sync"
 
-	"github.com/gocoll/gocoll/bench"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/bench"
 	"github.com/gocoll/gocoll/internal/launch"
 )
 

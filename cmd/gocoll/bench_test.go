@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/bench"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 func TestBenchUsageErrors(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/gocoll/gocoll/bench"
-	"github.com/gocoll/gocoll/tuning"
+	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/tuning"
 )
 
 var tuneCmd = &command{

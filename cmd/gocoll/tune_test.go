@@ -14,8 +14,8 @@ import (
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/tuning"
 	"github.com/gocoll/gocoll/internal/wire"
-	"github.com/gocoll/gocoll/tuning"
 )
 
 // TestTuneEndToEnd runs a tiny tune over mem, loads the table it wrote

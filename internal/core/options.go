@@ -9,7 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/mtls"
 	"github.com/gocoll/gocoll/internal/rendezvous"
-	"github.com/gocoll/gocoll/tuning"
+	"github.com/gocoll/gocoll/internal/tuning"
 )
 
 // Option configures Init and NewLocal.

@@ -1,6 +1,6 @@
 package core
 
-import "github.com/gocoll/gocoll/tuning"
+import "github.com/gocoll/gocoll/internal/tuning"
 
 // Tuning is the tuning table loaded by WithTuning or GOCOLL_TUNING, or
 // nil. Communicators split from c share it.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // A tool is one of benchtool's subcommands.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 	"github.com/gocoll/gocoll/tools/compare"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 	"github.com/gocoll/gocoll/tools/model"
 )
 

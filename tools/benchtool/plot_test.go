@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 const plotCSV = `impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // result is a point of a synthetic file; busbw follows from the time.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // A Row is one point that one of our series and one reference series

@@ -6,8 +6,8 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/gocoll/gocoll/bench"
 	"github.com/gocoll/gocoll/collective"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // Terms are what a cost formula counts for one call: messages on the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // Params are the model's parameters.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // An Analysis is the fit of one group of points (one implementation on

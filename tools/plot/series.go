@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gocoll/gocoll/bench"
+	"github.com/gocoll/gocoll/internal/bench"
 )
 
 // A Series is the points of one line: the results that share an

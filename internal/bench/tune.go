@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gocoll/gocoll/tuning"
+	"github.com/gocoll/gocoll/internal/tuning"
 )
 
 // DefaultNoise is the share by which a candidate must beat the default
