@@ -3,10 +3,10 @@
 // repository: the surface grows only when someone edits the list.
 //
 // It type-checks the package (go/types, against the export data of its
-// imports from go list -export), so an
-// alias of a type from an internal package lists the fields and methods
-// users reach through it, and a type lists the methods it promotes from
-// its embedded fields: what users can call, not what the files spell.
+// imports from go list -export), so an alias of a type from an internal
+// package lists the fields and methods users reach through it, and a type
+// lists the methods it promotes from its embedded fields: what users can
+// call, not what the files spell.
 //
 // Its tests also hold the README to what a newcomer runs: the two
 // commands it opens with, its complete program (extracted and built), and
