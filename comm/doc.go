@@ -49,8 +49,8 @@
 // certificates of the job's CA, for networks nobody trusts.
 // Shared-memory links never leave the host.
 //
-// The links and the rendezvous each hold at most transport.MaxHandshakes
-// connections in their handshake at once (the oldest is cut), and log
+// The links and the rendezvous each hold at most 64 connections in
+// their handshake at once (the oldest is cut), and log
 // refusals at a bounded rate, so a flood of strangers costs bounded
 // memory and log lines.
 //
@@ -138,7 +138,7 @@
 //
 // With the auto and shm transports, ranks that run on one host (by the
 // identity each rank publishes: hostname and machine id, or GOCOLL_HOST /
-// WithHostIdentity) link through shared memory (transport/shm), others
+// WithHostIdentity) link through shared memory, others
 // over tcp, chosen per pair. A communicator whose ranks all run on one
 // host also gets a segment when it is made: memory every rank maps,
 // through which package collective runs its Shm algorithms. A
