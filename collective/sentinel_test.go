@@ -3,20 +3,15 @@ package collective
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/errtest"
 )
-
-// sentinels are the errors every error of a collective wraps one of.
-var sentinels = []error{
-	comm.ErrTimeout, comm.ErrPeerLost, comm.ErrPeerClosed, comm.ErrAborted, comm.ErrMismatch,
-	comm.ErrTruncated, comm.ErrRefused, comm.ErrInvalid, comm.ErrClosed,
-	context.Canceled, context.DeadlineExceeded,
-}
 
 // TestEveryErrorWrapsASentinel: every rank's error of a failed collective,
 // whatever failed, wraps the sentinel that says what kind of failure it is.
@@ -64,12 +59,7 @@ func TestEveryErrorWrapsASentinel(t *testing.T) {
 				errs := onEveryRank(t, cs, tt.call)
 				hit := false
 				for r, err := range errs {
-					require.Error(t, err, "rank %d", r)
-					wraps := false
-					for _, s := range sentinels {
-						wraps = wraps || errors.Is(err, s)
-					}
-					require.True(t, wraps, "rank %d: %q wraps none of the sentinels", r, err)
+					errtest.RequireSentinel(t, err, fmt.Sprintf("rank %d", r))
 					hit = hit || errors.Is(err, tt.want)
 				}
 				require.True(t, hit, "no rank's error wraps %v: %v", tt.want, errs)

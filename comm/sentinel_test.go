@@ -11,24 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/errtest"
 )
-
-// sentinels are the errors every error of comm wraps one of.
-var sentinels = []error{
-	comm.ErrTimeout, comm.ErrPeerLost, comm.ErrPeerClosed, comm.ErrAborted, comm.ErrMismatch,
-	comm.ErrTruncated, comm.ErrRefused, comm.ErrInvalid, comm.ErrClosed,
-	context.Canceled, context.DeadlineExceeded,
-}
 
 func requireSentinel(t *testing.T, err error) {
 	t.Helper()
-	require.Error(t, err)
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return
-		}
-	}
-	t.Fatalf("%q wraps none of comm's sentinels", err)
+	errtest.RequireSentinel(t, err, "comm")
 }
 
 // TestEveryErrorWrapsASentinel: whatever goes wrong, the error names it
