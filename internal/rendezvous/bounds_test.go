@@ -30,7 +30,7 @@ func TestStoreBoundsHandshakes(t *testing.T) {
 	}
 	waitFor(t, "the flood to be cut", func() bool { return f.srv.Dropped() == flood-transport.MaxHandshakes })
 	f.srv.mu.Lock()
-	handshaking := len(f.srv.handshakes)
+	handshaking := f.srv.handshakes.Len()
 	f.srv.mu.Unlock()
 	require.LessOrEqual(t, handshaking, transport.MaxHandshakes)
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/handshakes"
 	"github.com/gocoll/gocoll/internal/ratelog"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/auth"
@@ -32,19 +33,16 @@ type Server struct {
 	done    chan struct{} // closed by Close
 	allLeft chan struct{} // closed when every rank but 0 has left or been lost
 
-	mu        sync.Mutex
-	closed    bool
-	kv        map[string][]byte
-	waiters   map[string][]waiter
-	members   []member
-	nDone     int // ranks other than 0 that left or were lost
-	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]bool // every accepted connection still open: true once it is a member's
-	// handshakes holds the connections in their handshake by arrival
-	// number, for cutOldestLocked.
-	handshakes map[net.Conn]uint64
-	seq        uint64 // the last arrival number
-	dropped    int    // connections cut by cutOldestLocked
+	mu         sync.Mutex
+	closed     bool
+	kv         map[string][]byte
+	waiters    map[string][]waiter
+	members    []member
+	nDone      int // ranks other than 0 that left or were lost
+	listeners  map[net.Listener]struct{}
+	conns      map[net.Conn]bool // every accepted connection still open: true once it is a member's
+	handshakes handshakes.Set    // the connections in their handshake
+	dropped    int               // connections cut because too many were in their handshake
 	refusals   *ratelog.Logger
 	wg         sync.WaitGroup // Serve loops and connection goroutines
 }
@@ -110,19 +108,18 @@ func NewServer(size int, secret []byte, logger *slog.Logger) (*Server, error) {
 		id = binary.LittleEndian.Uint64(b[:])
 	}
 	s := &Server{
-		size:       size,
-		secret:     bytes.Clone(secret),
-		jobID:      id,
-		log:        logger,
-		refusals:   ratelog.New(logger),
-		done:       make(chan struct{}),
-		allLeft:    make(chan struct{}),
-		kv:         make(map[string][]byte),
-		waiters:    make(map[string][]waiter),
-		members:    make([]member, size),
-		listeners:  make(map[net.Listener]struct{}),
-		conns:      make(map[net.Conn]bool),
-		handshakes: make(map[net.Conn]uint64),
+		size:      size,
+		secret:    bytes.Clone(secret),
+		jobID:     id,
+		log:       logger,
+		refusals:  ratelog.New(logger),
+		done:      make(chan struct{}),
+		allLeft:   make(chan struct{}),
+		kv:        make(map[string][]byte),
+		waiters:   make(map[string][]waiter),
+		members:   make([]member, size),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[net.Conn]bool),
 	}
 	if size == 1 {
 		close(s.allLeft)
@@ -189,12 +186,14 @@ func (s *Server) Serve(l net.Listener) error {
 			c.Close()
 			return nil
 		}
-		if len(s.handshakes) >= s.maxHandshakes() {
-			s.cutOldestLocked()
+		if s.handshakes.Len() >= s.maxHandshakes() {
+			cut := s.handshakes.CutOldest() // serveConn removes it from conns
+			s.dropped++
+			s.refusals.Warn("rendezvous: too many handshakes in progress; cut the oldest",
+				"remote", cut.RemoteAddr().String(), "limit", s.maxHandshakes())
 		}
-		s.seq++
 		s.conns[c] = false
-		s.handshakes[c] = s.seq
+		s.handshakes.Add(c)
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
@@ -205,25 +204,6 @@ func (s *Server) Serve(l net.Listener) error {
 // links' transport.MaxHandshakes, or the job size when that is larger,
 // since every rank may knock at once.
 func (s *Server) maxHandshakes() int { return max(transport.MaxHandshakes, s.size) }
-
-// cutOldestLocked closes the connection that has been in its handshake
-// longest, so that a flood of idle connections costs the store a bounded
-// number of goroutines while ranks, whose handshakes finish in a round
-// trip or two, still get in.
-func (s *Server) cutOldestLocked() {
-	var oldest net.Conn
-	var min uint64
-	for c, seq := range s.handshakes {
-		if oldest == nil || seq < min {
-			oldest, min = c, seq
-		}
-	}
-	s.refusals.Warn("rendezvous: too many handshakes in progress; cut the oldest",
-		"remote", oldest.RemoteAddr().String(), "limit", s.maxHandshakes())
-	delete(s.handshakes, oldest)
-	oldest.Close() // its handshake fails; serveConn removes it from conns
-	s.dropped++
-}
 
 // Dropped is the number of connections cut because too many were in
 // their handshake at once.
@@ -245,7 +225,7 @@ func (s *Server) serveConn(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
-		delete(s.handshakes, c)
+		s.handshakes.Remove(c)
 		s.mu.Unlock()
 		c.Close()
 	}()
@@ -333,7 +313,7 @@ func (s *Server) handshake(c net.Conn) (*session, *wireConn, error) {
 		err = ErrClosed
 	} else if err = s.joinLocked(sess); err == nil {
 		s.conns[c] = true
-		delete(s.handshakes, c)
+		s.handshakes.Remove(c)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -680,9 +660,7 @@ func (s *Server) Close() error {
 		}
 	}
 	// A connection still in its handshake has nothing to be told.
-	for c := range s.handshakes {
-		c.Close()
-	}
+	s.handshakes.CloseAll()
 	s.mu.Unlock()
 
 	// Sessions end as their clients hang up after the last frame; clients

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/handshakes"
 	"github.com/gocoll/gocoll/internal/ratelog"
 	"github.com/gocoll/gocoll/internal/transport"
 )
@@ -48,20 +49,18 @@ type Listener struct {
 
 	mu      sync.Mutex
 	closed  bool
-	seq     uint64              // numbers the connections in the order they came
-	pending map[net.Conn]uint64 // connections in their handshake, by seq
-	wg      sync.WaitGroup      // the accept loop and the handshakes
+	pending handshakes.Set // connections in their handshake
+	wg      sync.WaitGroup // the accept loop and the handshakes
 }
 
 // Serve starts accepting on ln, which the Listener takes over.
 func Serve(ln net.Listener, cfg Config) *Listener {
 	l := &Listener{
-		ln:      ln,
-		cfg:     cfg,
-		log:     ratelog.New(cfg.Logger),
-		links:   make(chan transport.Link),
-		done:    make(chan struct{}),
-		pending: make(map[net.Conn]uint64),
+		ln:    ln,
+		cfg:   cfg,
+		log:   ratelog.New(cfg.Logger),
+		links: make(chan transport.Link),
+		done:  make(chan struct{}),
 	}
 	l.wg.Add(1)
 	go l.serve()
@@ -101,9 +100,7 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.closed = true
-	for c := range l.pending {
-		c.Close()
-	}
+	l.pending.CloseAll()
 	l.mu.Unlock()
 	close(l.done)
 	err := l.ln.Close()
@@ -143,35 +140,17 @@ func (l *Listener) serve() {
 			c.Close()
 			return
 		}
-		if len(l.pending) >= transport.MaxHandshakes {
-			l.evictOldestLocked()
+		if l.pending.Len() >= transport.MaxHandshakes {
+			cut := l.pending.CutOldest() // its handshake goroutine fails and ends
+			l.dropped.Add(1)
+			l.log.Warn(l.cfg.Net+": too many handshakes in progress; cut the oldest",
+				"addr", l.Addr(), "remote", l.remote(cut), "limit", transport.MaxHandshakes)
 		}
-		l.seq++
-		l.pending[c] = l.seq
+		l.pending.Add(c)
 		l.wg.Add(1)
 		l.mu.Unlock()
 		go l.handshake(c)
 	}
-}
-
-// evictOldestLocked cuts the connection that has been in its handshake
-// longest. A flood of idle connections thus costs at most MaxHandshakes
-// goroutines and descriptors, and a real peer, whose handshake takes a
-// round trip or two, is not starved: only the flood's own connections,
-// which never finish, grow old enough to be cut.
-func (l *Listener) evictOldestLocked() {
-	var oldest net.Conn
-	var min uint64
-	for c, seq := range l.pending {
-		if oldest == nil || seq < min {
-			oldest, min = c, seq
-		}
-	}
-	l.log.Warn(l.cfg.Net+": too many handshakes in progress; cut the oldest",
-		"addr", l.Addr(), "remote", l.remote(oldest), "limit", transport.MaxHandshakes)
-	delete(l.pending, oldest)
-	oldest.Close() // its handshake goroutine fails and ends
-	l.dropped.Add(1)
 }
 
 // Dropped is the number of connections cut because MaxHandshakes were in
@@ -183,8 +162,7 @@ func (l *Listener) handshake(c net.Conn) {
 	defer l.wg.Done()
 	lk, err := l.cfg.Admit(c)
 	l.mu.Lock()
-	_, stillPending := l.pending[c]
-	delete(l.pending, c)
+	stillPending := l.pending.Remove(c)
 	closed := l.closed
 	l.mu.Unlock()
 	if err != nil {

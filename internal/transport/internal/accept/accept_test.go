@@ -52,7 +52,7 @@ func TestIdleConnectionsAreBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return l.Dropped() == flood-transport.MaxHandshakes },
 		30*time.Second, 10*time.Millisecond, "dropped %d of %d", l.Dropped(), flood)
 	l.mu.Lock()
-	pending := len(l.pending)
+	pending := l.pending.Len()
 	l.mu.Unlock()
 	require.LessOrEqual(t, pending, transport.MaxHandshakes)
 	// The cut connections' handshake goroutines end once they see their
