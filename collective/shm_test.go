@@ -124,11 +124,9 @@ func TestShmBetweenProcesses(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	gocoll := buildGocoll(t)
-	ns := rankCounts
-	if raceEnabled {
-		ns = []int{2, 3}
-	}
-	for _, n := range ns {
+	// TestShm checks every size among goroutines; between processes a
+	// power of two, an odd size and the largest suffice.
+	for _, n := range []int{2, 3, 8} {
 		// With the default slots and with 4 KiB ones, through which
 		// every count above a few hundred takes rounds.
 		for _, slot := range []string{"default", "4096"} {
