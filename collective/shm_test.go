@@ -64,11 +64,11 @@ func TestShm(t *testing.T) {
 func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	n := len(cs)
 	t.Run("allreduce", func(t *testing.T) {
-		checkAllreduce[float32](t, cs, algo, codec.Sum)
-		checkAllreduce[float64](t, cs, algo, codec.Avg)
-		checkAllreduce[int32](t, cs, algo, codec.Max)
-		checkAllreduce[uint8](t, cs, algo, codec.Xor)
-		checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum)
+		checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(len(cs), true))
+		checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(len(cs), false))
+		checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(len(cs), false))
+		checkAllreduce[uint8](t, cs, algo, codec.Xor, countsFor(len(cs), false))
+		checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(len(cs), false))
 	})
 	rootedCase(t, n, func(t *testing.T, root int, full bool) {
 		checkReduce[float32](t, cs, algo, codec.Sum, root, countsFor(n, full))
@@ -170,10 +170,10 @@ func TestHierarchical(t *testing.T) {
 			}
 			for _, algo := range []Algorithm{Hierarchical, Auto} {
 				t.Run(algo.String(), func(t *testing.T) {
-					checkAllreduce[float32](t, cs, algo, codec.Sum)
-					checkAllreduce[float64](t, cs, algo, codec.Avg)
-					checkAllreduce[int32](t, cs, algo, codec.Max)
-					checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum)
+					checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(len(cs), true))
+					checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(len(cs), false))
+					checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(len(cs), false))
+					checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(len(cs), false))
 				})
 			}
 			t.Run("non-commutative", func(t *testing.T) {
