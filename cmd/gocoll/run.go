@@ -32,6 +32,12 @@ environment that comm.Init reads (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR,
 GOCOLL_SECRET, plus GOCOLL_LOCAL_RANK and GOCOLL_LOCAL_SIZE). Each line a
 rank prints is prefixed with its rank, as in "[2] ...".
 
+Each rank gets its share of the machine's CPUs as GOMAXPROCS (the CPUs
+divided by the ranks, at least 1), as mpirun binds each rank to its own
+cores: ranks that each run a thread per CPU take turns on the CPUs, and a
+rank whose message has arrived waits for one. Set GOMAXPROCS to choose
+another number for every rank.
+
 When any rank fails, run gives the others a second to end by themselves
 (those waiting for the failed rank learn of it and report it), then
 terminates the rest (SIGTERM, then SIGKILL after a grace period), prints a one-line reason that names the rank to blame (the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +28,9 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "env":
-		fmt.Printf("rank=%s size=%s addr=%s secret=%d local=%s/%s\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"),
-			os.Getenv("GOCOLL_ADDR"), len(os.Getenv("GOCOLL_SECRET")), os.Getenv("GOCOLL_LOCAL_RANK"), os.Getenv("GOCOLL_LOCAL_SIZE"))
+		fmt.Printf("rank=%s size=%s addr=%s secret=%d local=%s/%s procs=%d\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"),
+			os.Getenv("GOCOLL_ADDR"), len(os.Getenv("GOCOLL_SECRET")), os.Getenv("GOCOLL_LOCAL_RANK"), os.Getenv("GOCOLL_LOCAL_SIZE"),
+			runtime.GOMAXPROCS(0))
 		fmt.Fprintln(os.Stderr, "to stderr")
 		os.Exit(0)
 	case "fail-rank-1":
@@ -62,6 +64,37 @@ func TestRunPrefixesOutputAndSetsEnvironment(t *testing.T) {
 	}
 }
 
+// TestRunSharesTheCPUs: each rank runs with its share of the CPUs, unless
+// the environment says otherwise.
+func TestRunSharesTheCPUs(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		ranks int
+		env   []string
+		want  int
+	}{
+		{"one rank", 1, nil, launch.ProcsPerRank(1)},
+		{"more ranks than CPUs", runtime.NumCPU() + 1, nil, 1},
+		{"GOMAXPROCS given", 2, []string{"GOMAXPROCS=3"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := launch.Run(context.Background(), launch.Job{
+				Program: exe, Ranks: tt.ranks, Env: append([]string{roleVar + "=env"}, tt.env...), Stdout: &out, Stderr: &out,
+			})
+			require.NoError(t, err)
+			for r := range tt.ranks {
+				line := findLine(t, out.String(), fmt.Sprintf("[%d] rank=%d ", r, r))
+				require.Contains(t, line, fmt.Sprintf("procs=%d", tt.want))
+			}
+		})
+	}
+	require.Equal(t, runtime.NumCPU(), launch.ProcsPerRank(1))
+}
+
 func TestRunPlacesNodesRanks(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -71,8 +104,8 @@ func TestRunPlacesNodesRanks(t *testing.T) {
 		Env: []string{roleVar + "=env"}, Stdout: &out, Stderr: &out,
 	})
 	require.NoError(t, err)
-	findLine(t, out.String(), "[4] rank=4 size=6 addr=127.0.0.1:1 secret=1 local=0/2")
-	findLine(t, out.String(), "[5] rank=5 size=6 addr=127.0.0.1:1 secret=1 local=1/2")
+	findLine(t, out.String(), "[4] rank=4 size=6 addr=127.0.0.1:1 secret=1 local=0/2 ")
+	findLine(t, out.String(), "[5] rank=5 size=6 addr=127.0.0.1:1 secret=1 local=1/2 ")
 }
 
 func TestRunRejectsBadJobs(t *testing.T) {
