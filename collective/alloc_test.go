@@ -62,7 +62,7 @@ func TestCompressedAllreduceAllocatesNothing(t *testing.T) {
 // rank of cs and requires rank 0's calls, once warm, to allocate nothing.
 func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 	t.Helper()
-	const rounds = 20
+	const rounds = 50
 	ctx := context.Background()
 	others := make(chan error, len(cs)-1)
 	for _, c := range cs[1:] {
