@@ -55,12 +55,13 @@ func roundBF16Lanes(x uint64) uint64 { return x + lanesHalf + x>>16&lanesOdd }
 // unaligned loads.
 func lanes2(s []uint32) uint64 { return uint64(s[0]) | uint64(s[1])<<32 }
 
-// encodeBF16F32 is codec.BFloat16FromFloat32 of each src[i] as float32 bits, eight
-// at a time as four pairs of lanes. A group with a NaN, rare in real data,
-// goes the scalar way.
+// encodeBF16F32 is codec.BFloat16FromFloat32 of each src[i] as float32 bits:
+// with the AVX2 kernel (kernels_amd64.s) where it runs, else, and for the
+// last elements, eight at a time as four pairs of lanes. A group with a
+// NaN, rare in real data, goes the scalar way.
 func encodeBF16F32(dst []uint16, src []uint32) {
 	dst = dst[:len(src)]
-	i := 0
+	i := encodeBF16Asm(dst, src) // where there is an assembly kernel
 	for ; i+8 <= len(src); i += 8 {
 		s, d := src[i:i+8:i+8], dst[i:i+8:i+8]
 		x, y, z, w := lanes2(s[0:2]), lanes2(s[2:4]), lanes2(s[4:6]), lanes2(s[6:8])

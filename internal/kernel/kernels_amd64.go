@@ -39,3 +39,10 @@ func addInt32AVX2(dst []int32, src []int32)
 //
 //go:noescape
 func addInt64AVX2(dst []int64, src []int64)
+
+// encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32
+// with bits src[i], as encodeBF16F32, for every i < len(src) rounded
+// down to a multiple of 16. dst must be at least as long as src.
+//
+//go:noescape
+func encodeBF16F32AVX2(dst []uint16, src []uint32)

@@ -80,3 +80,19 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 	}
 	return true
 }
+
+// encodeBF16Asm encodes the largest multiple of 16 elements of src into
+// dst with encodeBF16F32AVX2, a chunk per call as reduceAsm does, and
+// returns how many it encoded: 0 without AVX2.
+func encodeBF16Asm(dst []uint16, src []uint32) int {
+	if !useAVX2 {
+		return 0
+	}
+	n := len(src) &^ 15
+	const step = chunkBytes / 4 // float32s, a multiple of 16
+	for i := 0; i < n; i += step {
+		k := min(step, n-i)
+		encodeBF16F32AVX2(dst[i:i+k], src[i:i+k])
+	}
+	return n
+}

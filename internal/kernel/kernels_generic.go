@@ -12,3 +12,6 @@ import "github.com/gocoll/gocoll/codec"
 func sumAsm[T codec.Elem](dst, src []T) bool { return false }
 
 func prodAsm[F float](dst, src []F) bool { return false }
+
+// encodeBF16Asm encodes nothing: encodeBF16F32's Go loop does it all.
+func encodeBF16Asm(dst []uint16, src []uint32) int { return 0 }

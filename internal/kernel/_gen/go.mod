@@ -1,4 +1,4 @@
-module github.com/gocoll/gocoll/codec/_gen
+module github.com/gocoll/gocoll/internal/kernel/_gen
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-// Command _gen writes codec's AVX2 reduction kernels with avo. It is a
+// Command _gen writes the AVX2 kernels of internal/kernel with avo. It is a
 // module of its own, so that avo is never a dependency of gocoll, and its
 // directory starts with an underscore, so that ./... in the main module
 // skips it. Run it through go generate in internal/kernel:
@@ -71,6 +71,7 @@ func main() {
 	for _, k := range kernels {
 		k.generate()
 	}
+	encodeBF16()
 	Generate()
 }
 
@@ -135,6 +136,70 @@ func (k kernel) generate() {
 
 	Label("done")
 	// Dirty upper YMM halves would slow down the SSE code Go runs next.
+	VZEROUPPER()
+	RET()
+}
+
+// encodeBF16 emits encodeBF16F32AVX2, the kernel of encodeBF16F32: 16
+// float32 bit patterns at a time, each rounded to the nearest bfloat16
+// (ties to even) exactly as codec.BFloat16FromFloat32 does, a NaN kept
+// with its sign and top payload bits and made quiet. It converts the
+// largest multiple of 16 elements and leaves the rest to the Go loop.
+func encodeBF16() {
+	TEXT("encodeBF16F32AVX2", NOSPLIT, "func(dst []uint16, src []uint32)")
+	Pragma("noescape")
+	Doc(
+		"encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32",
+		"with bits src[i], as encodeBF16F32, for every i < len(src) rounded",
+		"down to a multiple of 16. dst must be at least as long as src.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("src").Len(), GP64())
+
+	broadcast := func(v uint32) reg.VecVirtual {
+		g, x, y := GP32(), XMM(), YMM()
+		MOVL(U32(v), g)
+		VMOVD(g, x)
+		VPBROADCASTD(x, y)
+		return y
+	}
+	abs, inf := broadcast(0x7fffffff), broadcast(0x7f800000)
+	half, one, quiet := broadcast(0x7fff), broadcast(1), broadcast(0x40)
+
+	// round leaves in r the bfloat16 of each lane of x, zero-extended.
+	round := func(x, r reg.VecVirtual) {
+		t, m, q := YMM(), YMM(), YMM()
+		VPSRLD(U8(16), x, t)  // the kept bits
+		VPAND(one, t, r)      // the lowest of them: odd or even
+		VPADDD(half, r, r)    // just under half a unit, plus one if odd
+		VPADDD(x, r, r)       // carries into the kept bits when rounding up
+		VPSRLD(U8(16), r, r)  // the rounded value
+		VPOR(quiet, t, q)     // a NaN's kept bits, made quiet
+		VPAND(abs, x, m)      // |x|
+		VPCMPGTD(inf, m, m)   // all ones where |x| > Inf: a NaN
+		VPBLENDVB(m, q, r, r) // the NaN's bits there
+	}
+
+	Label("loop")
+	CMPQ(n, U32(16))
+	JB(LabelRef("done"))
+	x0, x1, r0, r1 := YMM(), YMM(), YMM(), YMM()
+	VMOVDQU(Mem{Base: src}, x0)
+	VMOVDQU(Mem{Base: src, Disp: 32}, x1)
+	round(x0, r0)
+	round(x1, r1)
+	// Packing works within each 128-bit half: r0's and r1's first four
+	// words, then their last four. VPERMQ puts the quarters in order.
+	VPACKUSDW(r1, r0, r0)
+	VPERMQ(U8(0xd8), r0, r0)
+	VMOVDQU(r0, Mem{Base: dst})
+	ADDQ(U32(64), src)
+	ADDQ(U32(32), dst)
+	SUBQ(U32(16), n)
+	JMP(LabelRef("loop"))
+
+	Label("done")
 	VZEROUPPER()
 	RET()
 }
