@@ -105,12 +105,15 @@ func roundBF16F32(buf []uint32) {
 	}
 }
 
-// decodeBF16F32 is codec.BFloat16.Float32 into float32 bits. It is
-// unrolled by eight, like the reduction loops: the shift is one
-// instruction, so a plain loop spends most of its time on its own index,
-// compare and branch.
+// decodeBF16F32 is codec.BFloat16.Float32 into float32 bits: with the
+// AVX2 kernel where it runs, else, and for the last elements, unrolled
+// by eight like the reduction loops: the shift is one instruction, so a
+// plain loop spends most of its time on its own index, compare and
+// branch.
 func decodeBF16F32(dst []uint32, src []uint16) {
 	src = src[:len(dst)]
+	n := decodeBF16Asm(dst, src) // where there is an assembly kernel
+	dst, src = dst[n:], src[n:]
 	for len(dst) >= 8 && len(src) >= 8 {
 		dst[0], dst[1] = uint32(src[0])<<16, uint32(src[1])<<16
 		dst[2], dst[3] = uint32(src[2])<<16, uint32(src[3])<<16

@@ -46,3 +46,10 @@ func addInt64AVX2(dst []int64, src []int64)
 //
 //go:noescape
 func encodeBF16F32AVX2(dst []uint16, src []uint32)
+
+// decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16
+// src[i], as decodeBF16F32, for every i < len(dst) rounded down to a
+// multiple of 16. src must be at least as long as dst.
+//
+//go:noescape
+func decodeBF16F32AVX2(dst []uint32, src []uint16)

@@ -384,3 +384,28 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func decodeBF16F32AVX2(dst []uint32, src []uint16)
+// Requires: AVX, AVX2
+TEXT ·decodeBF16F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ dst_len+8(FP), DX
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VPMOVZXWD (CX), Y0
+	VPMOVZXWD 16(CX), Y1
+	VPSLLD    $0x10, Y0, Y0
+	VPSLLD    $0x10, Y1, Y1
+	VMOVDQU   Y0, (AX)
+	VMOVDQU   Y1, 32(AX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET

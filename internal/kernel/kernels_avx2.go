@@ -96,3 +96,17 @@ func encodeBF16Asm(dst []uint16, src []uint32) int {
 	}
 	return n
 }
+
+// decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX2.
+func decodeBF16Asm(dst []uint32, src []uint16) int {
+	if !useAVX2 {
+		return 0
+	}
+	n := len(dst) &^ 15
+	const step = chunkBytes / 4
+	for i := 0; i < n; i += step {
+		k := min(step, n-i)
+		decodeBF16F32AVX2(dst[i:i+k], src[i:i+k])
+	}
+	return n
+}

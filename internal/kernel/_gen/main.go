@@ -72,6 +72,7 @@ func main() {
 		k.generate()
 	}
 	encodeBF16()
+	decodeBF16()
 	Generate()
 }
 
@@ -196,6 +197,40 @@ func encodeBF16() {
 	VMOVDQU(r0, Mem{Base: dst})
 	ADDQ(U32(64), src)
 	ADDQ(U32(32), dst)
+	SUBQ(U32(16), n)
+	JMP(LabelRef("loop"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// decodeBF16 emits decodeBF16F32AVX2, the kernel of decodeBF16F32: each
+// bfloat16 widened to 32 bits and shifted into the top half, 16 at a
+// time.
+func decodeBF16() {
+	TEXT("decodeBF16F32AVX2", NOSPLIT, "func(dst []uint32, src []uint16)")
+	Pragma("noescape")
+	Doc(
+		"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
+		"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
+		"multiple of 16. src must be at least as long as dst.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("dst").Len(), GP64())
+	Label("loop")
+	CMPQ(n, U32(16))
+	JB(LabelRef("done"))
+	y0, y1 := YMM(), YMM()
+	VPMOVZXWD(Mem{Base: src}, y0)
+	VPMOVZXWD(Mem{Base: src, Disp: 16}, y1)
+	VPSLLD(U8(16), y0, y0)
+	VPSLLD(U8(16), y1, y1)
+	VMOVDQU(y0, Mem{Base: dst})
+	VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+	ADDQ(U32(32), src)
+	ADDQ(U32(64), dst)
 	SUBQ(U32(16), n)
 	JMP(LabelRef("loop"))
 
