@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/internal/launch"
 )
 
-var benchCmd = &command{
-	name:  "bench",
-	short: "measure collectives; compare, plot and model the results",
-	run:   benchMain,
-	usage: benchUsage,
+var benchCmd = &cli.Command{
+	Name:  "bench",
+	Short: "measure collectives over message sizes",
+	Run:   benchMain,
+	Usage: benchUsage,
 }
 
 const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collectives list]

@@ -15,14 +15,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/internal/launch"
 )
 
-var runCmd = &command{
-	name:  "run",
-	short: "start the ranks of a job on this machine",
-	run:   runMain,
-	usage: runUsage,
+var runCmd = &cli.Command{
+	Name:  "run",
+	Short: "start the ranks of a job on this machine",
+	Run:   runMain,
+	Usage: runUsage,
 }
 
 const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--nnodes k --node-rank i --master host:port] prog [args...]

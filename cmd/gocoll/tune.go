@@ -15,14 +15,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/internal/tuning"
 )
 
-var tuneCmd = &command{
-	name:  "tune",
-	short: "measure this machine and write a tuning table",
-	run:   tuneMain,
-	usage: tuneUsage,
+var tuneCmd = &cli.Command{
+	Name:  "tune",
+	Short: "measure this machine and write a tuning table",
+	Run:   tuneMain,
+	Usage: tuneUsage,
 }
 
 const tuneUsage = `usage: gocoll tune [-n ranks] [--transport t] [--collectives list]

@@ -22,9 +22,10 @@ func readme(t *testing.T) string {
 // TestREADMEOpening: the README opens with the two commands that work on
 // a fresh machine.
 func TestREADMEOpening(t *testing.T) {
-	s := readme(t)
-	first := s[strings.Index(s, "```sh\n")+len("```sh\n"):]
-	first = first[:strings.Index(first, "```")]
+	_, first, ok := strings.Cut(readme(t), "```sh\n")
+	require.True(t, ok, "the README has no block of commands")
+	first, _, ok = strings.Cut(first, "```")
+	require.True(t, ok, "the first block of commands does not end")
 	lines := strings.Split(strings.TrimSpace(first), "\n")
 	require.Len(t, lines, 2, "the first block of commands")
 	require.True(t, strings.HasPrefix(lines[0], "make demo"), lines[0])

@@ -26,6 +26,20 @@ var (
 	FP16Format = Format{Name: "fp16", ManBits: 10, ExpBits: 5, Bias: 15}
 )
 
+// EachStep calls visit for each non-negative finite value lo of f, in
+// increasing order, with hi the next value up: for the largest finite
+// value, 2^(Emax+1), where rounding overflows to Inf.
+func (f Format) EachStep(visit func(lo, hi float64)) {
+	inf := uint16(1<<f.ExpBits-1) << f.ManBits
+	for k := range inf {
+		hi := math.Ldexp(1, f.Emax()+1)
+		if k+1 < inf {
+			hi = f.Decode(k + 1)
+		}
+		visit(f.Decode(k), hi)
+	}
+}
+
 // Emin is the exponent of the smallest normal value.
 func (f Format) Emin() int { return 1 - f.Bias }
 
@@ -135,14 +149,8 @@ func ForEachRoundingInput64(t *testing.T, f Format, check func(float64)) {
 		check(x)
 		check(-x)
 	}
-	inf := uint16(1<<f.ExpBits-1) << f.ManBits
-	for k := range inf {
-		lo := f.Decode(k)
-		hi := math.Ldexp(1, f.Emax()+1)
-		if k+1 < inf {
-			hi = f.Decode(k + 1)
-		}
-		mid := (lo + hi) / 2 // exact: one more bit than the Format has
+	f.EachStep(func(lo, hi float64) {
+		mid := (lo + hi) / 2 // exact: one more bit than the format has
 		both(lo)
 		both(mid)
 		down, up := math.Nextafter(mid, 0), math.Nextafter(mid, math.Inf(1))
@@ -150,7 +158,7 @@ func ForEachRoundingInput64(t *testing.T, f Format, check func(float64)) {
 		both(up)
 		both(math.Nextafter(down, 0))
 		both(math.Nextafter(up, math.Inf(1)))
-	}
+	})
 	for _, x := range []float64{
 		0, math.Inf(1), math.MaxFloat64, math.SmallestNonzeroFloat64, 0x1p-1022, math.Nextafter(0x1p-1022, 0),
 		math.MaxFloat32, math.Nextafter(math.MaxFloat32, math.Inf(1)), 0x1p128, 0x1p-149, 0x1p-150, 0x1p-151,

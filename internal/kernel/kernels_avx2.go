@@ -82,19 +82,13 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 }
 
 // encodeBF16Asm encodes the largest multiple of 16 elements of src into
-// dst with encodeBF16F32AVX2, a chunk per call as reduceAsm does, and
-// returns how many it encoded: 0 without AVX2.
+// dst with encodeBF16F32AVX2 and returns how many it encoded: 0 without
+// AVX2.
 func encodeBF16Asm(dst []uint16, src []uint32) int {
 	if !useAVX2 {
 		return 0
 	}
-	n := len(src) &^ 15
-	const step = chunkBytes / 4 // float32s, a multiple of 16
-	for i := 0; i < n; i += step {
-		k := min(step, n-i)
-		encodeBF16F32AVX2(dst[i:i+k], src[i:i+k])
-	}
-	return n
+	return inChunks(dst, src, encodeBF16F32AVX2)
 }
 
 // decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX2.
@@ -102,11 +96,19 @@ func decodeBF16Asm(dst []uint32, src []uint16) int {
 	if !useAVX2 {
 		return 0
 	}
+	return inChunks(dst, src, decodeBF16F32AVX2)
+}
+
+// inChunks runs a conversion kernel, which converts 16 elements at a
+// time, on the first len(dst) rounded down to 16 elements of dst and src,
+// at most chunkBytes of dst a call as reduceAsm does, and returns how many
+// elements it converted.
+func inChunks[D, S uint16 | uint32](dst []D, src []S, kernel func([]D, []S)) int {
 	n := len(dst) &^ 15
-	const step = chunkBytes / 4
+	step := chunkBytes / int(unsafe.Sizeof(dst[0])) // a multiple of 16
 	for i := 0; i < n; i += step {
 		k := min(step, n-i)
-		decodeBF16F32AVX2(dst[i:i+k], src[i:i+k])
+		kernel(dst[i:i+k], src[i:i+k])
 	}
 	return n
 }

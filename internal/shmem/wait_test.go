@@ -24,7 +24,9 @@ func TestWaiter(t *testing.T) {
 		need         uint64
 		advance      uint64 // what the peer adds, 1 at a time
 		ring         bool   // whether the peer rings the bell
-		stopAt       uint64 // stop reports errStop once the counter is here; 0: never
+		// stopAdvances makes stop advance the counter by need and report
+		// errStop: a peer that stored its last value and went.
+		stopAdvances bool
 		wantErr      error
 	}{
 		{name: "satisfied already", start: 7, need: 7},
@@ -34,7 +36,7 @@ func TestWaiter(t *testing.T) {
 		{name: "base offsets the counter", spinFor: time.Hour, start: 5, base: 5, need: 2, advance: 2},
 		{name: "counter wraps", spinFor: time.Hour, start: 1<<64 - 1, base: 1<<64 - 1, need: 2, advance: 2},
 		{name: "stop", spinFor: time.Hour, need: 10, wantErr: errStop},
-		{name: "stop after the condition holds", need: 2, advance: 2, ring: true, stopAt: 2},
+		{name: "the condition holds when stop reports", spinFor: time.Hour, need: 2, stopAdvances: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +53,11 @@ func TestWaiter(t *testing.T) {
 				}
 			}()
 			stop := func() error {
-				if tc.wantErr != nil || tc.stopAt != 0 && idx.Load()-tc.start >= tc.stopAt {
+				if tc.stopAdvances {
+					idx.Add(tc.need)
+					return errStop
+				}
+				if tc.wantErr != nil {
 					return errStop
 				}
 				return nil
@@ -64,7 +70,11 @@ func TestWaiter(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, got-tc.base, tc.need)
-			require.LessOrEqual(t, got-tc.start, tc.advance)
+			moved := tc.advance
+			if tc.stopAdvances {
+				moved = tc.need
+			}
+			require.LessOrEqual(t, got-tc.start, moved)
 			require.Zero(t, sleepers.Load(), "a waiter that is done no longer counts as a sleeper")
 		})
 	}

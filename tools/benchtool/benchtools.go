@@ -8,20 +8,12 @@ import (
 	"os"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 )
 
-// A tool is one of benchtool's subcommands.
-type tool struct {
-	name  string
-	short string // one line for the list of tools
-	run   func(args []string, stdout, stderr io.Writer) int
-	usage string
-}
-
 // tools are benchtool's subcommands ("compare", "plot", "model"). Each
-// registers itself from its own file, and main hands the arguments to the
-// one the first argument names.
-var tools = map[string]*tool{}
+// registers itself from its own file; main lists them by name.
+var tools = map[string]*cli.Command{}
 
 // toolFiles parses the flags of the tool called name, wherever they
 // stand among the file names in args (as in "compare ours.csv ref.csv

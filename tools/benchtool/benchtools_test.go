@@ -22,7 +22,7 @@ func runToolCases(t *testing.T, tool string, tests []toolCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := tools[tool].run(tt.args, &stdout, &stderr)
+			code := tools[tool].Run(tt.args, &stdout, &stderr)
 			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
 			for _, want := range tt.wantStdout {
 				require.Contains(t, stdout.String(), want)

@@ -6,15 +6,16 @@ import (
 	"io"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/tools/compare"
 )
 
 func init() {
-	tools["compare"] = &tool{
-		name:  "compare",
-		short: "set result files side by side and flag where gocoll is behind",
-		run:   compareMain,
-		usage: compareUsage,
+	tools["compare"] = &cli.Command{
+		Name:  "compare",
+		Short: "set result files side by side and flag where gocoll is behind",
+		Run:   compareMain,
+		Usage: compareUsage,
 	}
 }
 

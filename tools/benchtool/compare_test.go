@@ -58,5 +58,5 @@ func TestBenchCompareHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, compareMain([]string{"-h"}, &stdout, &stderr))
 	require.Equal(t, compareUsage, stdout.String())
-	require.Equal(t, "compare", tools["compare"].name)
+	require.Equal(t, "compare", tools["compare"].Name)
 }

@@ -14,42 +14,20 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
+
+	"github.com/gocoll/gocoll/internal/cli"
 )
 
 func main() {
-	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// dispatch runs the tool that args[0] names and returns the exit code:
-// 2 for a usage error, as flag does.
-func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		w, code := stdout, 0
-		if len(args) == 0 {
-			w, code = stderr, 2
-		}
-		if len(args) > 1 {
-			if t, ok := tools[args[1]]; ok {
-				fmt.Fprint(stdout, t.usage)
-				return 0
-			}
-		}
-		fmt.Fprintln(w, "usage: benchtool <tool> [arguments]\n\nThe tools:")
-		for _, name := range slices.Sorted(maps.Keys(tools)) {
-			fmt.Fprintf(w, "\t%-8s %s\n", name, tools[name].short)
-		}
-		fmt.Fprintln(w, "\nRun 'benchtool help <tool>' for a tool's flags.")
-		return code
+	program := &cli.Program{
+		Name:    "benchtool",
+		Summary: "benchtool compares, plots and models gocoll bench's results.",
 	}
-	t, ok := tools[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "benchtool %s: unknown tool\nRun 'benchtool help' for the list.\n", args[0])
-		return 2
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
+		program.Commands = append(program.Commands, tools[name])
 	}
-	return t.run(args[1:], stdout, stderr)
+	os.Exit(program.Dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }

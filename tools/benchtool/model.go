@@ -9,15 +9,16 @@ import (
 	"strconv"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/tools/model"
 )
 
 func init() {
-	tools["model"] = &tool{
-		name:  "model",
-		short: "fit the alpha-beta-gamma cost model and project allreduce to many ranks",
-		run:   modelMain,
-		usage: modelUsage,
+	tools["model"] = &cli.Command{
+		Name:  "model",
+		Short: "fit the alpha-beta-gamma cost model and project allreduce to many ranks",
+		Run:   modelMain,
+		Usage: modelUsage,
 	}
 }
 

@@ -81,5 +81,5 @@ func TestBenchModelHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, modelMain([]string{"--help"}, &stdout, &stderr))
 	require.Equal(t, modelUsage, stdout.String())
-	require.Equal(t, "model", tools["model"].name)
+	require.Equal(t, "model", tools["model"].Name)
 }

@@ -10,15 +10,16 @@ import (
 	"strings"
 
 	"github.com/gocoll/gocoll/internal/bench"
+	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/tools/plot"
 )
 
 func init() {
-	tools["plot"] = &tool{
-		name:  "plot",
-		short: "draw bus bandwidth and latency against message size",
-		run:   plotMain,
-		usage: plotUsage,
+	tools["plot"] = &cli.Command{
+		Name:  "plot",
+		Short: "draw bus bandwidth and latency against message size",
+		Run:   plotMain,
+		Usage: plotUsage,
 	}
 }
 

@@ -64,7 +64,7 @@ func TestBenchPlotHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, plotMain([]string{"-h"}, &stdout, &stderr))
 	require.Equal(t, plotUsage, stdout.String())
-	require.Equal(t, "plot", tools["plot"].name)
+	require.Equal(t, "plot", tools["plot"].Name)
 }
 
 func TestResultFilter(t *testing.T) {
