@@ -165,12 +165,13 @@ type lostRank struct {
 }
 
 // settleLoss ends a LossSettle period: the endpoint fails naming every
-// rank lost in it, except ranks that said goodbye meanwhile. Those closed
-// their communicator; a write to them can break before their goodbye is
-// read, and that is no loss.
+// rank lost in it, except ranks that left knowingly meanwhile: they
+// closed their communicator, or failed and passed their failure on, and
+// may have exited since. A write to them can break before their goodbye
+// or failure frame is read, and that is no loss.
 func (ep *endpoint) settleLoss() {
 	ep.lossMu.Lock()
-	lost := slices.DeleteFunc(ep.lost, func(l lostRank) bool { return ep.saidGoodbye(l.rank) })
+	lost := slices.DeleteFunc(ep.lost, func(l lostRank) bool { return ep.leftKnowingly(l.rank) })
 	settled := ep.settled
 	ep.lost, ep.settled = nil, nil
 	ep.lossMu.Unlock()
@@ -243,8 +244,23 @@ func (ep *endpoint) toldOf(pe *PeerError) []lostRank {
 	return lost
 }
 
-// saidGoodbye reports whether rank closed its communicator.
-func (ep *endpoint) saidGoodbye(rank int) bool { return ep.goodbye(rank) != nil }
+// leaving records that rank passed a failure on: it leaves the job, and
+// its link's end is no loss.
+func (ep *endpoint) leaving(rank int) {
+	ib := &ep.inboxes[rank]
+	ib.mu.Lock()
+	ib.failing = true
+	ib.mu.Unlock()
+}
+
+// leftKnowingly reports whether rank closed its communicator or passed a
+// failure on to this rank.
+func (ep *endpoint) leftKnowingly(rank int) bool {
+	ib := &ep.inboxes[rank]
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	return ib.failing || errors.Is(ib.closed, ErrPeerClosed)
+}
 
 // goodbye returns the ErrPeerClosed error recorded when rank closed its
 // communicator, or nil.
@@ -303,6 +319,9 @@ func (ep *endpoint) readFailure(src int, l transport.Link, h *wire.Header) error
 	if err != nil {
 		return err
 	}
+	// Before the slow part: a loss this rank is settling must not name
+	// src, which passed the failure on before it exits.
+	ep.leaving(src)
 	// A loss passes on, as settleLoss passes on its own, before this
 	// rank's calls can return it.
 	if pe, ok := failure.(*PeerError); ok && ep.err() == nil {

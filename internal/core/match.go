@@ -67,6 +67,9 @@ type inbox struct {
 	stalled chan struct{}
 	// link is the inbound link from this source, once it is connected.
 	link transport.Link
+	// failing is set once this source passed a failure on (a failure
+	// frame): it is leaving, and its link's end is no loss.
+	failing bool
 }
 
 var requestPool = sync.Pool{New: func() any { return &Request{done: make(chan struct{}, 1)} }}
