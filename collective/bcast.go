@@ -39,17 +39,17 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	v := (me - root + p) % p
+	if v != 0 && v&(v-1) == 0 && k.me.Kind == wire.KindBcast {
+		// Root's child. (Allreduce's root heard in its reduce.)
+		if err := k.ack(root); err != nil {
+			return err
+		}
+	}
 	mask := 1
 	for ; mask < p; mask <<= 1 {
 		if v&mask != 0 {
 			if err := k.recv((v-mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
 				return err
-			}
-			if v == mask && k.me.Kind == wire.KindBcast {
-				// Root's child. (Allreduce's root heard in its reduce.)
-				if err := k.ack(root); err != nil {
-					return err
-				}
 			}
 			break
 		}
@@ -104,6 +104,12 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 		}
 		return k.awaitAck(next)
 	}
+	if v == 1 {
+		// Root hears from nobody else.
+		if err := k.ack(prev); err != nil {
+			return err
+		}
+	}
 	var ins [chainWindow]inbound
 	defer withdrawAll(ins[:])
 	post := func(i int) (err error) {
@@ -128,12 +134,6 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 		}
 		if v < p-1 {
 			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
-				return err
-			}
-		}
-		if v == 1 && i == 0 {
-			// Root hears from nobody else.
-			if err := k.ack(prev); err != nil {
 				return err
 			}
 		}

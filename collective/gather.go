@@ -86,7 +86,7 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 	}
 	at := countsBefore(counts, root)
 	copy(recv[at:at+len(send)], send)
-	return waitRecvsAck(&k, batch, recv, true)
+	return ackThenWait(&k, batch, recv, true)
 }
 
 // gatherLinear: every rank sends straight to root, which has posted all
@@ -109,7 +109,7 @@ func gatherLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		}
 	}
 	copy(recv[root*m:(root+1)*m], send)
-	return waitRecvsAck(k, batch, recv, true)
+	return ackThenWait(k, batch, recv, true)
 }
 
 // gatherTree gathers up a binomial tree over virtual ranks v = rank -
@@ -162,8 +162,8 @@ func gatherTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if v == 0 {
 		copy(recv[root*m:(root+1)*m], send)
 	}
-	// A leaf child received nothing: acknowledge it.
-	if err := waitRecvsAck(k, batch, acc, false); err != nil {
+	// A leaf child receives nothing: acknowledge it.
+	if err := ackThenWait(k, batch, acc, false); err != nil {
 		return err
 	}
 	if v == 0 {
@@ -251,13 +251,10 @@ func waitRecvs[T codec.Elem](k *call[T], b *recvBatch, buf []T) error {
 	return nil
 }
 
-// waitRecvsAck is waitRecvs, then acknowledges (ack) the senders that
-// receive nothing in the call: every one with all, else the leaves of
-// Gather's tree.
-func waitRecvsAck[T codec.Elem](k *call[T], b *recvBatch, buf []T, all bool) error {
-	if err := waitRecvs(k, b, buf); err != nil {
-		return err
-	}
+// ackThenWait acknowledges (ack) the senders of the batch that receive
+// nothing in the call, every one with all, else the leaves of Gather's
+// tree, and then waits for the batch (waitRecvs).
+func ackThenWait[T codec.Elem](k *call[T], b *recvBatch, buf []T, all bool) error {
 	p, root := k.c.Size(), k.me.Root
 	for i := range b.recvs {
 		peer := b.recvs[i].peer
@@ -270,7 +267,7 @@ func waitRecvsAck[T codec.Elem](k *call[T], b *recvBatch, buf []T, all bool) err
 			}
 		}
 	}
-	return nil
+	return waitRecvs(k, b, buf)
 }
 
 // commSize is c's size, or 0 for a nil communicator, which begin then

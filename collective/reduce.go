@@ -89,13 +89,13 @@ func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			copy(acc, buf)
 		}
 		child := (v + mask + top) % p
-		if err = k.recvReduce(child, step0+level, acc, 0, true); err != nil {
-			break
-		}
 		if acks && treeLeaf(v+mask, p) {
 			if err = k.ack(child); err != nil {
 				break
 			}
+		}
+		if err = k.recvReduce(child, step0+level, acc, 0, true); err != nil {
+			break
 		}
 	}
 	if err == nil && top != root {

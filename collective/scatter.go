@@ -61,10 +61,10 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 	}
 	defer k.leave(&err)
 	if me != root {
-		if err := k.recv(root, 0, recv, countsBefore(counts, me)); err != nil {
+		if err := k.ack(root); err != nil {
 			return err
 		}
-		return k.ack(root)
+		return k.recv(root, 0, recv, countsBefore(counts, me))
 	}
 	off := 0
 	for r, m := range counts {
@@ -85,10 +85,10 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 func scatterLinear[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	p, me, m := k.c.Size(), k.c.Rank(), len(recv)
 	if me != root {
-		if err := k.recv(root, 0, recv, me*m); err != nil {
+		if err := k.ack(root); err != nil {
 			return err
 		}
-		return k.ack(root)
+		return k.recv(root, 0, recv, me*m)
 	}
 	for r := range p {
 		if r != root {
@@ -145,13 +145,16 @@ func scatterTree[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		step := 2 * bits.TrailingZeros(uint(mask))
 		a0, a1, b1 := rankRuns(p, root, v, v+size)
 		lo := subtreeAt(p, root, v, a0, m)
-		err := k.recv(from, step, acc[lo:lo+(a1-a0)*m], a0*m)
+		var err error
+		if v == mask {
+			err = k.ack(root) // root's child: root hears from nobody else
+		}
+		if err == nil {
+			err = k.recv(from, step, acc[lo:lo+(a1-a0)*m], a0*m)
+		}
 		if err == nil && b1 > 0 {
 			lo = subtreeAt(p, root, v, 0, m)
 			err = k.recv(from, step+1, acc[lo:lo+b1*m], 0)
-		}
-		if err == nil && v == mask {
-			err = k.ack(root) // root's child: root hears from nobody else
 		}
 		if err != nil {
 			sb.release()

@@ -259,8 +259,11 @@ func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {
 // leaf of a Reduce or Gather) has compared its call with nobody's, and
 // would return as if every rank agreed. The rank it sends to therefore
 // acknowledges with a header that carries its own call (ack), which the
-// sender awaits before it returns (awaitAck): one more one-way latency for
-// that rank only, while the acknowledging rank goes on at once.
+// sender awaits before it returns (awaitAck). The acknowledging rank sends
+// it as soon as its call starts, before it waits for the data: the
+// acknowledgement then travels while the data does, and the sender waits
+// for it no longer than the data takes to arrive, instead of for a round
+// trip. In a loop of calls it arrives before the sender even looks.
 
 // ackStep is the step of acknowledgements, above every step an algorithm
 // of a rooted collective uses.
