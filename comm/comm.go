@@ -27,7 +27,8 @@ type Request core.Request
 // jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
 // GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
-// period (WithHeartbeat; "off" for none), GOCOLL_TRANSPORT the links
+// period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait
+// over tcp polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
 // (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity),
 // GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
 // GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),

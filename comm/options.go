@@ -30,6 +30,17 @@ const DefaultUnexpectedLimit = core.DefaultUnexpectedLimit
 // LossSettle). A rank that dies is reported at once, heartbeat or not.
 const DefaultHeartbeat = core.DefaultHeartbeat
 
+// DefaultSpin is how long a call that waits for a message over tcp polls
+// the socket itself before it parks, when WithSpin is not given (and
+// GOCOLL_SPIN is not set). It covers a small message's round trip on one
+// host with room to spare, so small collectives never pay the two thread
+// wake-ups of a parked wait, while a rank that waits longer (for a slower
+// rank, or between steps) gives its core back after 50 µs.
+const DefaultSpin = core.DefaultSpin
+
+// MaxSpin is the longest spin WithSpin accepts.
+const MaxSpin = core.MaxSpin
+
 // WithTransport chooses the links between ranks: "auto" (the default of
 // Init: shared-memory links between ranks of one host, tcp between hosts,
 // chosen per pair), "shm" (shared-memory links only; every rank must run
@@ -72,6 +83,14 @@ func WithTimeout(d time.Duration) Option { return Option(core.WithTimeout(d)) }
 // off by TCP keepalive (about 30 s). NewLocal has no heartbeat: its ranks
 // share one process.
 func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbeat(period)) }
+
+// WithSpin sets how long a call that waits for a message over a tcp link
+// polls the socket itself, burning its core, before it parks in the
+// runtime's netpoller; from 0 (park at once: a message then costs two
+// thread wake-ups, the link's reader's and the caller's) to MaxSpin. The
+// default is DefaultSpin; GOCOLL_SPIN sets it for Init's ranks. Links
+// over TLS, shared memory and in memory do not spin.
+func WithSpin(d time.Duration) Option { return Option(core.WithSpin(d)) }
 
 // WithTLS runs every tcp link and the rendezvous connection inside mutual
 // TLS 1.3: each rank presents the certificate in certFile (key in keyFile)

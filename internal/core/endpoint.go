@@ -156,7 +156,13 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 			continue
 		}
 		ep.wg.Add(1)
-		go ep.readLoop(src, l)
+		if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
+			p := &polled{link: pl}
+			ib.polled.Store(p)
+			go ep.pollLoop(src, p)
+		} else {
+			go ep.readLoop(src, l)
+		}
 	}
 }
 
@@ -167,43 +173,60 @@ func (ep *endpoint) readLoop(src int, l transport.Link) {
 	defer ep.wg.Done()
 	ib := &ep.inboxes[src]
 	var h wire.Header
-	var calls *callTable // of communicator callsOf: most frames are for the one before
-	var callsOf uint64
+	var calls callCache
 	for {
 		err := l.ReadHeader(&h)
 		if err == nil {
-			switch {
-			case h.Flags&wire.FlagGoodbye != 0:
-				ib.close(fmt.Errorf("%w: rank %d", ErrPeerClosed, src))
-				continue
-			case h.Flags&wire.FlagAbort != 0:
-				err = ep.readFailure(src, l, &h)
-			default:
-				if h.Seq != 0 {
-					if calls == nil || callsOf != h.Comm {
-						calls, callsOf = ep.calls(h.Comm), h.Comm
-					}
-					if m := calls.observe(src, &h); m != nil {
-						// Fail here at once, so that no call of this
-						// rank gets past the mismatch, but tell the
-						// peers on another goroutine: that writes to
-						// links whose readers may be doing the same, and
-						// this reader must keep reading for them.
-						if failure := ep.abortHere(m); failure != nil {
-							go ep.announce(failure)
-						}
-					}
-				}
-				if h.Flags&wire.FlagProbe == 0 {
-					err = ep.receive(ib, l, &h)
-				}
-			}
+			err = ep.handle(src, ib, l, &h, &calls, true)
 		}
 		if err != nil {
 			ep.linkDown(src, ib, l, err)
 			return
 		}
 	}
+}
+
+// callCache remembers the call table of the communicator of the last
+// frame a link brought: most frames are for the one before.
+type callCache struct {
+	calls *callTable
+	of    uint64
+}
+
+func (c *callCache) get(ep *endpoint, id uint64) *callTable {
+	if c.calls == nil || c.of != id {
+		c.calls, c.of = ep.calls(id), id
+	}
+	return c.calls
+}
+
+// handle handles the message from src whose header h was just read off
+// link l: a goodbye, a failure, or a frame checked against this rank's
+// call and delivered. With wait false, it does not wait for room for an
+// early message: it returns errStall, having read nothing more.
+func (ep *endpoint) handle(src int, ib *inbox, l transport.Link, h *wire.Header, calls *callCache, wait bool) error {
+	switch {
+	case h.Flags&wire.FlagGoodbye != 0:
+		ib.close(fmt.Errorf("%w: rank %d", ErrPeerClosed, src))
+		return nil
+	case h.Flags&wire.FlagAbort != 0:
+		return ep.readFailure(src, l, h)
+	}
+	if h.Seq != 0 {
+		if m := calls.get(ep, h.Comm).observe(src, h); m != nil {
+			// Fail here at once, so that no call of this rank gets past
+			// the mismatch, but tell the peers on another goroutine:
+			// that writes to links whose readers may be doing the same,
+			// and this reader must keep reading for them.
+			if failure := ep.abortHere(m); failure != nil {
+				go ep.announce(failure)
+			}
+		}
+	}
+	if h.Flags&wire.FlagProbe != 0 {
+		return nil
+	}
+	return ep.receive(ib, l, h, wait)
 }
 
 // linkDown handles the end of an inbound link. After a goodbye, or while
@@ -225,7 +248,9 @@ func (ep *endpoint) linkDown(src int, ib *inbox, l transport.Link, err error) {
 
 // receive delivers the payload of the message whose header is h: straight
 // into a posted receive when there is one, else into a pooled buffer.
-func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header) error {
+// When the early messages have used up their budget it waits for room,
+// or with wait false returns errStall at once, having read nothing.
+func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bool) error {
 	n := int(h.Length)
 	for {
 		ib.mu.Lock()
@@ -259,6 +284,10 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header) error {
 		}
 		// No room for another early message: wait until a receive is
 		// posted for it or buffered messages are received.
+		if !wait {
+			ib.mu.Unlock()
+			return errStall
+		}
 		if ib.stalled == nil {
 			ib.stalled = make(chan struct{}, 1)
 		}
@@ -385,6 +414,9 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	case <-r.done:
 		return r.n, r.err
 	default:
+	}
+	if p := ep.inboxes[r.src].polled.Load(); p != nil && ep.poll(r, p) {
+		return r.n, r.err
 	}
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.

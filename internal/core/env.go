@@ -26,6 +26,8 @@ type jobSpec struct {
 	hasTimeout   bool
 	heartbeat    time.Duration // GOCOLL_HEARTBEAT, when hasHeartbeat
 	hasHeartbeat bool
+	spin         time.Duration // GOCOLL_SPIN, when hasSpin
+	hasSpin      bool
 	debug        bool
 }
 
@@ -133,6 +135,16 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 			return spec, err
 		}
 		spec.heartbeat, spec.hasHeartbeat = d, true
+	}
+	if s, ok := env("GOCOLL_SPIN"); ok {
+		d, err := time.ParseDuration(s)
+		if err == nil {
+			err = WithSpin(d)(new(Options))
+		}
+		if err != nil {
+			return spec, fmt.Errorf("%w: GOCOLL_SPIN=%q is not a duration from 0 to %v such as 50us", ErrInvalid, s, MaxSpin)
+		}
+		spec.spin, spec.hasSpin = d, true
 	}
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true

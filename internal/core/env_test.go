@@ -111,23 +111,35 @@ func TestFirstHost(t *testing.T) {
 	}
 }
 
-func TestHeartbeatFromEnv(t *testing.T) {
+// TestDurationsFromEnv: the variables that hold durations take Go's
+// durations within their bounds and name the variable and value they
+// refuse.
+func TestDurationsFromEnv(t *testing.T) {
+	heartbeat := func(s jobSpec) (time.Duration, bool) { return s.heartbeat, s.hasHeartbeat }
+	spin := func(s jobSpec) (time.Duration, bool) { return s.spin, s.hasSpin }
 	tests := []struct {
-		value   string
-		want    time.Duration
-		wantErr string
+		variable, value string
+		get             func(jobSpec) (time.Duration, bool)
+		want            time.Duration
+		wantErr         string
 	}{
-		{value: "2s", want: 2 * time.Second},
-		{value: "100ms", want: 100 * time.Millisecond},
-		{value: "0", want: 0},
-		{value: "off", want: 0},
-		{value: "soon", wantErr: `GOCOLL_HEARTBEAT="soon" is not a duration`},
-		{value: "-1s", wantErr: `GOCOLL_HEARTBEAT="-1s" is not a duration`},
-		{value: "10ms", wantErr: "heartbeat period 10ms (want 0 for none, or 100ms to 1h0m0s)"},
+		{"GOCOLL_HEARTBEAT", "2s", heartbeat, 2 * time.Second, ""},
+		{"GOCOLL_HEARTBEAT", "100ms", heartbeat, 100 * time.Millisecond, ""},
+		{"GOCOLL_HEARTBEAT", "0", heartbeat, 0, ""},
+		{"GOCOLL_HEARTBEAT", "off", heartbeat, 0, ""},
+		{"GOCOLL_HEARTBEAT", "soon", heartbeat, 0, `GOCOLL_HEARTBEAT="soon" is not a duration`},
+		{"GOCOLL_HEARTBEAT", "-1s", heartbeat, 0, `GOCOLL_HEARTBEAT="-1s" is not a duration`},
+		{"GOCOLL_HEARTBEAT", "10ms", heartbeat, 0, "heartbeat period 10ms (want 0 for none, or 100ms to 1h0m0s)"},
+		{"GOCOLL_SPIN", "50us", spin, 50 * time.Microsecond, ""},
+		{"GOCOLL_SPIN", "2ms", spin, 2 * time.Millisecond, ""},
+		{"GOCOLL_SPIN", "0", spin, 0, ""},
+		{"GOCOLL_SPIN", "long", spin, 0, `GOCOLL_SPIN="long" is not a duration from 0 to 10ms`},
+		{"GOCOLL_SPIN", "-1us", spin, 0, `GOCOLL_SPIN="-1us" is not a duration`},
+		{"GOCOLL_SPIN", "1s", spin, 0, `GOCOLL_SPIN="1s" is not a duration`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", "GOCOLL_HEARTBEAT": tt.value}
+		t.Run(tt.variable+"="+tt.value, func(t *testing.T) {
+			env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1", tt.variable: tt.value}
 			spec, err := jobFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrInvalid)
@@ -135,8 +147,9 @@ func TestHeartbeatFromEnv(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.True(t, spec.hasHeartbeat)
-			require.Equal(t, tt.want, spec.heartbeat)
+			got, set := tt.get(spec)
+			require.True(t, set)
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

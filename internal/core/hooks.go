@@ -35,6 +35,9 @@ func (c *Comm) LinkKind(dst int) string {
 	if o == nil {
 		return ""
 	}
-	t := reflect.TypeOf(o.Link).Elem()
+	t := reflect.TypeOf(o.Link)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	return path.Base(t.PkgPath())
 }

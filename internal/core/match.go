@@ -3,6 +3,7 @@ package core
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
@@ -67,6 +68,9 @@ type inbox struct {
 	stalled chan struct{}
 	// link is the inbound link from this source, once it is connected.
 	link transport.Link
+	// polled is set when the link is one that a waiting caller may read
+	// itself (see poll).
+	polled atomic.Pointer[polled]
 	// failing is set once this source passed a failure on (a failure
 	// frame): it is leaving, and its link's end is no loss.
 	failing bool

@@ -19,6 +19,7 @@ type Options struct {
 	transport       string
 	timeout         time.Duration
 	heartbeat       time.Duration // 0: none
+	spin            time.Duration // how long a wait for a message polls before it parks; 0: never
 	secret          []byte
 	tls             *tls.Config // nil: plain TCP
 	logger          *slog.Logger
@@ -47,6 +48,7 @@ func (o *Options) setDefault() {
 		transport:       "auto",
 		timeout:         DefaultTimeout,
 		heartbeat:       DefaultHeartbeat,
+		spin:            DefaultSpin,
 		logger:          slog.Default(),
 		unexpectedLimit: DefaultUnexpectedLimit,
 		lossSettle:      LossSettle,
@@ -94,6 +96,24 @@ func WithTimeout(d time.Duration) Option {
 			return fmt.Errorf("%w: negative timeout %v", ErrInvalid, d)
 		}
 		o.timeout = d
+		return nil
+	}
+}
+
+// DefaultSpin is comm.DefaultSpin.
+const DefaultSpin = 50 * time.Microsecond
+
+// MaxSpin bounds WithSpin: a rank that waits longer than that for a
+// message should give the core back.
+const MaxSpin = 10 * time.Millisecond
+
+// WithSpin is comm.WithSpin.
+func WithSpin(d time.Duration) Option {
+	return func(o *Options) error {
+		if d < 0 || d > MaxSpin {
+			return fmt.Errorf("%w: spin %v (want 0 to %v)", ErrInvalid, d, MaxSpin)
+		}
+		o.spin = d
 		return nil
 	}
 }

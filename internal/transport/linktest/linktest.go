@@ -96,6 +96,7 @@ func TestTransport(t *testing.T, mk MakeTransport, opts ...Option) {
 		{"Refused", testRefused, false},
 		{"ListenerClose", testListenerClose, false},
 		{"Garbage", testGarbage, true},
+		{"Poll", testPoll, false},
 	}
 	for _, c := range cases {
 		if c.raw && s.raw == nil {

@@ -6,18 +6,28 @@
 // # Writing
 //
 // WriteMessage encodes the header into a buffer that belongs to the link
-// and hands header and payload to the kernel in one writev system call
-// (net.Buffers on the *net.TCPConn itself), so a message costs one system
-// call and no copy in user space. Concurrent writers are serialised by a
-// per-link lock that a writer stops waiting for when its context ends.
-// TCP_NODELAY is on by default.
+// and hands header and payload to the kernel in one writev system call, so
+// a message costs one system call and no copy in user space. Up to 1 MiB
+// (rawCallMax) the writev is a raw system call on the socket, parking in
+// the netpoller only when the socket is full: a system call the runtime
+// sees hands the thread's processor to another thread when the runtime's
+// monitor finds it slow, two context switches for a write that never
+// blocks. Larger messages go through net.Buffers. Concurrent writers are
+// serialised by a per-link lock that a writer stops waiting for when its
+// context ends. TCP_NODELAY is on by default.
 //
 // # Reading
 //
-// Each link reads through a buffer (DefaultReadBufferSize), which serves
-// headers and small payloads; ReadPayload of more than the buffer holds
-// reads from the socket straight into the caller's slice. There is no
-// readv, so a header and a large payload take at least two reads.
+// A link over plain TCP reads its socket with non-blocking raw system
+// calls through a buffer of its own (DefaultReadBufferSize), which serves
+// headers and small payloads; a large payload is read from the socket
+// straight into the caller's slice. Such a link is a transport.Poller:
+// Poll tells, without blocking, whether the next message has arrived
+// whole, so a goroutine waiting for a message can take it off the link
+// itself, and WaitReadable parks in the netpoller without reading, so the
+// link's reading goroutine can wait there while leaving the reading side
+// to callers. A link over TLS reads through a bufio.Reader with blocking
+// reads and is no Poller.
 //
 // # Listening
 //

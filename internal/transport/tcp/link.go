@@ -3,7 +3,6 @@ package tcp
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,26 +33,40 @@ type link struct {
 	bufs      net.Buffers // slice of iov, consumed by WriteTo
 	interrupt func()      // the method value l.interruptWrite, made once
 	stopped   chan struct{}
+	sockw     *sockWriter // plain TCP: the messages up to rawCallMax
 
-	// Read side, owned by the reading goroutine.
-	r         *bufio.Reader
-	rhdr      [wire.HeaderSize]byte
-	remaining uint64 // unread payload bytes of the current message
+	// Read side, owned by whoever reads: one of the two.
+	sock   *sockReader   // plain TCP
+	stream *streamReader // TLS
+	wait   func() error  // the method value l.waitSocket, made once
 }
 
 var _ transport.Link = (*link)(nil)
 
-func newLink(c net.Conn, peer, readBuf int) *link {
+// newLink makes the link over c: a pollLink over plain TCP, whose socket
+// it reads itself, else one that reads through c.
+func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	l := &link{
 		conn:    c,
 		peer:    peer,
 		done:    make(chan struct{}),
 		wsem:    writelock.New(),
 		stopped: make(chan struct{}, 1),
-		r:       bufio.NewReaderSize(c, readBuf),
 	}
 	l.interrupt = l.interruptWrite
-	return l
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		l.stream = &streamReader{r: bufio.NewReaderSize(c, readBuf)}
+		return l, nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	l.sock = newSockReader(raw, readBuf)
+	l.sockw = newSockWriter(raw)
+	l.wait = l.waitSocket
+	return pollLink{l}, nil
 }
 
 // Peer returns the rank at the other end, as proven by the handshake.
@@ -104,7 +117,13 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 	if watch {
 		stop = context.AfterFunc(ctx, l.interrupt)
 	}
-	n, err := l.bufs.WriteTo(l.conn)
+	var n int64
+	var err error
+	if l.sockw != nil && len(payload) <= rawCallMax {
+		n, err = l.sockw.write(l.hdr[:], payload)
+	} else {
+		n, err = l.bufs.WriteTo(l.conn)
+	}
 	l.iov[1] = nil // do not retain payload
 	l.bufs = nil
 	if stop != nil && !stop() {
@@ -158,49 +177,78 @@ func (l *link) ReadHeader(h *wire.Header) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
-	for l.remaining > 0 {
-		// In steps that fit an int on every platform.
-		n, err := l.r.Discard(int(min(l.remaining, 1<<30)))
-		l.remaining -= uint64(n)
-		if err != nil {
-			return l.midMessage(err)
-		}
+	var err error
+	if l.sock != nil {
+		err = l.sock.readHeader(h, l.wait)
+	} else {
+		err = l.stream.readHeader(h)
 	}
-	if _, err := io.ReadFull(l.r, l.rhdr[:]); err != nil {
-		return err
-	}
-	if err := h.Unmarshal(&l.rhdr); err != nil {
-		l.Close()
-		return fmt.Errorf("tcp: link from rank %d (%s): %w; link closed", l.peer, l.conn.RemoteAddr(), err)
-	}
-	l.remaining = h.Length
-	return nil
+	return l.readFailed(err)
 }
 
 // ReadPayload reads exactly len(p) bytes of the current message's payload
 // into p; it does not retain p. Asking for more bytes than remain in the
-// message is an error, and then nothing is read. A payload larger than
-// the read buffer is read straight from the socket into p. It returns
-// io.ErrUnexpectedEOF if the stream ends before p is full and an error
-// wrapping net.ErrClosed after Close; on error, how much of p was filled
-// is unspecified.
+// message is an error, and then nothing is read. A large payload is read
+// straight from the socket into p. It returns io.ErrUnexpectedEOF if the
+// stream ends before p is full and an error wrapping net.ErrClosed after
+// Close; on error, how much of p was filled is unspecified.
 func (l *link) ReadPayload(p []byte) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
-	if uint64(len(p)) > l.remaining {
-		return linkerr.Overrun("tcp", len(p), l.remaining)
+	if l.sock != nil {
+		return l.sock.readPayload(p, l.wait)
 	}
-	if len(p) == 0 {
-		return nil
-	}
-	n, err := io.ReadFull(l.r, p)
-	l.remaining -= uint64(n)
-	if err != nil {
-		return l.midMessage(err)
-	}
-	return nil
+	return l.stream.readPayload(p)
 }
+
+// readFailed closes the link after a header that does not decode, and
+// names it.
+func (l *link) readFailed(err error) error {
+	if errors.Is(err, wire.ErrBadHeader) {
+		l.Close()
+		return fmt.Errorf("tcp: link from rank %d (%s): %w; link closed", l.peer, l.conn.RemoteAddr(), err)
+	}
+	return err
+}
+
+// wait waits until the socket may have more for the reader. A Wake ends
+// it like an arrival: the caller looks again.
+func (l *link) waitSocket() error {
+	err := l.sock.waitReadable()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return l.conn.SetReadDeadline(time.Time{})
+	}
+	return err
+}
+
+// pollLink is a link over plain TCP, whose messages can be polled for.
+type pollLink struct{ *link }
+
+var _ transport.Poller = pollLink{}
+
+// Poll tells how much of the next message has arrived without blocking;
+// see transport.Poller.
+func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
+	if err := l.checkOpen(); err != nil {
+		return transport.Nothing, err
+	}
+	a, err := l.sock.poll(h)
+	return a, l.readFailed(err)
+}
+
+// WaitReadable parks until bytes may have arrived, Wake is called or the
+// link fails; see transport.Poller.
+func (l pollLink) WaitReadable() error {
+	if err := l.checkOpen(); err != nil {
+		return err
+	}
+	return l.wait()
+}
+
+// Wake makes a WaitReadable in progress, or the next one, return: it sets
+// a read deadline in the past, which wait clears again.
+func (l pollLink) Wake() { l.conn.SetReadDeadline(handshake.Past) }
 
 // Close closes the connection; it unblocks pending reads and writes on
 // both ends. Bytes already written are delivered before the peer reads
@@ -227,14 +275,14 @@ func (l *link) closedErr(op string) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: net.ErrClosed}
 }
 
-// midMessage turns the end of the stream inside a message into
-// io.ErrUnexpectedEOF. Over TLS, a record cut short by a writer that was
+// midMessage turns the end of a TLS stream inside a message into
+// io.ErrUnexpectedEOF. A record cut short by a writer that was
 // interrupted or died ends the stream too, but reads as a bad record.
-func (l *link) midMessage(err error) error {
+func midMessage(err error) error {
 	if err == io.EOF {
 		return io.ErrUnexpectedEOF
 	}
-	if _, isTLS := l.conn.(*tls.Conn); isTLS && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, err)
 	}
 	return err

@@ -66,5 +66,5 @@ func (o *options) admit(c *net.TCPConn, cfg *transport.Config) (transport.Link, 
 	if err := c.SetDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
-	return newLink(conn, peer, o.readBufferSize()), nil
+	return newLink(conn, peer, o.readBufferSize())
 }

@@ -230,5 +230,10 @@ func (t *Transport) Dial(ctx context.Context, addr string, peer int, cfg transpo
 	if err != nil {
 		return nil, err
 	}
-	return newLink(s.conn, s.peer, t.o.readBufferSize()), nil
+	l, err := newLink(s.conn, s.peer, t.o.readBufferSize())
+	if err != nil {
+		s.conn.Close()
+		return nil, err
+	}
+	return l, nil
 }

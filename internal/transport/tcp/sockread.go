@@ -1,0 +1,275 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/transport/internal/linkerr"
+	"github.com/gocoll/gocoll/internal/wire"
+)
+
+// sockReader reads the messages of a plain TCP connection with
+// non-blocking system calls on its socket, through a buffer of its own.
+// Whoever holds the link's reading side can therefore look for a message
+// and take it without parking (poll); only waitReadable parks, in the
+// runtime's netpoller, and it reads nothing, so the link's reading
+// goroutine can wait there without holding the reading side.
+//
+// The system calls go through RawConn.Control, which holds a reference
+// to the descriptor (it cannot be closed and reused under the call) but
+// not the descriptor's read lock, which the goroutine parked in
+// waitReadable holds.
+type sockReader struct {
+	raw       syscall.RawConn
+	buf       []byte // buf[r:w] arrived and not yet taken
+	r, w      int
+	remaining uint64 // payload bytes of the current message not yet taken
+	err       error  // the first error the stream gave; every later read returns it
+
+	// The system calls' argument and results, and the callbacks that make
+	// them, bound once so that a read allocates nothing.
+	dst     []byte
+	n       int
+	errno   syscall.Errno
+	pfd     unix.PollFd
+	zero    unix.Timespec
+	readFn  func(fd uintptr)
+	readyFn func(fd uintptr) bool
+}
+
+// errWouldBlock says that a non-blocking read found nothing.
+var errWouldBlock = errors.New("tcp: nothing to read yet")
+
+func newSockReader(raw syscall.RawConn, size int) *sockReader {
+	s := &sockReader{raw: raw, buf: make([]byte, size)}
+	s.readFn = s.readNow
+	s.readyFn = s.readable
+	return s
+}
+
+// readNow reads without blocking. It uses a raw system call, which the
+// runtime does not see: a read that cannot block never takes long, and a
+// system call the runtime sees hands the processor to another thread
+// when the read seems slow to the runtime's monitor, which costs two
+// context switches.
+func (s *sockReader) readNow(fd uintptr) {
+	var p unsafe.Pointer
+	if len(s.dst) > 0 {
+		p = unsafe.Pointer(&s.dst[0])
+	}
+	for {
+		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(p), uintptr(len(s.dst)))
+		if errno == unix.EINTR {
+			continue
+		}
+		s.n, s.errno = int(n), errno
+		if errno != 0 {
+			s.n = 0
+		}
+		return
+	}
+}
+
+// readable reports whether the socket holds bytes, its end or an error,
+// asking poll(2) with a zero timeout.
+func (s *sockReader) readable(fd uintptr) bool {
+	s.pfd = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	for {
+		n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pfd)), 1,
+			uintptr(unsafe.Pointer(&s.zero)), 0, 0, 0)
+		if errno != unix.EINTR {
+			return errno != 0 || n > 0 // an error: the read that follows reports it
+		}
+	}
+}
+
+// read reads what the socket holds into p, up to rawCallMax bytes, without
+// blocking: errWouldBlock when it holds nothing, io.EOF at its end.
+func (s *sockReader) read(p []byte) (int, error) {
+	s.dst = p[:min(len(p), rawCallMax)]
+	err := s.raw.Control(s.readFn)
+	s.dst = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case s.errno == unix.EAGAIN:
+		return 0, errWouldBlock
+	case s.errno != 0:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", s.errno)}
+	case s.n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return s.n, nil
+}
+
+// fill reads what the socket holds into the free end of the buffer,
+// first moving the unread bytes to its front when that makes room.
+func (s *sockReader) fill() error {
+	if s.r > 0 && (s.w == len(s.buf) || s.r == s.w) {
+		s.w = copy(s.buf, s.buf[s.r:s.w])
+		s.r = 0
+	}
+	if s.w == len(s.buf) {
+		return nil
+	}
+	n, err := s.read(s.buf[s.w:])
+	s.w += n
+	return err
+}
+
+func (s *sockReader) buffered() int { return s.w - s.r }
+
+// fail records err as the stream's error: the first one stands.
+func (s *sockReader) fail(err error) error {
+	if s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// skip discards what is left of the current message's payload, without
+// blocking: errWouldBlock when some of it has not arrived.
+func (s *sockReader) skip() error {
+	for s.remaining > 0 {
+		if s.buffered() == 0 {
+			if err := s.fill(); err != nil {
+				return err
+			}
+			continue
+		}
+		n := int(min(s.remaining, uint64(s.buffered())))
+		s.r += n
+		s.remaining -= uint64(n)
+	}
+	return nil
+}
+
+// peekHeader decodes the next header into h without taking it, reading
+// without blocking: errWouldBlock when it has not all arrived.
+func (s *sockReader) peekHeader(h *wire.Header) error {
+	if err := s.skip(); err != nil {
+		return err
+	}
+	for s.buffered() < wire.HeaderSize {
+		if err := s.fill(); err != nil {
+			return err
+		}
+	}
+	return h.Unmarshal((*[wire.HeaderSize]byte)(s.buf[s.r : s.r+wire.HeaderSize]))
+}
+
+// poll is Poller.Poll for a link whose close and peer ask to name in
+// errors.
+func (s *sockReader) poll(h *wire.Header) (transport.Arrival, error) {
+	if s.err != nil {
+		return transport.Nothing, s.err
+	}
+	switch err := s.peekHeader(h); {
+	case err == errWouldBlock:
+		return transport.Nothing, nil
+	case err != nil:
+		return transport.Nothing, err
+	}
+	size := wire.HeaderSize + h.Length
+	if size > uint64(len(s.buf)) {
+		return transport.Large, nil
+	}
+	if uint64(s.buffered()) < size {
+		if err := s.fill(); err != nil && err != errWouldBlock {
+			return transport.Nothing, err
+		}
+		if uint64(s.buffered()) < size {
+			return transport.Partial, nil
+		}
+	}
+	return transport.Whole, nil
+}
+
+// atEnd turns the end of the stream into io.ErrUnexpectedEOF unless it
+// came at a message boundary.
+func (s *sockReader) atEnd(err error) error {
+	if err == io.EOF && (s.buffered() > 0 || s.remaining > 0) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readHeader is ReadHeader: peekHeader, waiting in wait whenever the
+// socket has nothing more yet.
+func (s *sockReader) readHeader(h *wire.Header, wait func() error) error {
+	if s.err != nil {
+		return s.err
+	}
+	for {
+		err := s.peekHeader(h)
+		switch {
+		case err == nil:
+			s.r += wire.HeaderSize
+			s.remaining = h.Length
+			return nil
+		case err != errWouldBlock:
+			if errors.Is(err, wire.ErrBadHeader) {
+				return err // the link names it, and closes
+			}
+			return s.fail(s.atEnd(err))
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// readPayload is ReadPayload: the buffered bytes first, then large reads
+// straight into p, small ones through the buffer so that they pick up
+// what follows too, waiting in wait whenever the socket has nothing more
+// yet.
+func (s *sockReader) readPayload(p []byte, wait func() error) error {
+	if s.err != nil {
+		return s.err
+	}
+	if uint64(len(p)) > s.remaining {
+		return linkerr.Overrun("tcp", len(p), s.remaining)
+	}
+	for len(p) > 0 {
+		if s.buffered() > 0 {
+			n := copy(p, s.buf[s.r:s.w])
+			s.r += n
+			s.remaining -= uint64(n)
+			p = p[n:]
+			continue
+		}
+		var err error
+		if len(p) >= len(s.buf)/2 {
+			var n int
+			n, err = s.read(p)
+			s.remaining -= uint64(n)
+			p = p[n:]
+		} else {
+			err = s.fill()
+		}
+		switch {
+		case err == errWouldBlock:
+			if err := wait(); err != nil {
+				return err
+			}
+		case err == io.EOF:
+			return s.fail(io.ErrUnexpectedEOF)
+		case err != nil:
+			return s.fail(err)
+		}
+	}
+	return nil
+}
+
+// waitReadable parks until the socket holds something (bytes, its end, an
+// error) or the read deadline passes, which is how Wake interrupts it.
+func (s *sockReader) waitReadable() error {
+	return s.raw.Read(s.readyFn)
+}
