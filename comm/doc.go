@@ -169,6 +169,7 @@
 // thread wake-ups, the link's reader's and the caller's, which on a
 // virtual machine are several microseconds each. The spin burns the core
 // it runs on, but only for the window: a rank that waits longer, for a
-// slower peer or between steps, parks and gives its core back. Set 0 where
-// ranks outnumber cores by far and every core is worth more than latency.
+// slower peer or between steps, parks and gives its core back. Where the
+// ranks of a host outnumber its CPUs nobody spins unless told to: the
+// spinning rank would hold the CPU the rank it waits for needs.
 package comm

@@ -88,8 +88,10 @@ func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbe
 // polls the socket itself, burning its core, before it parks in the
 // runtime's netpoller; from 0 (park at once: a message then costs two
 // thread wake-ups, the link's reader's and the caller's) to MaxSpin. The
-// default is DefaultSpin; GOCOLL_SPIN sets it for Init's ranks. Links
-// over TLS, shared memory and in memory do not spin.
+// default is DefaultSpin, or 0 where the ranks of a host outnumber its
+// CPUs: a spinning rank would hold the CPU that the rank it waits for
+// needs. GOCOLL_SPIN sets it for Init's ranks. Links over TLS, shared
+// memory and in memory do not spin.
 func WithSpin(d time.Duration) Option { return Option(core.WithSpin(d)) }
 
 // WithTLS runs every tcp link and the rendezvous connection inside mutual

@@ -41,7 +41,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 		o.heartbeat = spec.heartbeat
 	}
 	if spec.hasSpin {
-		o.spin = spec.spin
+		o.spin, o.spinSet = spec.spin, true
 	}
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
@@ -253,6 +253,17 @@ type peerTable struct {
 	shmAddrs []string // shared-memory link address, "" for none
 	hosts    []string // host identity (hostIdentity)
 	pids     []int    // process id
+}
+
+// ranksOnHost counts the ranks that run on rank's host, rank among them.
+func (p *peerTable) ranksOnHost(rank int) int {
+	n := 0
+	for _, h := range p.hosts {
+		if h == p.hosts[rank] {
+			n++
+		}
+	}
+	return n
 }
 
 // hostIdentity names the machine this process runs on, so that ranks can

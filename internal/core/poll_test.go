@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -126,4 +127,35 @@ func TestPolledLinkStalls(t *testing.T) {
 	require.ElementsMatch(t, []string{"zero", "two"}, []string{first, second})
 	go recv(1)
 	require.Equal(t, "one", <-received)
+}
+
+// TestNoSpinWhenOversubscribed: ranks that outnumber their host's CPUs do
+// not spin, unless told to.
+func TestNoSpinWhenOversubscribed(t *testing.T) {
+	over := runtime.NumCPU() + 1
+	tests := []struct {
+		name string
+		n    int
+		opts []Option
+		want time.Duration
+	}{
+		{"one rank", 1, nil, DefaultSpin},
+		{"oversubscribed", over, nil, 0},
+		{"oversubscribed, spin chosen", over, []Option{WithSpin(MaxSpin)}, MaxSpin},
+		{"a rank per host", over, []Option{WithHostIdentity(func(r int) string { return fmt.Sprint("host", r) })}, DefaultSpin},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs, err := NewLocal(tt.n, append(tt.opts, WithTransport("tcp"))...)
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			for _, c := range cs {
+				require.Equal(t, tt.want, c.ep.opts.spin, "rank %d", c.Rank())
+			}
+		})
+	}
 }
