@@ -17,7 +17,8 @@ import (
 // recv otherwise. Algorithms: Bruck (lg p steps; the default below 64 KiB
 // in total), Ring (p-1 steps, each byte sent once; the default above) and
 // RecursiveDoubling (lg p steps, plus two for a rank count that is not a
-// power of two).
+// power of two; the default for a power of two below 512 KiB, and at
+// every size where all ranks run on one host).
 func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
 	p := 0
 	if c != nil {

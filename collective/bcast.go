@@ -10,11 +10,13 @@ import (
 )
 
 // Bcast copies root's buf into buf of every other rank. Algorithms: Tree
-// (binomial tree, lg p steps; the default for small buffers), Chain (a
-// pipelined chain root → root+1 → …, cut in WithChunkSize chunks; the
-// default for large buffers) and ScatterAllgather (root scatters one
-// block to each rank down a binomial tree, then a ring allgather; the
-// default in between, as it sends each byte about twice whatever p).
+// (binomial tree, lg p steps; the default for small buffers, and for
+// every size where all ranks run on one host: it moves the fewest bytes
+// in all), Chain (a pipelined chain root → root+1 → …, cut in
+// WithChunkSize chunks; the default for large buffers) and
+// ScatterAllgather (root scatters one block to each rank down a binomial
+// tree, then a ring allgather; the default in between, as it sends each
+// byte about twice whatever p).
 func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) (err error) {
 	k, err := begin[T](ctx, c, wire.KindBcast, codec.Op{}, len(buf), root, opts)
 	if err != nil {

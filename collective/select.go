@@ -17,14 +17,25 @@ import (
 // cost model (DESIGN.md): latency-bound algorithms (lg p messages) below
 // the thresholds, bandwidth-optimal ones (each byte sent about twice)
 // above. Open MPI switches allreduce from recursive doubling between
-// 4 KiB and 16 KiB, MPICH at 2 KiB.
+// 4 KiB and 16 KiB, MPICH at 2 KiB; over tcp a message costs more (tens
+// of microseconds where a context switch costs that), and on the machine
+// measured (2026-11-25, tcp, 2 and 4 ranks) recursive doubling took 0.5
+// to 0.7 of Rabenseifner's time from 16 KiB to 256 KiB, and 1.1 to 1.2
+// of it at 1 MiB. Its lg p exchanges of the whole buffer cost more than
+// Rabenseifner's halves the more ranks there are.
 const (
-	allreduceSmall = 8 << 10   // below: recursive doubling
+	allreduceSmall = 64 << 10  // below: recursive doubling
+	allreduceFew   = 512 << 10 // below, with at most 4 ranks: recursive doubling too
 	allreduceLarge = 4 << 20   // from here: pipelined ring
 	bcastSmall     = 64 << 10  // below: binomial tree
 	bcastLarge     = 4 << 20   // from here: pipelined chain
 	gatherSmall    = 256 << 10 // below: binomial tree, above: linear
 	allgatherSmall = 64 << 10  // below: Bruck, above: ring
+	// allgatherLarge: below, recursive doubling for a power-of-two rank
+	// count, which sends what the ring sends in lg p messages instead of
+	// p-1. Above, MPICH takes the ring for the sake of networks that pair
+	// distant ranks; on one host the ring has nothing to gain.
+	allgatherLarge = 512 << 10
 
 	// DefaultChunkSize is the chunk of the pipelined algorithms when
 	// WithChunkSize is not given: large enough that per-message cost is
@@ -65,14 +76,19 @@ var reorders = map[wire.Kind][]Algorithm{
 // (all ranks on one host) or a hierarchy (ranks on several hosts, some
 // sharing one); and what the selector consults: the tuning table, keyed
 // by transport.
+//
+// oneHost says that every rank runs on one host, whatever links join
+// them: then every byte a link moves costs the host's CPUs a copy at each
+// end, and an algorithm that moves fewer bytes in all wins even where one
+// that spreads them over more links would win on a network.
 type topology struct {
-	shared, hierarchical bool
-	transport            string
-	tuning               *tuning.Table
+	shared, hierarchical, oneHost bool
+	transport                     string
+	tuning                        *tuning.Table
 }
 
 func topologyOf(c *core.Comm) topology {
-	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil,
+	return topology{shared: c.Segment() != nil, hierarchical: c.Hierarchy() != nil, oneHost: c.OneHost(),
 		transport: c.Transport(), tuning: c.Tuning()}
 }
 
@@ -154,6 +170,8 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative, compress bo
 		switch {
 		case bytes < allreduceSmall || !commutative:
 			return RecursiveDoubling
+		case ranks <= 4 && bytes < allreduceFew:
+			return RecursiveDoubling
 		case bytes >= allreduceLarge:
 			return RingChunked
 		case ranks&(ranks-1) == 0:
@@ -162,7 +180,9 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative, compress bo
 		return Ring
 	case wire.KindBcast:
 		switch {
-		case bytes < bcastSmall || ranks <= 2:
+		case bytes < bcastSmall || ranks <= 2 || topo.oneHost:
+			// Scatter-allgather and the chain move twice the tree's bytes
+			// in all, or as many in more messages.
 			return Tree
 		case bytes >= bcastLarge:
 			return Chain
@@ -174,7 +194,10 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative, compress bo
 		}
 		return Linear
 	case wire.KindAllgather:
-		if bytes < allgatherSmall {
+		switch {
+		case ranks&(ranks-1) == 0 && (bytes < allgatherLarge || topo.oneHost):
+			return RecursiveDoubling
+		case bytes < allgatherSmall:
 			return Bruck
 		}
 		return Ring

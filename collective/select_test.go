@@ -57,25 +57,35 @@ func TestChoose(t *testing.T) {
 		ranks       int
 		bytes       int
 		commutative bool
+		topo        topology
 		want        Algorithm
 		wantErr     string
 	}{
-		{"small allreduce", wire.KindAllreduce, Auto, 4, 1 << 10, true, RecursiveDoubling, ""},
-		{"mid allreduce power of two", wire.KindAllreduce, Auto, 4, 1 << 20, true, Rabenseifner, ""},
-		{"mid allreduce", wire.KindAllreduce, Auto, 3, 1 << 20, true, Ring, ""},
-		{"large allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, true, RingChunked, ""},
-		{"large non-commutative allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, false, RecursiveDoubling, ""},
-		{"forced ring, non-commutative", wire.KindAllreduce, Ring, 3, 8, false, 0, "out of rank order"},
-		{"bcast without ring", wire.KindBcast, Ring, 3, 8, true, 0, "Bcast has no ring algorithm"},
-		{"large bcast", wire.KindBcast, Auto, 4, 16 << 20, true, Chain, ""},
-		{"mid bcast", wire.KindBcast, Auto, 4, 1 << 20, true, ScatterAllgather, ""},
-		{"bcast with two ranks", wire.KindBcast, Auto, 2, 16 << 20, true, Tree, ""},
-		{"non-commutative reduce-scatter", wire.KindReduceScatter, Auto, 3, 1 << 20, false, RecursiveHalving, ""},
-		{"barrier", wire.KindBarrier, Auto, 5, 0, true, Dissemination, ""},
+		{"small allreduce", wire.KindAllreduce, Auto, 4, 1 << 10, true, topology{}, RecursiveDoubling, ""},
+		{"mid allreduce power of two", wire.KindAllreduce, Auto, 4, 1 << 20, true, topology{}, Rabenseifner, ""},
+		{"mid allreduce", wire.KindAllreduce, Auto, 3, 1 << 20, true, topology{}, Ring, ""},
+		{"large allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, true, topology{}, RingChunked, ""},
+		{"large non-commutative allreduce", wire.KindAllreduce, Auto, 3, 64 << 20, false, topology{}, RecursiveDoubling, ""},
+		{"forced ring, non-commutative", wire.KindAllreduce, Ring, 3, 8, false, topology{}, 0, "out of rank order"},
+		{"bcast without ring", wire.KindBcast, Ring, 3, 8, true, topology{}, 0, "Bcast has no ring algorithm"},
+		{"large bcast", wire.KindBcast, Auto, 4, 16 << 20, true, topology{}, Chain, ""},
+		{"mid bcast", wire.KindBcast, Auto, 4, 1 << 20, true, topology{}, ScatterAllgather, ""},
+		{"bcast with two ranks", wire.KindBcast, Auto, 2, 16 << 20, true, topology{}, Tree, ""},
+		{"mid bcast on one host", wire.KindBcast, Auto, 4, 1 << 20, true, topology{oneHost: true}, Tree, ""},
+		{"large bcast on one host", wire.KindBcast, Auto, 4, 16 << 20, true, topology{oneHost: true}, Tree, ""},
+		{"allreduce of few ranks below 512 KiB", wire.KindAllreduce, Auto, 4, 256 << 10, true, topology{}, RecursiveDoubling, ""},
+		{"allreduce of more ranks below 512 KiB", wire.KindAllreduce, Auto, 8, 256 << 10, true, topology{}, Rabenseifner, ""},
+		{"allreduce of more ranks below 64 KiB", wire.KindAllreduce, Auto, 8, 32 << 10, true, topology{}, RecursiveDoubling, ""},
+		{"mid allgather, power of two", wire.KindAllgather, Auto, 4, 256 << 10, true, topology{}, RecursiveDoubling, ""},
+		{"large allgather, power of two", wire.KindAllgather, Auto, 4, 1 << 20, true, topology{}, Ring, ""},
+		{"large allgather on one host", wire.KindAllgather, Auto, 4, 1 << 20, true, topology{oneHost: true}, RecursiveDoubling, ""},
+		{"small allgather", wire.KindAllgather, Auto, 3, 1 << 10, true, topology{}, Bruck, ""},
+		{"non-commutative reduce-scatter", wire.KindReduceScatter, Auto, 3, 1 << 20, false, topology{}, RecursiveHalving, ""},
+		{"barrier", wire.KindBarrier, Auto, 5, 0, true, topology{}, Dissemination, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, topology{})
+			got, _, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, tt.topo)
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, codec.ErrInvalid)
 				require.ErrorContains(t, err, tt.wantErr)

@@ -44,7 +44,7 @@ func TestChooseTuning(t *testing.T) {
 		{"table with its chunk", config{}, 4, 4 << 20, true, tcp, RingChunked, 64 << 10},
 		{"the call's algorithm first", config{algo: Rabenseifner}, 4, 512, true, tcp, Rabenseifner, 0},
 		{"the call's chunk leaves the table's algorithm", config{chunk: 1 << 20}, 4, 4 << 20, true, tcp, RingChunked, 64 << 10},
-		{"between ranges: the default", config{}, 4, 16 << 10, true, tcp, Rabenseifner, 0},
+		{"between ranges: the default", config{}, 4, 512 << 10, true, tcp, Rabenseifner, 0},
 		{"other rank count: the default", config{}, 8, 512, true, tcp, RecursiveDoubling, 0},
 		{"other transport: the default", config{}, 4, 512, true, topology{transport: "mem", tuning: tab}, RecursiveDoubling, 0},
 		{"shm without a segment falls back", config{}, 4, 2048, true, tcp, RecursiveDoubling, 0},

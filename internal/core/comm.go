@@ -28,6 +28,8 @@ type Comm struct {
 	closed atomic.Bool
 	seg    *Segment   // shared memory of a communicator on one host
 	hier   *Hierarchy // levels of a communicator across hosts
+	// oneHost: every rank runs on one host, whatever links join them.
+	oneHost bool
 
 	busy atomic.Uint32 // the blocking call running (EnterCall)
 }
@@ -47,12 +49,21 @@ func newWorld(ep *endpoint) *Comm {
 	return ep.bind(&Comm{ep: ep, id: worldID, rank: ep.rank, group: group})
 }
 
-// bind attaches c to its call table on ep.
+// bind attaches c, its group set, to its call table on ep.
 func (ep *endpoint) bind(c *Comm) *Comm {
 	c.calls = ep.calls(c.id)
 	c.calls.bind(c)
+	c.oneHost = true
+	for _, w := range c.group {
+		c.oneHost = c.oneHost && ep.hosts[w] == ep.hosts[c.group[0]]
+	}
 	return c
 }
+
+// OneHost reports whether every rank of c runs on one host. Links
+// between them, tcp ones too, then cost CPU time of that host rather
+// than time on a wire.
+func (c *Comm) OneHost() bool { return c.oneHost }
 
 // Rank is comm.Comm.Rank.
 func (c *Comm) Rank() int { return c.rank }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/internal/rendezvous"
@@ -190,4 +192,44 @@ func closeAtOnce(comms []*Comm) {
 		}
 	}
 	closing.Wait()
+}
+
+// TestOneHost: a communicator is on one host when all its ranks are,
+// whatever its transport; Split keeps telling.
+func TestOneHost(t *testing.T) {
+	tests := []struct {
+		name   string
+		hostOf func(int) string
+		world  bool
+	}{
+		{"one host", func(int) string { return "h" }, true},
+		{"two hosts", func(r int) string { return fmt.Sprint("h", r/2) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs, err := NewLocal(4, WithTransport("tcp"), WithHostIdentity(tt.hostOf))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			subs := make([]*Comm, len(cs))
+			var wg sync.WaitGroup
+			for i, c := range cs {
+				require.Equal(t, tt.world, c.OneHost(), "world, rank %d", i)
+				wg.Go(func() {
+					sub, err := c.Split(context.Background(), i/2, i)
+					assert.NoError(t, err)
+					subs[i] = sub
+				})
+			}
+			wg.Wait()
+			for i, s := range subs {
+				require.NotNil(t, s, "rank %d split", i)
+				require.True(t, s.OneHost(), "ranks %d and %d, rank %d", i/2*2, i/2*2+1, i)
+				s.Close()
+			}
+		})
+	}
 }
