@@ -117,7 +117,7 @@ The flags are:
 	--csv file
 		also write the results as CSV, with the anchors' columns
 		impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps
-		then algo,codec,chunk,min_us,max_us
+		then algo,codec,chunk,min_us,max_us,cpu_us
 	--json file
 		also write the results as JSON, with the machine and this command
 	--objects

@@ -10,7 +10,9 @@
 //
 //	impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps
 //
-// followed by gocoll's own (algo, codec, chunk, min_us, max_us); ReadCSV
+// followed by gocoll's own (algo, codec, chunk, min_us, max_us, cpu_us:
+// the CPU time a rank's process spends per call, all its threads, which
+// shows what a rank that spins while it waits pays); ReadCSV
 // reads files of either kind. BusFactor gives nccl-tests' bus bandwidth
 // factors, which make the figures of different rank counts comparable.
 //

@@ -334,16 +334,20 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, error) {
 	p := k.p
 	warm := Warmup(iters)
-	var sum time.Duration
+	var sum, cpu time.Duration
 	fastest, slowest := time.Duration(math.MaxInt64), time.Duration(0)
 	for it := range warm + iters {
 		k.prepare(it)
 		if err := collective.Barrier(ctx, c); err != nil {
 			return Result{}, fmt.Errorf("barrier before %s: %w", p, err)
 		}
+		cpu0 := processCPU()
 		start := time.Now()
 		err := k.call()
 		d := time.Since(start)
+		if it >= warm {
+			cpu += processCPU() - cpu0
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", p, err)
 		}
@@ -359,14 +363,14 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 		return Result{}, err
 	}
 	// One Allreduce(Max) gives every rank the largest average, the
-	// slowest call and, negated, the fastest.
+	// slowest call, negated the fastest, and the largest CPU time.
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	t := []float64{us(sum) / float64(iters), us(slowest), -us(fastest)}
+	t := []float64{us(sum) / float64(iters), us(slowest), -us(fastest), us(cpu) / float64(iters)}
 	if err := collective.Allreduce(ctx, c, t, codec.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
 	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: codecName(p.codec),
-		MaxUS: t[1], MinUS: -t[2]}
+		MaxUS: t[1], MinUS: -t[2], CPUUS: t[3]}
 	r.SetTime(t[0])
 	return r, nil
 }

@@ -23,7 +23,7 @@ func WriteTable(w io.Writer, results []Result) error {
 		header = append(header, "codec")
 	}
 	text := len(header) // the text columns come first
-	header = append(header, "avg µs", "min µs", "max µs", "algbw GB/s", "busbw GB/s")
+	header = append(header, "avg µs", "min µs", "max µs", "cpu µs", "algbw GB/s", "busbw GB/s")
 	rows := [][]string{header}
 	for _, r := range results {
 		row := []string{r.Collective, FormatBytes(r.Bytes), r.Algo}
@@ -38,7 +38,7 @@ func WriteTable(w io.Writer, results []Result) error {
 			row = append(row, r.Codec)
 		}
 		rows = append(rows, append(row, fmt.Sprintf("%.2f", r.AvgUS), fmt.Sprintf("%.2f", r.MinUS), fmt.Sprintf("%.2f", r.MaxUS),
-			fmt.Sprintf("%.3f", r.AlgBW), fmt.Sprintf("%.3f", r.BusBW)))
+			fmt.Sprintf("%.2f", r.CPUUS), fmt.Sprintf("%.3f", r.AlgBW), fmt.Sprintf("%.3f", r.BusBW)))
 	}
 	widths := make([]int, len(header))
 	for _, row := range rows {
