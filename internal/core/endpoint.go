@@ -166,7 +166,7 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 		}
 		ep.wg.Add(1)
 		if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
-			p := &polled{link: pl}
+			p := &polled{link: testHookPolled(pl)}
 			ib.polled.Store(p)
 			go ep.pollLoop(src, p)
 		} else {
@@ -684,10 +684,11 @@ func (ep *endpoint) dialFailed(ctx context.Context, dst int, err error) error {
 }
 
 // Test hooks: called when the accept loop got a link, and when close has
-// closed the inbound links.
+// closed the inbound links; and the link a polled link is read through.
 var (
 	testHookAfterAccept   = func(*endpoint) {}
 	testHookInboxesClosed = func(*endpoint) {}
+	testHookPolled        = func(l transport.Poller) transport.Poller { return l }
 )
 
 // close says goodbye on every outbound link, hands the rendezvous back and

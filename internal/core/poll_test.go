@@ -2,12 +2,16 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/transport"
+	"github.com/gocoll/gocoll/internal/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -158,4 +162,67 @@ func TestNoSpinWhenOversubscribed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPolledLinkBreaks: a link that breaks while a caller spins on it
+// fails the caller's receive with the peer named lost, whether the
+// caller finds the break or the link's reading goroutine does: "spinning
+// caller" breaks the link under the caller's Poll, "peer gone" closes the
+// peer's end (its process died: no goodbye), which either may find.
+func TestPolledLinkBreaks(t *testing.T) {
+	broken := errors.New("connection reset by a test")
+	tests := []struct {
+		name   string
+		break_ func(cs []*Comm, p *breakablePoller) error
+	}{
+		{"spinning caller", func(_ []*Comm, p *breakablePoller) error { p.fail.Store(&broken); return nil }},
+		{"peer gone", func(cs []*Comm, _ *breakablePoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var polled *breakablePoller
+			testHookPolled = func(l transport.Poller) transport.Poller {
+				polled = &breakablePoller{Poller: l}
+				return polled
+			}
+			defer func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } }()
+			cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(MaxSpin), WithTimeout(time.Minute))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			ctx := context.Background()
+			require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("hi")))
+			_, err = cs[0].Recv(ctx, 1, 1, make([]byte, 2))
+			require.NoError(t, err)
+
+			got := make(chan error, 1)
+			go func() {
+				_, err := cs[0].Recv(ctx, 1, 2, make([]byte, 8))
+				got <- err
+			}()
+			time.Sleep(time.Millisecond) // into the receive's spin
+			require.NoError(t, tt.break_(cs, polled))
+			err = <-got
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, 1, pe.Rank)
+			require.ErrorIs(t, err, ErrPeerLost)
+		})
+	}
+}
+
+// breakablePoller is a polled link whose Poll fails once fail is set.
+type breakablePoller struct {
+	transport.Poller
+	fail atomic.Pointer[error]
+}
+
+func (p *breakablePoller) Poll(h *wire.Header) (transport.Arrival, error) {
+	if err := p.fail.Load(); err != nil {
+		return transport.Nothing, *err
+	}
+	return p.Poller.Poll(h)
 }
