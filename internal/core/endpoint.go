@@ -166,6 +166,7 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 		}
 		ep.wg.Add(1)
 		if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
+			pl.SetSpin(ep.opts.spin)
 			p := &polled{link: testHookPolled(pl)}
 			ib.polled.Store(p)
 			go ep.pollLoop(src, p)

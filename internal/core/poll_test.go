@@ -167,15 +167,21 @@ func TestNoSpinWhenOversubscribed(t *testing.T) {
 // TestPolledLinkBreaks: a link that breaks while a caller spins on it
 // fails the caller's receive with the peer named lost, whether the
 // caller finds the break or the link's reading goroutine does: "spinning
-// caller" breaks the link under the caller's Poll, "peer gone" closes the
-// peer's end (its process died: no goodbye), which either may find.
+// caller" breaks the link under Poll, "peer gone" closes the peer's end
+// (its process died: no goodbye); either may find either.
 func TestPolledLinkBreaks(t *testing.T) {
 	broken := errors.New("connection reset by a test")
 	tests := []struct {
 		name   string
 		break_ func(cs []*Comm, p *breakablePoller) error
 	}{
-		{"spinning caller", func(_ []*Comm, p *breakablePoller) error { p.fail.Store(&broken); return nil }},
+		{"spinning caller", func(_ []*Comm, p *breakablePoller) error {
+			// A socket that fails becomes readable too, which wakes the
+			// reading goroutine should the caller not be spinning.
+			p.fail.Store(&broken)
+			p.Wake()
+			return nil
+		}},
 		{"peer gone", func(cs []*Comm, _ *breakablePoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
 	}
 	for _, tt := range tests {

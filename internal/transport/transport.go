@@ -139,6 +139,15 @@ type Poller interface {
 	// buffered for the reading goroutine, which would otherwise wait for
 	// bytes that have already come.
 	Wake()
+
+	// SetSpin sets how long ReadHeader and ReadPayload, when the rest of
+	// a message has not arrived, keep looking for it, letting the
+	// process's other goroutines run in between, before they park; 0,
+	// the default, parks at once. Parking costs a thread's sleep and
+	// wake-up each time a large message outruns its reader; looking
+	// keeps the core busy instead. Like Poll, it belongs to the reading
+	// side.
+	SetSpin(d time.Duration)
 }
 
 // Arrival is how much of a link's next message has arrived (Poller.Poll).

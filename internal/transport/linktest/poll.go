@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +17,7 @@ import (
 // testPoll checks a Poller's non-blocking side: Poll sees Nothing on a
 // quiet link, then a message grow to Whole (small) or Large (larger than
 // any link buffers) without consuming it; ReadHeader and ReadPayload then
-// take it; WaitReadable returns when bytes arrive and when Wake is
+// take it, also with a spin (SetSpin); WaitReadable returns when bytes arrive and when Wake is
 // called, before or during the wait; Poll after Close fails. A link that
 // is no Poller passes.
 func testPoll(t *testing.T, e *env) {
@@ -33,7 +34,9 @@ func testPoll(t *testing.T, e *env) {
 	for _, c := range []struct {
 		n    int
 		want transport.Arrival
-	}{{0, transport.Whole}, {100, transport.Whole}, {64 << 20, transport.Large}} {
+		spin time.Duration
+	}{{0, transport.Whole, 0}, {100, transport.Whole, 0}, {64 << 20, transport.Large, 0}, {64 << 20, transport.Large, time.Millisecond}} {
+		p.SetSpin(c.spin)
 		sent := header(5, uint64(c.n), c.n)
 		payload := pattern(make([]byte, c.n), uint64(c.n))
 		wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), sent, payload) })

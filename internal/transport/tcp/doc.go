@@ -6,15 +6,16 @@
 // # Writing
 //
 // WriteMessage encodes the header into a buffer that belongs to the link
-// and hands header and payload to the kernel in one writev system call, so
-// a message costs one system call and no copy in user space. Up to 1 MiB
-// (rawCallMax) the writev is a raw system call on the socket, parking in
+// and hands header and payload to the kernel in writev system calls, so a
+// message costs a system call per MiB and no copy in user space. Over
+// plain TCP the writevs are raw system calls on the socket, parking in
 // the netpoller only when the socket is full: a system call the runtime
 // sees hands the thread's processor to another thread when the runtime's
 // monitor finds it slow, two context switches for a write that never
-// blocks. Larger messages go through net.Buffers. Concurrent writers are
-// serialised by a per-link lock that a writer stops waiting for when its
-// context ends. TCP_NODELAY is on by default.
+// blocks. Each raw call moves at most 1 MiB (rawCallMax), so that a
+// garbage collection waits for none long. Over TLS, net.Buffers writes.
+// Concurrent writers are serialised by a per-link lock that a writer
+// stops waiting for when its context ends. TCP_NODELAY is on by default.
 //
 // # Reading
 //
@@ -26,7 +27,12 @@
 // whole, so a goroutine waiting for a message can take it off the link
 // itself, and WaitReadable parks in the netpoller without reading, so the
 // link's reading goroutine can wait there while leaving the reading side
-// to callers. A link over TLS reads through a bufio.Reader with blocking
+// to callers. With SetSpin, a read that waits for the rest of a message
+// looks again, yielding to the process's other goroutines in between,
+// for the spin window before it parks: a large message then flows
+// without a thread sleeping and waking each time it outruns its reader
+// (an allreduce of 4 to 16 MiB over loopback took 0.7 of the time). A
+// link over TLS reads through a bufio.Reader with blocking
 // reads and is no Poller.
 //
 // # Listening

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -33,12 +34,13 @@ type link struct {
 	bufs      net.Buffers // slice of iov, consumed by WriteTo
 	interrupt func()      // the method value l.interruptWrite, made once
 	stopped   chan struct{}
-	sockw     *sockWriter // plain TCP: the messages up to rawCallMax
+	sockw     *sockWriter // plain TCP
 
 	// Read side, owned by whoever reads: one of the two.
 	sock   *sockReader   // plain TCP
 	stream *streamReader // TLS
-	wait   func() error  // the method value l.waitSocket, made once
+	wait   func() error  // the method value l.waitMore, made once
+	spin   time.Duration // how long waitMore looks before it parks
 }
 
 var _ transport.Link = (*link)(nil)
@@ -65,7 +67,7 @@ func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	}
 	l.sock = newSockReader(raw, readBuf)
 	l.sockw = newSockWriter(raw)
-	l.wait = l.waitSocket
+	l.wait = l.waitMore
 	return pollLink{l}, nil
 }
 
@@ -119,7 +121,7 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 	}
 	var n int64
 	var err error
-	if l.sockw != nil && len(payload) <= rawCallMax {
+	if l.sockw != nil {
 		n, err = l.sockw.write(l.hdr[:], payload)
 	} else {
 		n, err = l.bufs.WriteTo(l.conn)
@@ -212,9 +214,24 @@ func (l *link) readFailed(err error) error {
 	return err
 }
 
-// wait waits until the socket may have more for the reader. A Wake ends
+// waitMore waits until the socket may have more of the message being
+// read. The rest is on its way, so for the spin window it lets this
+// process's other goroutines run (a writer among them) and looks again,
+// before it parks.
+func (l *link) waitMore() error {
+	until := time.Now().Add(l.spin)
+	for time.Now().Before(until) {
+		runtime.Gosched()
+		if l.sock.readableNow() {
+			return nil
+		}
+	}
+	return l.park()
+}
+
+// park parks until the socket may have more for the reader. A Wake ends
 // it like an arrival: the caller looks again.
-func (l *link) waitSocket() error {
+func (l *link) park() error {
 	err := l.sock.waitReadable()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return l.conn.SetReadDeadline(time.Time{})
@@ -237,17 +254,21 @@ func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
 	return a, l.readFailed(err)
 }
 
+// SetSpin sets how long a read that waits for more of a message looks
+// again before it parks; see transport.Poller.
+func (l pollLink) SetSpin(d time.Duration) { l.spin = d }
+
 // WaitReadable parks until bytes may have arrived, Wake is called or the
 // link fails; see transport.Poller.
 func (l pollLink) WaitReadable() error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
-	return l.wait()
+	return l.park()
 }
 
 // Wake makes a WaitReadable in progress, or the next one, return: it sets
-// a read deadline in the past, which wait clears again.
+// a read deadline in the past, which park clears again.
 func (l pollLink) Wake() { l.conn.SetReadDeadline(handshake.Past) }
 
 // Close closes the connection; it unblocks pending reads and writes on

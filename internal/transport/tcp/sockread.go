@@ -42,6 +42,8 @@ type sockReader struct {
 	zero    unix.Timespec
 	readFn  func(fd uintptr)
 	readyFn func(fd uintptr) bool
+	checkFn func(fd uintptr) // the method value of check
+	ready   bool             // check's result
 }
 
 // errWouldBlock says that a non-blocking read found nothing.
@@ -51,7 +53,20 @@ func newSockReader(raw syscall.RawConn, size int) *sockReader {
 	s := &sockReader{raw: raw, buf: make([]byte, size)}
 	s.readFn = s.readNow
 	s.readyFn = s.readable
+	s.checkFn = s.check
 	return s
+}
+
+func (s *sockReader) check(fd uintptr) { s.ready = s.readable(fd) }
+
+// readableNow reports, without blocking, whether the socket holds
+// something (bytes, its end, an error).
+func (s *sockReader) readableNow() bool {
+	s.ready = false
+	if err := s.raw.Control(s.checkFn); err != nil {
+		return true // the read that follows reports it
+	}
+	return s.ready
 }
 
 // readNow reads without blocking. It uses a raw system call, which the

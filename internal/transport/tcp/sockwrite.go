@@ -11,9 +11,8 @@ import (
 
 // rawCallMax bounds the bytes one raw system call moves. The runtime does
 // not know of raw calls, so a garbage collection that stops the world
-// waits for one to end: sockReader reads at most this much per call, and a
-// message larger than this goes out through the net package, whose system
-// calls the runtime sees.
+// waits for one to end: a raw call that moves at most this much (about
+// 100 µs of copying) keeps that wait short.
 const rawCallMax = 1 << 20
 
 // sockWriter writes messages to a plain TCP connection with raw writev
@@ -58,11 +57,27 @@ func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
 	return w.sent, err
 }
 
+func iovLen(iov []unix.Iovec) uint64 {
+	var n uint64
+	for i := range iov {
+		n += uint64(iov[i].Len)
+	}
+	return n
+}
+
 // writev writes what is left; it reports false, to be called again once
 // the socket has room, when the socket took all it could.
 func (w *sockWriter) writev(fd uintptr) bool {
 	for len(w.todo) > 0 {
-		n, _, errno := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.todo[0])), uintptr(len(w.todo)))
+		// At most rawCallMax bytes a call: the last iovec is cut short
+		// for the call and restored after it.
+		cnt, cut, full := len(w.todo), 0, w.todo[len(w.todo)-1].Len
+		if total := iovLen(w.todo); total > rawCallMax {
+			cut = int(total - rawCallMax)
+			w.todo[cnt-1].SetLen(int(full) - cut)
+		}
+		n, _, errno := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.todo[0])), uintptr(cnt))
+		w.todo[cnt-1].Len = full
 		switch errno {
 		case 0:
 		case unix.EINTR:
