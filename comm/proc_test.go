@@ -44,6 +44,7 @@ var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"peer":     benchPeerWorker,
 	"step":     stepWorker,
 	"busy":     busyWorker,
+	"streamer": streamerWorker,
 }
 
 func runWorker(name string) int {
@@ -200,6 +201,38 @@ func survivorWorker(ctx context.Context, c *comm.Comm) error {
 	return checkLoss(err, lost, start)
 }
 
+// streamerWorker: the victims stream 16 MiB messages to rank 0, which
+// receives them, polling its socket (the tests set GOCOLL_SPIN), until
+// the victims are killed mid-stream; the other survivors wait on rank 0.
+// Every survivor must name the victims.
+func streamerWorker(ctx context.Context, c *comm.Comm) error {
+	me := c.Rank()
+	lost := victims(c.Size())
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	buf := make([]byte, 16<<20)
+	switch {
+	case slices.Contains(lost, me):
+		for {
+			if err := c.Send(ctx, 0, 1, buf); err != nil {
+				return err
+			}
+		}
+	case me == 0:
+		start := time.Now()
+		for {
+			if _, err := c.Recv(ctx, lost[0], 1, buf); err != nil {
+				return checkLoss(err, lost, start)
+			}
+		}
+	}
+	start := time.Now()
+	_, err := c.Recv(ctx, 0, 1, buf)
+	return checkLoss(err, lost, start)
+}
+
 // exitingSurvivorWorker is survivorWorker for programs that exit on the
 // error without closing the communicator, as log.Fatal does: the ranks
 // still waiting must not take such a survivor for lost.
@@ -269,6 +302,20 @@ func shmFiles(t *testing.T) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestKilledStreamerIsNamed: a rank killed while it streams large
+// messages to a rank that polls its socket for them (spinning, then
+// parked mid-message) is named by every survivor.
+func TestKilledStreamerIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, victims := range [][]int{{3}, {2, 3}} {
+		t.Run(fmt.Sprint(victims), func(t *testing.T) {
+			killRanks(t, "streamer", syscall.SIGKILL, victims, "GOCOLL_SPIN=10ms", "GOCOLL_TRANSPORT=tcp")
+		})
+	}
 }
 
 // heartbeat is the heartbeat period of the survivor tests' jobs.
