@@ -170,6 +170,7 @@
 // virtual machine are several microseconds each. The spin burns the core
 // it runs on, but only for the window: a rank that waits longer, for a
 // slower peer or between steps, parks and gives its core back. Where the
-// ranks of a host outnumber its CPUs nobody spins unless told to: the
-// spinning rank would hold the CPU the rank it waits for needs.
+// ranks of a host outnumber its CPUs, a spinning rank hands its CPU to
+// the host's other processes between looks, since the rank it waits for
+// may need that CPU.
 package comm

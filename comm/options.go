@@ -87,11 +87,13 @@ func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbe
 // WithSpin sets how long a call that waits for a message over a tcp link
 // polls the socket itself, burning its core, before it parks in the
 // runtime's netpoller; from 0 (park at once: a message then costs two
-// thread wake-ups, the link's reader's and the caller's) to MaxSpin. The
-// default is DefaultSpin, or 0 where the ranks of a host outnumber its
-// CPUs: a spinning rank would hold the CPU that the rank it waits for
-// needs. GOCOLL_SPIN sets it for Init's ranks. Links over TLS, shared
-// memory and in memory do not spin.
+// thread wake-ups, the link's reader's and the caller's) to MaxSpin. A
+// read waiting for the rest of a large message looks again as long. The
+// default is DefaultSpin; GOCOLL_SPIN sets it for Init's ranks. Where the
+// ranks of a host outnumber its CPUs, a spinning rank hands its CPU to
+// the host's other processes between looks (sched_yield), since the rank
+// it waits for may need that CPU. Links over TLS, shared memory and in
+// memory do not spin.
 func WithSpin(d time.Duration) Option { return Option(core.WithSpin(d)) }
 
 // WithTLS runs every tcp link and the rendezvous connection inside mutual

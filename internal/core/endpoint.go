@@ -78,14 +78,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 func newEndpoint(rank, size int, o Options, links, shm network,
 	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
-	if !o.spinSet && peers.ranksOnHost(rank) > runtime.NumCPU() {
-		// A rank that spins holds a CPU, and when the ranks of the host
-		// outnumber its CPUs, that is the CPU the rank it waits for
-		// needs: spinning then slows small collectives down two to
-		// threefold (np=4 on 2 CPUs). Open MPI yields when oversubscribed
-		// for the same reason.
-		o.spin = 0
-	}
+	// A rank that spins holds a CPU, and when the ranks of the host
+	// outnumber its CPUs, that may be the CPU the rank it waits for
+	// needs: spinning then made small collectives two to three times
+	// slower (np=4 on 2 CPUs). Such ranks hand the CPU over between
+	// looks instead, as Open MPI's do when oversubscribed.
+	o.yield = peers.ranksOnHost(rank) > runtime.NumCPU()
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
 		links: links, shm: shm, linkCfg: cfg, store: store, peerTable: peers,
@@ -166,7 +164,7 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 		}
 		ep.wg.Add(1)
 		if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
-			pl.SetSpin(ep.opts.spin)
+			pl.SetSpin(ep.opts.spin, ep.opts.yield)
 			p := &polled{link: testHookPolled(pl)}
 			ib.polled.Store(p)
 			go ep.pollLoop(src, p)

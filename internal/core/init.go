@@ -41,7 +41,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 		o.heartbeat = spec.heartbeat
 	}
 	if spec.hasSpin {
-		o.spin, o.spinSet = spec.spin, true
+		o.spin = spec.spin
 	}
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {

@@ -20,7 +20,7 @@ type Options struct {
 	timeout         time.Duration
 	heartbeat       time.Duration // 0: none
 	spin            time.Duration // how long a wait for a message polls before it parks; 0: never
-	spinSet         bool          // spin was chosen (WithSpin, GOCOLL_SPIN), not defaulted
+	yield           bool          // spinning hands the CPU over between looks: the host is oversubscribed
 	secret          []byte
 	tls             *tls.Config // nil: plain TCP
 	logger          *slog.Logger
@@ -114,7 +114,7 @@ func WithSpin(d time.Duration) Option {
 		if d < 0 || d > MaxSpin {
 			return fmt.Errorf("%w: spin %v (want 0 to %v)", ErrInvalid, d, MaxSpin)
 		}
-		o.spin, o.spinSet = d, true
+		o.spin = d
 		return nil
 	}
 }

@@ -17,7 +17,8 @@ import (
 // waits for a message first spins for a short window (WithSpin), taking
 // messages off the link it waits on itself, without parking, while the
 // link's reading goroutine is idle. Only a wait that outlasts the window
-// parks.
+// parks. Where the host's ranks outnumber its CPUs, the spinning caller
+// hands its CPU to another process between looks (transport.YieldCPU).
 //
 // Whoever reads a polled link holds its mutex: the reading goroutine
 // (pollLoop) while it takes messages, which it does only after the link
@@ -148,6 +149,9 @@ func (ep *endpoint) poll(r *Request, p *polled) bool {
 		}
 		if handOff || err != nil {
 			return false
+		}
+		if ep.opts.yield {
+			transport.YieldCPU()
 		}
 		now := time.Now()
 		if first {

@@ -133,20 +133,21 @@ func TestPolledLinkStalls(t *testing.T) {
 	require.Equal(t, "one", <-received)
 }
 
-// TestNoSpinWhenOversubscribed: ranks that outnumber their host's CPUs do
-// not spin, unless told to.
-func TestNoSpinWhenOversubscribed(t *testing.T) {
+// TestSpinYieldsWhenOversubscribed: ranks that outnumber their host's
+// CPUs hand the CPU over between looks while they spin; others keep it.
+func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 	over := runtime.NumCPU() + 1
 	tests := []struct {
-		name string
-		n    int
-		opts []Option
-		want time.Duration
+		name      string
+		n         int
+		opts      []Option
+		wantSpin  time.Duration
+		wantYield bool
 	}{
-		{"one rank", 1, nil, DefaultSpin},
-		{"oversubscribed", over, nil, 0},
-		{"oversubscribed, spin chosen", over, []Option{WithSpin(MaxSpin)}, MaxSpin},
-		{"a rank per host", over, []Option{WithHostIdentity(func(r int) string { return fmt.Sprint("host", r) })}, DefaultSpin},
+		{"one rank", 1, nil, DefaultSpin, false},
+		{"oversubscribed", over, nil, DefaultSpin, true},
+		{"oversubscribed, spin chosen", over, []Option{WithSpin(MaxSpin)}, MaxSpin, true},
+		{"a rank per host", over, []Option{WithHostIdentity(func(r int) string { return fmt.Sprint("host", r) })}, DefaultSpin, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +159,8 @@ func TestNoSpinWhenOversubscribed(t *testing.T) {
 				}
 			}()
 			for _, c := range cs {
-				require.Equal(t, tt.want, c.ep.opts.spin, "rank %d", c.Rank())
+				require.Equal(t, tt.wantSpin, c.ep.opts.spin, "rank %d", c.Rank())
+				require.Equal(t, tt.wantYield, c.ep.opts.yield, "rank %d", c.Rank())
 			}
 		})
 	}

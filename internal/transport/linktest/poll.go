@@ -36,7 +36,7 @@ func testPoll(t *testing.T, e *env) {
 		want transport.Arrival
 		spin time.Duration
 	}{{0, transport.Whole, 0}, {100, transport.Whole, 0}, {64 << 20, transport.Large, 0}, {64 << 20, transport.Large, time.Millisecond}} {
-		p.SetSpin(c.spin)
+		p.SetSpin(c.spin, c.spin > 0)
 		sent := header(5, uint64(c.n), c.n)
 		payload := pattern(make([]byte, c.n), uint64(c.n))
 		wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), sent, payload) })

@@ -41,6 +41,7 @@ type link struct {
 	stream *streamReader // TLS
 	wait   func() error  // the method value l.waitMore, made once
 	spin   time.Duration // how long waitMore looks before it parks
+	yield  bool          // waitMore hands the CPU over between looks
 }
 
 var _ transport.Link = (*link)(nil)
@@ -222,6 +223,9 @@ func (l *link) waitMore() error {
 	until := time.Now().Add(l.spin)
 	for time.Now().Before(until) {
 		runtime.Gosched()
+		if l.yield {
+			transport.YieldCPU()
+		}
 		if l.sock.readableNow() {
 			return nil
 		}
@@ -255,8 +259,9 @@ func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
 }
 
 // SetSpin sets how long a read that waits for more of a message looks
-// again before it parks; see transport.Poller.
-func (l pollLink) SetSpin(d time.Duration) { l.spin = d }
+// again before it parks, and whether it yields the CPU between looks; see
+// transport.Poller.
+func (l pollLink) SetSpin(d time.Duration, yield bool) { l.spin, l.yield = d, yield }
 
 // WaitReadable parks until bytes may have arrived, Wake is called or the
 // link fails; see transport.Poller.
