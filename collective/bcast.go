@@ -37,7 +37,8 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 // bcastTree broadcasts root's buf down a binomial tree, using steps step0
 // to step0+63: virtual rank v = rank - root mod p receives from v minus
 // its lowest set bit, then sends to v+2^j for every 2^j below that bit,
-// farthest first, so that the largest subtree starts soonest.
+// farthest first, so that the largest subtree starts soonest. A rank
+// other than root forwards what it received in the bytes it arrived in.
 func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	v := (me - root + p) % p
@@ -48,19 +49,34 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 		}
 	}
 	mask := 1
+	var in inbound // what this rank received, which it forwards
+	defer in.withdraw()
 	for ; mask < p; mask <<= 1 {
 		if v&mask != 0 {
-			if err := k.recv((v-mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
+			parent := (v - mask + root) % p
+			var err error
+			if in, err = k.irecv(parent, step0+bits.TrailingZeros(uint(mask)), buf); err != nil {
+				return err
+			}
+			if err := k.awaitForward(&in, parent, buf, 0); err != nil {
 				return err
 			}
 			break
 		}
 	}
 	for mask >>= 1; mask > 0; mask >>= 1 {
-		if v+mask < p {
-			if err := k.send((v+mask+root)%p, step0+bits.TrailingZeros(uint(mask)), buf, 0); err != nil {
-				return err
-			}
+		if v+mask >= p {
+			continue
+		}
+		child, step := (v+mask+root)%p, step0+bits.TrailingZeros(uint(mask))
+		var err error
+		if v == 0 {
+			err = k.send(child, step, buf, 0)
+		} else {
+			err = k.forward(child, step, &in, len(buf), 0)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if v == 0 && k.me.Kind == wire.KindBcast {
@@ -84,6 +100,7 @@ const chainWindow = 8
 // chainWindow chunks, so chunks land straight in buf, and forwards chunk
 // i as soon as it has it while later chunks are still arriving: after
 // the first chunk crosses the chain, every link carries data at once.
+// It forwards a chunk in the bytes it arrived in, compressed or not.
 func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	if p == 1 {
@@ -126,18 +143,20 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	}
 	for i := range nc {
 		lo, hi := chunkBounds(0, n, chunk, i)
-		if err := k.await(&ins[i%chainWindow], prev, buf[lo:hi], lo); err != nil {
+		// Take chunk i out of its slot, which the receive of chunk
+		// i+chainWindow takes over, and forward it as it came.
+		in := ins[i%chainWindow]
+		ins[i%chainWindow] = inbound{}
+		err := k.awaitForward(&in, prev, buf[lo:hi], lo)
+		if err == nil && i+chainWindow < nc {
+			err = post(i + chainWindow)
+		}
+		if err == nil && v < p-1 {
+			err = k.forward(next, step0+i, &in, hi-lo, lo)
+		}
+		in.withdraw()
+		if err != nil {
 			return err
-		}
-		if i+chainWindow < nc {
-			if err := post(i + chainWindow); err != nil {
-				return err
-			}
-		}
-		if v < p-1 {
-			if err := k.send(next, step0+i, buf[lo:hi], lo); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

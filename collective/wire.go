@@ -38,15 +38,31 @@ func (k *call[T]) send(peer, step int, s []T, off int) error {
 			_ = kernel.Decode(h.Codec, s, payload)
 		}
 	}
+	err := k.sendPayload(peer, &h, payload)
+	wire.release()
+	return err
+}
+
+// sendPayload sends the message of header h, its payload ready.
+func (k *call[T]) sendPayload(peer int, h *wire.Header, payload []byte) error {
 	if sentHook != nil {
 		sentHook()
 	}
-	err := k.c.SendHeader(k.ctx, peer, &h, payload)
-	wire.release()
-	if err != nil {
+	if err := k.c.SendHeader(k.ctx, peer, h, payload); err != nil {
 		return k.sendFailed(peer, err)
 	}
 	return nil
+}
+
+// forward sends on, as step step of the algorithm, what arrived in in
+// (awaitForward): n elements at offset off, in the codec and bytes they
+// came in. A lossy codec's bytes decode to the received elements exactly,
+// and encoding those again would only make the same bytes; a lossless
+// one's would be compressed again for nothing.
+func (k *call[T]) forward(peer, step int, in *inbound, n, off int) error {
+	h := k.header(step, n, off)
+	h.Codec, h.Length = in.codec, uint64(len(in.payload))
+	return k.sendPayload(peer, &h, in.payload)
 }
 
 // sentHook, when set (by tests), is called for every message a call
@@ -87,6 +103,10 @@ type inbound struct {
 	req  *core.Request
 	b    []byte
 	wire scratchBuf
+
+	// Set by awaitForward: the payload as it arrived, and its codec.
+	payload []byte
+	codec   codec.ID
 }
 
 // irecv posts the receive of step step from peer, for the elements dst.
@@ -111,10 +131,18 @@ func (k *call[T]) irecv(peer, step int, dst []T) (inbound, error) {
 // offset off of the operation's buffer.
 func (k *call[T]) await(in *inbound, peer int, dst []T, off int) error {
 	defer in.withdraw()
+	return k.awaitForward(in, peer, dst, off)
+}
+
+// awaitForward is await for a rank that passes what it receives on
+// (forward): it keeps in's buffer, which the caller withdraws once it has
+// forwarded the payload.
+func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 	n, h, err := k.arrive(in, peer, len(dst), off)
 	if err != nil {
 		return err
 	}
+	in.payload, in.codec = in.b[:n], h.Codec
 	if in.wire.p == nil {
 		codec.Store(dst, in.b)
 		return nil
@@ -177,7 +205,7 @@ func (in *inbound) withdraw() {
 		in.req = nil
 	}
 	in.wire.release()
-	in.wire = scratchBuf{}
+	in.wire, in.payload = scratchBuf{}, nil
 }
 
 // withdrawAll withdraws every receive of ins.
