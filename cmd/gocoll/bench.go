@@ -41,8 +41,10 @@ value fails the run.
 
 The table goes to stdout: per point its algorithm (with its chunk size
 and codec when --chunks or a codec other than none is given), the
-average, fastest and slowest call in µs, and the algorithm and bus
-bandwidths in GB/s (1e9 bytes/s). algbw is bytes/avg; busbw is algbw
+average, fastest and slowest call in µs, the CPU time a rank's process
+spends per call in µs (user and system, all its threads, the largest
+over the ranks: what a rank that spins while it waits pays), and the
+algorithm and bus bandwidths in GB/s (1e9 bytes/s). algbw is bytes/avg; busbw is algbw
 times nccl-tests' factor for n ranks, which makes figures of different
 rank counts comparable and comes close to a link's bandwidth when the
 collective uses the link fully:
