@@ -2,7 +2,6 @@ package core
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"time"
 
@@ -154,10 +153,6 @@ func (ep *endpoint) poll(r *Request, p *polled) bool {
 		if ep.opts.yield {
 			transport.YieldCPU()
 		}
-		// Let the process's other goroutines run between looks: the
-		// one that sends what this caller waits for may be among them
-		// (ranks of one process, a program's own goroutines).
-		runtime.Gosched()
 		now := time.Now()
 		if first {
 			until = now.Add(ep.opts.spin)
