@@ -46,7 +46,9 @@ func Init(ctx context.Context, opts ...Option) (*Comm, error) {
 // world communicators, rank i at index i. The ranks talk over in-memory
 // links by default, or over real TCP sockets on 127.0.0.1 with
 // WithTransport("tcp"). Each rank must be driven by its own goroutine, as
-// it would be by its own process. Close every communicator when done.
+// it would be by its own process. Its ranks wait without spinning unless
+// WithSpin says otherwise: they share the process's processors. Close
+// every communicator when done.
 func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	cores, err := core.NewLocal(n, engineOptions(opts)...)
 	if err != nil {

@@ -89,7 +89,9 @@ func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbe
 // runtime's netpoller; from 0 (park at once: a message then costs two
 // thread wake-ups, the link's reader's and the caller's) to MaxSpin. A
 // read waiting for the rest of a large message looks again as long. The
-// default is DefaultSpin; GOCOLL_SPIN sets it for Init's ranks. Where the
+// default is DefaultSpin for Init's ranks (GOCOLL_SPIN sets it) and 0
+// for NewLocal's, which share one process: a spinning rank would keep the
+// runtime from polling the network for the peer it waits for. Where the
 // ranks of a host outnumber its CPUs, a spinning rank hands its CPU to
 // the host's other processes between looks (sched_yield), since the rank
 // it waits for may need that CPU. Links over TLS, shared memory and in

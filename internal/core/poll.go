@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -75,15 +76,33 @@ func (ep *endpoint) pollLoop(src int, p *polled) {
 	}
 }
 
+// A handOff says whether, and why, a caller left a message to the link's
+// reading goroutine.
+type handOff uint8
+
+const (
+	kept handOff = iota
+	// arriving: a message larger than the link buffers, whose rest is in
+	// the socket or on its way; its bytes wake the reading goroutine.
+	arriving
+	// buffered: a failure frame, or an early message without room, read
+	// off the socket already; nothing more need arrive, so the caller
+	// wakes the reading goroutine (Wake, which costs an allocation).
+	buffered
+)
+
 // drain takes the messages of src's link that have arrived, the holder of
 // p.mu reading. With block (the reading goroutine), it takes every message
 // whose header has arrived and waits for the rest of its payload and for
-// room. Without (a caller), it takes only whole messages, and reports
-// handOff when it left one for the reading goroutine.
-func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff bool, err error) {
+// room. Without (a caller), it takes only whole messages, and says when it
+// left one for the reading goroutine.
+func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, error) {
 	if p.hasPending {
 		if err := ep.receive(ib, p.link, &p.pending, block); err != nil {
-			return err == errStall, ignoreStall(err)
+			if err == errStall {
+				return buffered, nil
+			}
+			return kept, err
 		}
 		p.hasPending = false
 	}
@@ -91,37 +110,32 @@ func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff bo
 	for {
 		arrival, err := p.link.Poll(h)
 		if err != nil {
-			return false, err
+			return kept, err
 		}
 		switch {
 		case arrival == transport.Nothing:
-			return false, nil
+			return kept, nil
 		case block:
 		case arrival == transport.Partial:
-			return false, nil // a caller looks again
-		case arrival == transport.Large || h.Flags&wire.FlagAbort != 0:
+			return kept, nil // a caller looks again
+		case h.Flags&wire.FlagAbort != 0:
 			// A failure frame leads to slow work (passing the failure
 			// on) that is not the caller's.
-			return true, nil
+			return buffered, nil
+		case arrival == transport.Large:
+			return arriving, nil
 		}
 		if err := p.link.ReadHeader(h); err != nil {
-			return false, err
+			return kept, err
 		}
 		if err := ep.handle(src, ib, p.link, h, &p.calls, block); err != nil {
 			if err == errStall {
 				p.pending, p.hasPending = *h, true
-				return true, nil
+				return buffered, nil
 			}
-			return false, err
+			return kept, err
 		}
 	}
-}
-
-func ignoreStall(err error) error {
-	if err == errStall {
-		return nil
-	}
-	return err
 }
 
 // poll spins for up to the spin window waiting for r, taking the
@@ -134,12 +148,12 @@ func (ep *endpoint) poll(r *Request, p *polled) bool {
 		if !p.mu.TryLock() {
 			return false // the reading goroutine is at work: let it run
 		}
-		handOff, err := ep.drain(r.src, ib, p, false)
+		left, err := ep.drain(r.src, ib, p, false)
 		if err != nil && p.err == nil {
 			p.err = err
 		}
 		p.mu.Unlock()
-		if handOff || err != nil {
+		if left == buffered || err != nil {
 			p.link.Wake()
 		}
 		select {
@@ -147,12 +161,17 @@ func (ep *endpoint) poll(r *Request, p *polled) bool {
 			return true
 		default:
 		}
-		if handOff || err != nil {
+		if left != kept || err != nil {
 			return false
 		}
 		if ep.opts.yield {
 			transport.YieldCPU()
 		}
+		// Let the process's other goroutines run between looks: the
+		// one that sends what this caller waits for may be among them
+		// (ranks of one process, a program's own goroutines), and with
+		// GOMAXPROCS=1 it would otherwise wait out the spin window.
+		runtime.Gosched()
 		now := time.Now()
 		if first {
 			until = now.Add(ep.opts.spin)

@@ -135,6 +135,7 @@ func TestPolledLinkStalls(t *testing.T) {
 
 // TestSpinYieldsWhenOversubscribed: ranks that outnumber their host's
 // CPUs hand the CPU over between looks while they spin; others keep it.
+// NewLocal's ranks, which share a process, spin only when told to.
 func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 	over := runtime.NumCPU() + 1
 	tests := []struct {
@@ -144,10 +145,10 @@ func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 		wantSpin  time.Duration
 		wantYield bool
 	}{
-		{"one rank", 1, nil, DefaultSpin, false},
-		{"oversubscribed", over, nil, DefaultSpin, true},
-		{"oversubscribed, spin chosen", over, []Option{WithSpin(MaxSpin)}, MaxSpin, true},
-		{"a rank per host", over, []Option{WithHostIdentity(func(r int) string { return fmt.Sprint("host", r) })}, DefaultSpin, false},
+		{"ranks of one process", 2, nil, 0, false},
+		{"spin chosen", 1, []Option{WithSpin(DefaultSpin)}, DefaultSpin, false},
+		{"oversubscribed", over, []Option{WithSpin(MaxSpin)}, MaxSpin, true},
+		{"a rank per host", over, []Option{WithSpin(DefaultSpin), WithHostIdentity(func(r int) string { return fmt.Sprint("host", r) })}, DefaultSpin, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,4 +234,64 @@ func (p *breakablePoller) Poll(h *wire.Header) (transport.Arrival, error) {
 		return transport.Nothing, *err
 	}
 	return p.Poller.Poll(h)
+}
+
+// TestLargeMessagesNeedNoWake: a spinning caller that finds a message
+// larger than the link's buffer leaves it to the link's reading goroutine
+// without waking it (Wake allocates): the rest of the message, still in
+// the socket or on its way, wakes it.
+func TestLargeMessagesNeedNoWake(t *testing.T) {
+	var polled *countingPoller
+	testHookPolled = func(l transport.Poller) transport.Poller {
+		polled = &countingPoller{Poller: l}
+		return polled
+	}
+	defer func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } }()
+	cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(MaxSpin), WithTimeout(time.Minute))
+	require.NoError(t, err)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	ctx := context.Background()
+	const rounds = 200
+	sent := make(chan error, 1)
+	go func() {
+		msg := make([]byte, 256<<10)
+		for range rounds {
+			if err := cs[1].Send(ctx, 0, 1, msg); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	buf := make([]byte, 256<<10)
+	for range rounds {
+		_, err := cs[0].Recv(ctx, 1, 1, buf)
+		require.NoError(t, err)
+	}
+	require.NoError(t, <-sent)
+	require.Positive(t, polled.larges.Load(), "no message was larger than the link buffer")
+	require.Zero(t, polled.wakes.Load(), "Wake calls")
+}
+
+// countingPoller counts the Large arrivals it reports and its Wake calls.
+type countingPoller struct {
+	transport.Poller
+	larges, wakes atomic.Int64
+}
+
+func (p *countingPoller) Poll(h *wire.Header) (transport.Arrival, error) {
+	a, err := p.Poller.Poll(h)
+	if a == transport.Large {
+		p.larges.Add(1)
+	}
+	return a, err
+}
+
+func (p *countingPoller) Wake() {
+	p.wakes.Add(1)
+	p.Poller.Wake()
 }

@@ -167,9 +167,11 @@ const (
 	// Partial: the header; the payload is still arriving, and will fit in
 	// what the link buffers.
 	Partial
-	// Whole: the header and the whole payload.
+	// Whole: the header and the whole payload, which ReadPayload then
+	// takes without blocking, however large.
 	Whole
 	// Large: the header of a payload larger than what the link buffers,
-	// which only blocking reads (ReadPayload) take.
+	// not all of which has arrived; the rest, on its way, makes the link
+	// readable again. Only blocking reads (ReadPayload) take it.
 	Large
 )

@@ -15,8 +15,9 @@ import (
 )
 
 // testPoll checks a Poller's non-blocking side: Poll sees Nothing on a
-// quiet link, then a message grow to Whole (small) or Large (larger than
-// any link buffers) without consuming it; ReadHeader and ReadPayload then
+// quiet link, then a message grow to Whole (all arrived, even if larger
+// than the link's own buffer) or Large (larger than any link buffers)
+// without consuming it; ReadHeader and ReadPayload then
 // take it, also with a spin (SetSpin); WaitReadable returns when bytes arrive and when Wake is
 // called, before or during the wait; Poll after Close fails. A link that
 // is no Poller passes.
@@ -35,7 +36,15 @@ func testPoll(t *testing.T, e *env) {
 		n    int
 		want transport.Arrival
 		spin time.Duration
-	}{{0, transport.Whole, 0}, {100, transport.Whole, 0}, {64 << 20, transport.Large, 0}, {64 << 20, transport.Large, time.Millisecond}} {
+	}{
+		{0, transport.Whole, 0},
+		{100, transport.Whole, 0},
+		// Larger than a small read buffer, but all in the socket.
+		{10 << 10, transport.Whole, 0},
+		// Larger than any socket holds.
+		{64 << 20, transport.Large, 0},
+		{64 << 20, transport.Large, time.Millisecond},
+	} {
 		p.SetSpin(c.spin, c.spin > 0)
 		sent := header(5, uint64(c.n), c.n)
 		payload := pattern(make([]byte, c.n), uint64(c.n))

@@ -44,6 +44,8 @@ type sockReader struct {
 	readyFn func(fd uintptr) bool
 	checkFn func(fd uintptr) // the method value of check
 	ready   bool             // check's result
+	countFn func(fd uintptr) // the method value of countQueued
+	inq     int32            // countQueued's result
 }
 
 // errWouldBlock says that a non-blocking read found nothing.
@@ -54,10 +56,28 @@ func newSockReader(raw syscall.RawConn, size int) *sockReader {
 	s.readFn = s.readNow
 	s.readyFn = s.readable
 	s.checkFn = s.check
+	s.countFn = s.countQueued
 	return s
 }
 
 func (s *sockReader) check(fd uintptr) { s.ready = s.readable(fd) }
+
+// countQueued stores in inq how many bytes the socket holds (SIOCINQ).
+func (s *sockReader) countQueued(fd uintptr) {
+	s.inq = 0
+	if _, _, errno := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&s.inq))); errno != 0 {
+		s.inq = 0
+	}
+}
+
+// queued returns how many bytes the socket holds that the buffer has not
+// taken yet; 0 when it cannot tell.
+func (s *sockReader) queued() uint64 {
+	if s.raw.Control(s.countFn) != nil {
+		return 0
+	}
+	return uint64(max(s.inq, 0))
+}
 
 // readableNow reports, without blocking, whether the socket holds
 // something (bytes, its end, an error).
@@ -194,6 +214,11 @@ func (s *sockReader) poll(h *wire.Header) (transport.Arrival, error) {
 	}
 	size := wire.HeaderSize + h.Length
 	if size > uint64(len(s.buf)) {
+		// Larger than the buffer: whole when the rest waits in the
+		// socket, so that reading it cannot block.
+		if uint64(s.buffered())+s.queued() >= size {
+			return transport.Whole, nil
+		}
 		return transport.Large, nil
 	}
 	if uint64(s.buffered()) < size {
