@@ -25,9 +25,10 @@ import (
 // (pollLoop) while it takes messages, which it does only after the link
 // said bytes arrived, or a spinning caller (poll), which tries the mutex
 // and parks at once if the reading goroutine holds it. A caller takes only
-// messages that have arrived whole, which it then reads without blocking;
-// it leaves failures, messages larger than the link buffers, and messages
-// with no room yet to the reading goroutine, which it wakes.
+// messages that have arrived whole, which it then reads without blocking.
+// It leaves to the reading goroutine failure frames and early messages
+// with no room yet, waking it, and messages that are still arriving and
+// larger than the link buffers, whose arriving bytes wake it.
 
 // errStall is receive's answer, when it must not wait, for an early
 // message it has no room for.

@@ -38,18 +38,12 @@ func TestPolledLinkDelivers(t *testing.T) {
 	}
 	for _, spin := range []time.Duration{0, DefaultSpin, MaxSpin} {
 		t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
-			cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(spin), WithUnexpectedLimit(16<<10), WithTimeout(time.Minute))
-			require.NoError(t, err)
-			defer func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			}()
+			cs := tcpJob(t, 2, WithSpin(spin), WithUnexpectedLimit(16<<10))
 			ctx := context.Background()
 			// Open the link, so that the receivers find out whether it is
 			// polled.
 			require.NoError(t, cs[1].Send(ctx, 0, messages, nil))
-			_, err = cs[0].Recv(ctx, 1, messages, nil)
+			_, err := cs[0].Recv(ctx, 1, messages, nil)
 			require.NoError(t, err)
 			require.Equal(t, spin > 0, cs[0].ep.inboxes[1].polled.Load() != nil, "link polled")
 
@@ -98,16 +92,10 @@ func TestPolledLinkDelivers(t *testing.T) {
 // reordered. Receive 2 spins while tags 0, 1 and 2 arrive; with room for
 // one early message, tag 1 has none until another goroutine receives tag 0.
 func TestPolledLinkStalls(t *testing.T) {
-	cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(MaxSpin), WithUnexpectedLimit(1), WithTimeout(time.Minute))
-	require.NoError(t, err)
-	defer func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	}()
+	cs := tcpJob(t, 2, WithSpin(MaxSpin), WithUnexpectedLimit(1))
 	ctx := context.Background()
 	require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
-	_, err = cs[0].Recv(ctx, 1, 9, nil)
+	_, err := cs[0].Recv(ctx, 1, 9, nil)
 	require.NoError(t, err)
 
 	received := make(chan string, 3)
@@ -152,14 +140,7 @@ func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs, err := NewLocal(tt.n, append(tt.opts, WithTransport("tcp"))...)
-			require.NoError(t, err)
-			defer func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			}()
-			for _, c := range cs {
+			for _, c := range tcpJob(t, tt.n, tt.opts...) {
 				require.Equal(t, tt.wantSpin, c.ep.opts.spin, "rank %d", c.Rank())
 				require.Equal(t, tt.wantYield, c.ep.opts.yield, "rank %d", c.Rank())
 			}
@@ -176,35 +157,23 @@ func TestPolledLinkBreaks(t *testing.T) {
 	broken := errors.New("connection reset by a test")
 	tests := []struct {
 		name   string
-		break_ func(cs []*Comm, p *breakablePoller) error
+		break_ func(cs []*Comm, p *testPoller) error
 	}{
-		{"spinning caller", func(_ []*Comm, p *breakablePoller) error {
+		{"spinning caller", func(_ []*Comm, p *testPoller) error {
 			// A socket that fails becomes readable too, which wakes the
 			// reading goroutine should the caller not be spinning.
 			p.fail.Store(&broken)
 			p.Wake()
 			return nil
 		}},
-		{"peer gone", func(cs []*Comm, _ *breakablePoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
+		{"peer gone", func(cs []*Comm, _ *testPoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var polled *breakablePoller
-			testHookPolled = func(l transport.Poller) transport.Poller {
-				polled = &breakablePoller{Poller: l}
-				return polled
-			}
-			defer func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } }()
-			cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(MaxSpin), WithTimeout(time.Minute))
-			require.NoError(t, err)
-			defer func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			}()
+			cs, polled := spinningPair(t)
 			ctx := context.Background()
 			require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("hi")))
-			_, err = cs[0].Recv(ctx, 1, 1, make([]byte, 2))
+			_, err := cs[0].Recv(ctx, 1, 1, make([]byte, 2))
 			require.NoError(t, err)
 
 			got := make(chan error, 1)
@@ -213,7 +182,7 @@ func TestPolledLinkBreaks(t *testing.T) {
 				got <- err
 			}()
 			time.Sleep(time.Millisecond) // into the receive's spin
-			require.NoError(t, tt.break_(cs, polled))
+			require.NoError(t, tt.break_(cs, polled()))
 			err = <-got
 			var pe *PeerError
 			require.ErrorAs(t, err, &pe)
@@ -223,37 +192,12 @@ func TestPolledLinkBreaks(t *testing.T) {
 	}
 }
 
-// breakablePoller is a polled link whose Poll fails once fail is set.
-type breakablePoller struct {
-	transport.Poller
-	fail atomic.Pointer[error]
-}
-
-func (p *breakablePoller) Poll(h *wire.Header) (transport.Arrival, error) {
-	if err := p.fail.Load(); err != nil {
-		return transport.Nothing, *err
-	}
-	return p.Poller.Poll(h)
-}
-
 // TestLargeMessagesNeedNoWake: a spinning caller that finds a message
 // larger than the link's buffer leaves it to the link's reading goroutine
 // without waking it (Wake allocates): the rest of the message, still in
 // the socket or on its way, wakes it.
 func TestLargeMessagesNeedNoWake(t *testing.T) {
-	var polled *countingPoller
-	testHookPolled = func(l transport.Poller) transport.Poller {
-		polled = &countingPoller{Poller: l}
-		return polled
-	}
-	defer func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } }()
-	cs, err := NewLocal(2, WithTransport("tcp"), WithSpin(MaxSpin), WithTimeout(time.Minute))
-	require.NoError(t, err)
-	defer func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	}()
+	cs, polled := spinningPair(t)
 	ctx := context.Background()
 	const rounds = 200
 	sent := make(chan error, 1)
@@ -273,17 +217,51 @@ func TestLargeMessagesNeedNoWake(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, <-sent)
-	require.Positive(t, polled.larges.Load(), "no message was larger than the link buffer")
-	require.Zero(t, polled.wakes.Load(), "Wake calls")
+	require.Positive(t, polled().larges.Load(), "no message was larger than the link buffer")
+	require.Zero(t, polled().wakes.Load(), "Wake calls")
 }
 
-// countingPoller counts the Large arrivals it reports and its Wake calls.
-type countingPoller struct {
+// tcpJob is NewLocal of n ranks over tcp with opts, closed when the test
+// ends.
+func tcpJob(t *testing.T, n int, opts ...Option) []*Comm {
+	t.Helper()
+	cs, err := NewLocal(n, append([]Option{WithTransport("tcp"), WithTimeout(time.Minute)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	return cs
+}
+
+// spinningPair is a tcpJob of two ranks that spin as long as they may,
+// whose polled links are read through testPollers; polled returns the
+// last one made, once a message has opened it.
+func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
+	t.Helper()
+	var last atomic.Pointer[testPoller]
+	testHookPolled = func(l transport.Poller) transport.Poller {
+		p := &testPoller{Poller: l}
+		last.Store(p)
+		return p
+	}
+	t.Cleanup(func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } })
+	return tcpJob(t, 2, WithSpin(MaxSpin)), last.Load
+}
+
+// testPoller is a polled link whose Poll fails once fail is set, and that
+// counts the Large arrivals it reports and its Wake calls.
+type testPoller struct {
 	transport.Poller
+	fail          atomic.Pointer[error]
 	larges, wakes atomic.Int64
 }
 
-func (p *countingPoller) Poll(h *wire.Header) (transport.Arrival, error) {
+func (p *testPoller) Poll(h *wire.Header) (transport.Arrival, error) {
+	if err := p.fail.Load(); err != nil {
+		return transport.Nothing, *err
+	}
 	a, err := p.Poller.Poll(h)
 	if a == transport.Large {
 		p.larges.Add(1)
@@ -291,7 +269,7 @@ func (p *countingPoller) Poll(h *wire.Header) (transport.Arrival, error) {
 	return a, err
 }
 
-func (p *countingPoller) Wake() {
+func (p *testPoller) Wake() {
 	p.wakes.Add(1)
 	p.Poller.Wake()
 }

@@ -17,10 +17,10 @@ import (
 // testPoll checks a Poller's non-blocking side: Poll sees Nothing on a
 // quiet link, then a message grow to Whole (all arrived, even if larger
 // than the link's own buffer) or Large (larger than any link buffers)
-// without consuming it; ReadHeader and ReadPayload then
-// take it, also with a spin (SetSpin); WaitReadable returns when bytes arrive and when Wake is
-// called, before or during the wait; Poll after Close fails. A link that
-// is no Poller passes.
+// without consuming it; ReadHeader and ReadPayload then take it, also
+// with a spin (SetSpin); WaitReadable returns when bytes arrive and when
+// Wake is called, before or during the wait; Poll after Close fails. A
+// link that is no Poller passes.
 func testPoll(t *testing.T, e *env) {
 	a, b := e.pair(t)
 	p, ok := b.(transport.Poller)

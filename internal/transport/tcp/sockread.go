@@ -18,9 +18,10 @@ import (
 // sockReader reads the messages of a plain TCP connection with
 // non-blocking system calls on its socket, through a buffer of its own.
 // Whoever holds the link's reading side can therefore look for a message
-// and take it without parking (poll); only waitReadable parks, in the
-// runtime's netpoller, and it reads nothing, so the link's reading
-// goroutine can wait there without holding the reading side.
+// and take it without parking (poll). Reads park only in the wait their
+// caller passes, and waitReadable parks in the runtime's netpoller
+// reading nothing, so the link's reading goroutine can wait there without
+// holding the reading side.
 //
 // The system calls go through RawConn.Control, which holds a reference
 // to the descriptor (it cannot be closed and reused under the call) but
@@ -200,8 +201,8 @@ func (s *sockReader) peekHeader(h *wire.Header) error {
 	return h.Unmarshal((*[wire.HeaderSize]byte)(s.buf[s.r : s.r+wire.HeaderSize]))
 }
 
-// poll is Poller.Poll for a link whose close and peer ask to name in
-// errors.
+// poll is Poller.Poll, less the link's checks: closed or not, and naming
+// a bad header's peer.
 func (s *sockReader) poll(h *wire.Header) (transport.Arrival, error) {
 	if s.err != nil {
 		return transport.Nothing, s.err

@@ -71,10 +71,9 @@ func (w *sockWriter) writev(fd uintptr) bool {
 	for len(w.todo) > 0 {
 		// At most rawCallMax bytes a call: the last iovec is cut short
 		// for the call and restored after it.
-		cnt, cut, full := len(w.todo), 0, w.todo[len(w.todo)-1].Len
+		cnt, full := len(w.todo), w.todo[len(w.todo)-1].Len
 		if total := iovLen(w.todo); total > rawCallMax {
-			cut = int(total - rawCallMax)
-			w.todo[cnt-1].SetLen(int(full) - cut)
+			w.todo[cnt-1].SetLen(int(full - (total - rawCallMax)))
 		}
 		n, _, errno := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.todo[0])), uintptr(cnt))
 		w.todo[cnt-1].Len = full
