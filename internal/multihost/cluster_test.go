@@ -130,12 +130,13 @@ func sweep() {
 }
 
 // cluster is one job over two hosts: a private network and a container
-// per host, each running gocoll run for its two ranks.
+// per host, each running gocoll run for its ranks.
 type cluster struct {
-	t       testing.TB
-	name    string // of the network; the hosts are name-0 and name-1
-	hosts   []string
-	started time.Time
+	t            testing.TB
+	name         string // of the network; the hosts are name-0 and name-1
+	hosts        []string
+	ranksPerHost int
+	started      time.Time
 }
 
 const (
@@ -149,16 +150,24 @@ var clusterSeq struct {
 	n int
 }
 
-// startCluster starts a job of role over two hosts, with env added to
-// every rank's environment. Everything is removed when the test ends.
+// startCluster starts a job of the worker's role over two hosts of
+// ranksPerHost ranks, with env added to every rank's environment.
 func startCluster(t testing.TB, role string, env ...string) *cluster {
+	t.Helper()
+	return startJob(t, ranksPerHost, append(env, "GOCOLL_MH_ROLE="+role), "/worker")
+}
+
+// startJob starts command (a program of the image and its arguments) as
+// a job over two hosts of perHost ranks each, with env added to every
+// rank's environment. Everything is removed when the test ends.
+func startJob(t testing.TB, perHost int, env []string, command ...string) *cluster {
 	t.Helper()
 	img := image(t)
 	clusterSeq.Lock()
 	clusterSeq.n++
 	name := fmt.Sprintf("gocoll-mh-%s-%d", runID, clusterSeq.n)
 	clusterSeq.Unlock()
-	c := &cluster{t: t, name: name}
+	c := &cluster{t: t, name: name, ranksPerHost: perHost}
 	docker(t, "network", "create", "--internal", "--label", label+"="+runID, name)
 	t.Cleanup(func() {
 		for _, h := range c.hosts {
@@ -172,13 +181,14 @@ func startCluster(t testing.TB, role string, env ...string) *cluster {
 		host := fmt.Sprintf("%s-%d", name, node)
 		args := []string{"run", "-d", "--name", host, "--hostname", host, "--network", name,
 			"--label", label + "=" + runID, "--tmpfs", "/tmp",
-			"-e", "GOCOLL_SECRET=" + hex.EncodeToString(secret), "-e", "GOCOLL_MH_ROLE=" + role}
+			"-e", "GOCOLL_SECRET=" + hex.EncodeToString(secret)}
 		for _, e := range env {
 			args = append(args, "-e", e)
 		}
-		args = append(args, img, "/gocoll", "run", "-n", strconv.Itoa(ranksPerHost),
+		args = append(args, img, "/gocoll", "run", "-n", strconv.Itoa(perHost),
 			"--nnodes", strconv.Itoa(hosts), "--node-rank", strconv.Itoa(node),
-			"--master", fmt.Sprintf("%s-0:%d", name, masterPort), "/worker")
+			"--master", fmt.Sprintf("%s-0:%d", name, masterPort))
+		args = append(args, command...)
 		docker(t, args...)
 		c.hosts = append(c.hosts, host)
 	}
@@ -212,7 +222,7 @@ func (c *cluster) waitReady() {
 		for h := range c.hosts {
 			n += strings.Count(c.logs(h), "] ready")
 		}
-		if n == hosts*ranksPerHost {
+		if n == hosts*c.ranksPerHost {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
