@@ -148,16 +148,27 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 	chunk = capChunk(chunk, maxBlock)
 	tmp, sb := scratch[T](maxBlock)
 	defer sb.release()
-
-	// chunksOf is how many messages a block of m elements takes; an empty
-	// block still sends one empty message, so that a peer with a
-	// different count is told rather than left waiting.
-	chunksOf := func(m int) int { return max(1, (m+chunk-1)/chunk) }
+	// With a lossy codec the allgather sends every block in wire bytes
+	// made before it: its first, this rank's own, encoded by the last
+	// reduce-scatter step block by block as it is reduced, while still in
+	// the cache; each later one in the bytes it arrived in. Two block-sized
+	// wire buffers alternate: a step receives into one and sends from the
+	// other.
+	var wires [2][]byte
+	if k.cfg.codec.Lossy() {
+		var w0, w1 scratchBuf
+		wires[0], w0 = scratch[byte](2 * maxBlock)
+		wires[1], w1 = scratch[byte](2 * maxBlock)
+		defer w0.release()
+		defer w1.release()
+	}
 	k.keep = false
 	for s := range p - 1 {
-		sendLo, sendHi := block(n, p, (me-s+p)%p)
-		recvLo, recvHi := block(n, p, (me-s-1+2*p)%p)
-		if err := ringStep(k, buf, tmp, s, chunk, chunksOf, right, sendLo, sendHi, left, recvLo, recvHi, true); err != nil {
+		st := ringStepOf(n, p, me, s, chunk)
+		if s == p-2 {
+			st.encode = wires[0]
+		}
+		if err := ringStep(k, buf, tmp, s, right, left, st, true); err != nil {
 			return err
 		}
 	}
@@ -165,39 +176,71 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 		// Only the first allgather step sends this rank's own reduced
 		// block; the later ones pass on blocks received, rounded already.
 		k.keep = s == 0
-		sendLo, sendHi := block(n, p, (me+1-s+p)%p)
-		recvLo, recvHi := block(n, p, (me-s+p)%p)
-		if err := ringStep(k, buf, tmp, p-1+s, chunk, chunksOf, right, sendLo, sendHi, left, recvLo, recvHi, false); err != nil {
+		st := ringStepOf(n, p, me+1, s, chunk)
+		st.sendWire, st.recvWire = wires[s%2], wires[(s+1)%2]
+		if err := ringStep(k, buf, tmp, p-1+s, right, left, st, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ringStep sends buf[sendLo:sendHi] to right and receives
-// [recvLo:recvHi] from left, chunk by chunk, with up to ringWindow
-// receives posted ahead: chunk i is sent, then chunk i is received (and,
-// with reduce, added from tmp into buf) while later chunks are still on
-// the wire. Each rank sends its first chunk without waiting, so the ring
-// always moves, and no more than ringWindow chunks per link arrive before
-// their receive.
-func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf func(int) int,
-	right, sendLo, sendHi, left, recvLo, recvHi int, reduce bool) error {
-	nSend, nRecv := chunksOf(sendHi-sendLo), chunksOf(recvHi-recvLo)
+// ringBlocks is what one ring step moves: block [sendLo, sendHi) of buf
+// to the right, [recvLo, recvHi) from the left, in chunks of chunk
+// elements. With a lossy codec, sendWire holds the send block's wire
+// bytes ready, recvWire receives the receive block's, and encode, when
+// set, takes the wire bytes of the received block as it is reduced.
+type ringBlocks struct {
+	sendLo, sendHi, recvLo, recvHi int
+	chunk                          int
+	sendWire, recvWire, encode     []byte
+}
+
+// chunks is how many messages a block of m elements takes; an empty block
+// still sends one empty message, so that a peer with a different count is
+// told rather than left waiting.
+func (st *ringBlocks) chunks(m int) int { return max(1, (m+st.chunk-1)/st.chunk) }
+
+// ringStepOf is step s of a ring whose rank me sends block me-s and
+// receives block me-s-1 (the allgather passes me+1 as me).
+func ringStepOf(n, p, me, s, chunk int) ringBlocks {
+	sendLo, sendHi := block(n, p, (me-s+2*p)%p)
+	recvLo, recvHi := block(n, p, (me-s-1+2*p)%p)
+	return ringBlocks{sendLo: sendLo, sendHi: sendHi, recvLo: recvLo, recvHi: recvHi, chunk: chunk}
+}
+
+// wireOf is the part of a block's wire bytes w, the block starting at
+// element base, that holds elements [lo, hi): a lossy codec sends two
+// bytes an element. A nil w stays nil.
+func wireOf(w []byte, base, lo, hi int) []byte {
+	if w == nil {
+		return nil
+	}
+	return w[2*(lo-base) : 2*(hi-base)]
+}
+
+// ringStep sends st's send block to right and receives its receive block
+// from left, chunk by chunk, with up to ringWindow receives posted ahead:
+// chunk i is sent, then chunk i is received (and, with reduce, added
+// from tmp into buf) while later chunks are still on the wire. Each rank
+// sends its first chunk without waiting, so the ring always moves, and
+// no more than ringWindow chunks per link arrive before their receive.
+func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, right, left int, st ringBlocks, reduce bool) error {
+	nSend, nRecv := st.chunks(st.sendHi-st.sendLo), st.chunks(st.recvHi-st.recvLo)
 	var ins [ringWindow]inbound
 	defer withdrawAll(ins[:])
 	// dst is where chunk i of the receive lands: its place in buf, or in
 	// tmp when it is to be reduced into buf.
 	dst := func(i int) ([]T, int, int) {
-		lo, hi := chunkBounds(recvLo, recvHi, chunk, i)
+		lo, hi := chunkBounds(st.recvLo, st.recvHi, st.chunk, i)
 		if reduce {
-			return tmp[lo-recvLo : hi-recvLo], lo, hi
+			return tmp[lo-st.recvLo : hi-st.recvLo], lo, hi
 		}
 		return buf[lo:hi], lo, hi
 	}
 	post := func(i int) (err error) {
-		d, _, _ := dst(i)
-		ins[i%ringWindow], err = k.irecv(left, step*ringMaxChunks+i, d)
+		d, lo, hi := dst(i)
+		ins[i%ringWindow], err = k.irecvInto(left, step*ringMaxChunks+i, d, wireOf(st.recvWire, st.recvLo, lo, hi))
 		return err
 	}
 	for i := range min(nRecv, ringWindow) {
@@ -207,8 +250,14 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 	}
 	for i := range max(nSend, nRecv) {
 		if i < nSend {
-			lo, hi := chunkBounds(sendLo, sendHi, chunk, i)
-			if err := k.send(right, step*ringMaxChunks+i, buf[lo:hi], lo); err != nil {
+			lo, hi := chunkBounds(st.sendLo, st.sendHi, st.chunk, i)
+			var err error
+			if st.sendWire != nil {
+				err = k.sendWire(right, step*ringMaxChunks+i, hi-lo, lo, k.cfg.codec, wireOf(st.sendWire, st.sendLo, lo, hi))
+			} else {
+				err = k.send(right, step*ringMaxChunks+i, buf[lo:hi], lo)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -218,7 +267,7 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, chunk int, chunksOf 
 		got, lo, hi := dst(i)
 		var err error
 		if reduce {
-			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, got, true)
+			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, got, true, wireOf(st.encode, st.recvLo, lo, hi))
 		} else {
 			err = k.await(&ins[i%ringWindow], left, got, lo)
 		}

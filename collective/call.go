@@ -226,7 +226,7 @@ func (k *call[T]) recvReduce(peer, step int, dst []T, off int, peerIsRight bool)
 	if err != nil {
 		return err
 	}
-	return k.awaitReduce(&in, peer, dst, off, tmp, peerIsRight)
+	return k.awaitReduce(&in, peer, dst, off, tmp, peerIsRight, nil)
 }
 
 // reduce combines src into dst: dst = dst ∘ src when src is the right

@@ -60,9 +60,15 @@ func (k *call[T]) sendPayload(peer int, h *wire.Header, payload []byte) error {
 // and encoding those again would only make the same bytes; a lossless
 // one's would be compressed again for nothing.
 func (k *call[T]) forward(peer, step int, in *inbound, n, off int) error {
+	return k.sendWire(peer, step, n, off, in.codec, in.payload)
+}
+
+// sendWire sends, as step step, n elements at offset off already encoded
+// with c in payload.
+func (k *call[T]) sendWire(peer, step, n, off int, c codec.ID, payload []byte) error {
 	h := k.header(step, n, off)
-	h.Codec, h.Length = in.codec, uint64(len(in.payload))
-	return k.sendPayload(peer, &h, in.payload)
+	h.Codec, h.Length = c, uint64(len(payload))
+	return k.sendPayload(peer, &h, payload)
 }
 
 // sentHook, when set (by tests), is called for every message a call
@@ -111,10 +117,20 @@ type inbound struct {
 
 // irecv posts the receive of step step from peer, for the elements dst.
 func (k *call[T]) irecv(peer, step int, dst []T) (inbound, error) {
+	return k.irecvInto(peer, step, dst, nil)
+}
+
+// irecvInto is irecv with the wire bytes of a compressing call received
+// into w instead of a pooled buffer, where they stay for the caller to
+// forward; nil w is irecv.
+func (k *call[T]) irecvInto(peer, step int, dst []T, w []byte) (inbound, error) {
 	var in inbound
-	if c := k.cfg.codec; c == codec.None {
+	switch c := k.cfg.codec; {
+	case c == codec.None:
 		in.b = codec.Bytes(dst)
-	} else {
+	case w != nil:
+		in.b = w
+	default:
 		in.b, in.wire = scratch[byte](kernel.MaxWireLen(c, k.me.DType, len(dst)))
 	}
 	req, err := k.c.IrecvHeader(peer, k.tag(step), in.b)
@@ -143,7 +159,7 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 		return err
 	}
 	in.payload, in.codec = in.b[:n], h.Codec
-	if in.wire.p == nil {
+	if k.cfg.codec == codec.None {
 		codec.Store(dst, in.b)
 		return nil
 	}
@@ -167,8 +183,12 @@ func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, er
 // offset off of the operation's buffer, len(tmp) == len(dst). A lossy
 // codec's payload is decoded a few KiB at a time, each piece reduced
 // while it is still in the cache, instead of decoding it all into tmp
-// and reading it back.
-func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, peerIsRight bool) error {
+// and reading it back. With encode set (a lossy codec's wire bytes for
+// dst's elements), each reduced piece is also encoded into encode and
+// rounded to what it decodes to, again while in the cache: the bytes a
+// ring sends its reduced block in, and the block as every rank will
+// hold it.
+func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, peerIsRight bool, encode []byte) error {
 	if !k.cfg.codec.Lossy() {
 		if err := k.await(in, peer, tmp, off); err != nil {
 			return err
@@ -189,6 +209,10 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, 
 		_ = kernel.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
 		if err := k.reduce(dst[lo:hi], blk[:hi-lo], peerIsRight); err != nil {
 			return err
+		}
+		if encode != nil {
+			w, _ := kernel.Encode(h.Codec, encode[2*lo:2*hi], dst[lo:hi])
+			_ = kernel.Decode(h.Codec, dst[lo:hi], w)
 		}
 	}
 	return nil
