@@ -40,7 +40,8 @@ func TestBcast(t *testing.T) {
 // checkBcast broadcasts root's input with each count and checks every
 // rank's buf against it. The small chunk size makes Chain pipeline even
 // the mid-size counts, with more chunks than it keeps receives posted.
-func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
+// Every rank passes opts after the algorithm.
+func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -51,7 +52,7 @@ func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, roo
 			}
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				buf := slices.Clone(inputs[c.Rank()])
-				if err := Bcast(ctx, c, buf, root, WithAlgorithm(algo), WithChunkSize(512)); err != nil {
+				if err := Bcast(ctx, c, buf, root, append([]Option{WithAlgorithm(algo), WithChunkSize(512)}, opts...)...); err != nil {
 					return err
 				}
 				return equalBits(buf, inputs[root])

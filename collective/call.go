@@ -103,6 +103,9 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 	if err := k.cfg.chooseCodec(dt); err != nil {
 		return k, k.invalid(err)
 	}
+	if !k.cfg.receiptsSet {
+		k.cfg.noReceipts = env().noReceipts
+	}
 	commutative := !reducing(kind) || op.Commutative()
 	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(k.c))
 	if err != nil {
@@ -211,9 +214,13 @@ func (k *call[T]) wrap(peer int, err error) error {
 func (k *call[T]) tag(step int) int64 { return core.InternalTag(k.seq, step) }
 
 func (k *call[T]) header(step, n, off int) wire.Header {
-	return wire.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
+	h := wire.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
 		Count: uint64(k.me.Count), Root: int32(k.me.Root), Algorithm: k.me.Algorithm, Offset: uint64(off),
 		Length: uint64(n * k.size)}
+	if k.cfg.noReceipts {
+		h.Flags = wire.FlagNoReceipts
+	}
+	return h
 }
 
 // recvReduce receives step step from peer and reduces it into dst: dst =

@@ -77,9 +77,12 @@
 // exchanged data with may return and fail in its next call, since the
 // job is aborted. Over links every message carries its call, and a rank
 // that would receive nothing in a call (a root that only sends, a leaf
-// that only contributes) receives a header from the rank it sent to; in
-// a shared segment every rank compares every rank's call before it
-// returns.
+// that only contributes) receives a header from the rank it sent to, its
+// receipt; in a shared segment every rank compares every rank's call
+// before it returns. WithReceipts(false) (or GOCOLL_RECEIPTS=0) drops the
+// receipts where calls are known to match: such a rank then returns once
+// its data is sent, as in MPI, and learns of a disagreement in its next
+// call.
 //
 // # Errors
 //

@@ -36,7 +36,8 @@ func TestGather(t *testing.T) {
 // root's recv against their concatenation in rank order. Non-root ranks
 // pass nil or a recv of the wrong size, which Gather must ignore and
 // leave alone, and every rank's send must stay as it was.
-func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
+// Every rank passes opts after the algorithm.
+func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -57,7 +58,7 @@ func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, ro
 					recv = input[T](me, 3, 1)
 				}
 				other := slices.Clone(recv)
-				if err := Gather(ctx, c, send, recv, root, WithAlgorithm(algo)); err != nil {
+				if err := Gather(ctx, c, send, recv, root, append([]Option{WithAlgorithm(algo)}, opts...)...); err != nil {
 					return err
 				}
 				if err := equalBits(send, inputs[me]); err != nil {

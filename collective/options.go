@@ -42,6 +42,7 @@ type Option struct {
 	algo  Algorithm
 	bytes int
 	codec codec.ID
+	on    bool
 }
 
 type optionKind uint8
@@ -50,6 +51,7 @@ const (
 	setAlgorithm optionKind = iota + 1
 	setChunkSize
 	setCompression
+	setReceipts
 )
 
 type config struct {
@@ -63,6 +65,11 @@ type config struct {
 	// the tuning table then do not override.
 	codec    codec.ID
 	codecSet bool
+	// noReceipts says that the call runs without receipts, and
+	// receiptsSet that the call chose (GOCOLL_RECEIPTS then does not
+	// override).
+	noReceipts  bool
+	receiptsSet bool
 }
 
 func (o Option) apply(c *config) error {
@@ -80,8 +87,10 @@ func (o Option) apply(c *config) error {
 	case setCompression:
 		// Validated with the element type, by chooseCodec.
 		c.codec, c.codecSet = o.codec, true
+	case setReceipts:
+		c.noReceipts, c.receiptsSet = !o.on, true
 	default:
-		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize and WithCompression", codec.ErrInvalid)
+		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize, WithCompression and WithReceipts", codec.ErrInvalid)
 	}
 	return nil
 }
@@ -115,3 +124,25 @@ func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: b
 // The default is codec.None, or GOCOLL_CODEC, or the tuning table's
 // codec when set.
 func WithCompression(c codec.ID) Option { return Option{set: setCompression, codec: c} }
+
+// WithReceipts(false) lets a rank that only sends in a call return as
+// soon as its data is sent, as MPI allows, instead of when the rank it
+// sent to has confirmed that it made the same call. Every rank must pass
+// the same setting; the default is true, or GOCOLL_RECEIPTS when set
+// ("0" or "false" turns receipts off).
+//
+// The ranks that only send are the root of a Bcast and of a Scatter and
+// the ranks of a Gather or Reduce that receive from nobody (with two
+// ranks, every rank but the root). With receipts, each of them fails
+// inside the call when the rank it sent to called something else, at
+// the cost of a header from that rank in every call: on loopback TCP an
+// 8-byte Bcast then takes twice as long. Without them, such a rank may
+// return nil before the disagreement is found, and learns of it as an
+// error from its next call, as soon as the rank that found it has
+// aborted the job. Two ranks that both call a Bcast as its root, say,
+// both return holding their own buffers. Use it where the calls are known
+// to match (a tested training loop) and small rooted calls are frequent.
+//
+// The shared-memory algorithms (Shm, Hierarchical) compare every rank's
+// call inside the segment and take no receipts either way.
+func WithReceipts(on bool) Option { return Option{set: setReceipts, on: on} }

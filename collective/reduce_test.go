@@ -60,7 +60,8 @@ func TestReduce(t *testing.T) {
 // checkReduce runs Reduce with each count and compares root's result
 // with the sequential reference bit for bit, and every other rank's buf
 // with its input: Reduce must not write there.
-func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, root int, sizes []int) {
+// Every rank passes opts after the algorithm.
+func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, root int, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -72,7 +73,7 @@ func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op
 			want := reference(op, inputs)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				buf := slices.Clone(inputs[c.Rank()])
-				if err := Reduce(ctx, c, buf, op, root, WithAlgorithm(algo)); err != nil {
+				if err := Reduce(ctx, c, buf, op, root, append([]Option{WithAlgorithm(algo)}, opts...)...); err != nil {
 					return err
 				}
 				if c.Rank() == root {
@@ -243,6 +244,11 @@ func TestRootedAllocatesNothing(t *testing.T) {
 			return Scatter(ctx, c, b[:n*count], a[:count], 3, WithAlgorithm(algo))
 		}})
 	}
+	ops = append(ops, op{"Bcast/without receipts", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Bcast(ctx, c, a[:count], 1, WithReceipts(false))
+	}}, op{"Gather/without receipts", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Gather(ctx, c, a[:count], b[:n*count], 1, WithReceipts(false))
+	}})
 	ops = append(ops, op{"Gather/shm", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Gather(ctx, c, a[:count], b[:n*count], 1, WithAlgorithm(Shm))
 	}})

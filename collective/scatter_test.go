@@ -36,7 +36,8 @@ func TestScatter(t *testing.T) {
 // root and checks that each rank receives its own input. Non-root ranks
 // pass nil or a send of the wrong size, which Scatter must ignore; root's
 // send must stay as it was.
-func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
+// Every rank passes opts after the algorithm.
+func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -56,7 +57,7 @@ func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, r
 					send = input[T](me, 3, 1)
 				}
 				recv := input[T](me+1, count, 7)
-				if err := Scatter(ctx, c, send, recv, root, WithAlgorithm(algo)); err != nil {
+				if err := Scatter(ctx, c, send, recv, root, append([]Option{WithAlgorithm(algo)}, opts...)...); err != nil {
 					return err
 				}
 				if me == root {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -232,10 +233,11 @@ func (c config) chunkElems(elemSize int) int {
 // GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
 // "allreduce:ring,bcast:tree". GOCOLL_CHUNK sets the default chunk size
 // in bytes, and GOCOLL_CODEC the default wire codec ("bf16", "zstd", ...)
-// of every call whose element type it applies to. They are read once;
-// entries that do not parse are reported on stderr and ignored.
+// of every call whose element type it applies to, and GOCOLL_RECEIPTS
+// whether calls take receipts (WithReceipts). They are read once; entries
+// that do not parse are reported on stderr and ignored.
 var env = sync.OnceValue(func() envSettings {
-	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"))
+	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"), os.Getenv("GOCOLL_RECEIPTS"))
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "gocoll:", p)
 	}
@@ -249,11 +251,13 @@ type envSettings struct {
 	chunk    int
 	codec    codec.ID
 	codecSet bool
+	// noReceipts is GOCOLL_RECEIPTS turned off.
+	noReceipts bool
 }
 
-// parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK and GOCOLL_CODEC and says
-// what it ignored.
-func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
+// parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK, GOCOLL_CODEC and
+// GOCOLL_RECEIPTS and says what it ignored.
+func parseEnv(algoVar, chunkVar, codecVar, receiptsVar string) (envSettings, []string) {
 	e := envSettings{algos: map[wire.Kind]Algorithm{}}
 	var problems []string
 	for _, item := range strings.Split(algoVar, ",") {
@@ -285,6 +289,13 @@ func parseEnv(algoVar, chunkVar, codecVar string) (envSettings, []string) {
 		} else {
 			e.codec, e.codecSet = c, true
 		}
+	}
+	if receiptsVar != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(receiptsVar))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_RECEIPTS=%q: want 1 or 0, true or false", receiptsVar))
+		}
+		e.noReceipts = err == nil && !on
 	}
 	return e, problems
 }

@@ -15,9 +15,11 @@ func TestParseEnv(t *testing.T) {
 		algo      string
 		chunk     string
 		codec     string
+		receipts  string
 		want      map[wire.Kind]Algorithm
 		wantChunk int
 		wantCodec codec.ID
+		noReceipt bool
 		problems  int
 	}{
 		{name: "empty", want: map[wire.Kind]Algorithm{}},
@@ -33,14 +35,19 @@ func TestParseEnv(t *testing.T) {
 		{name: "codec", codec: "bf16", want: map[wire.Kind]Algorithm{}, wantCodec: codec.BF16},
 		{name: "codec none", codec: "none", want: map[wire.Kind]Algorithm{}},
 		{name: "unknown codec", codec: "gzip", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "receipts off", receipts: "0", want: map[wire.Kind]Algorithm{}, noReceipt: true},
+		{name: "receipts false", receipts: " false", want: map[wire.Kind]Algorithm{}, noReceipt: true},
+		{name: "receipts on", receipts: "true", want: map[wire.Kind]Algorithm{}},
+		{name: "receipts unparsed", receipts: "sometimes", want: map[wire.Kind]Algorithm{}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, problems := parseEnv(tt.algo, tt.chunk, tt.codec)
+			e, problems := parseEnv(tt.algo, tt.chunk, tt.codec, tt.receipts)
 			require.Equal(t, tt.want, e.algos)
 			require.Equal(t, tt.wantChunk, e.chunk)
 			require.Equal(t, tt.wantCodec, e.codec)
 			require.Equal(t, tt.codec != "" && tt.problems == 0, e.codecSet)
+			require.Equal(t, tt.noReceipt, e.noReceipts)
 			require.Len(t, problems, tt.problems, "%q", problems)
 		})
 	}

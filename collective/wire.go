@@ -284,6 +284,9 @@ func (k *call[T]) check(peer, n int, h *wire.Header, want, off int, err error) e
 	if k.codecDiffers(h) {
 		return k.codecMismatch(peer, h)
 	}
+	if noReceipts := h.Flags&wire.FlagNoReceipts != 0; noReceipts != k.cfg.noReceipts {
+		return k.mismatch(peer, h, fmt.Sprintf("it calls with receipts %s where this rank's call has them %s", onOff(!noReceipts), onOff(!k.cfg.noReceipts)))
+	}
 	// Raw and lossy payloads take a fixed number of bytes per element; a
 	// lossless one's length is checked by decoding it.
 	per := kernel.MaxWireLen(h.Codec, k.me.DType, 1)
@@ -316,6 +319,8 @@ func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {
 // acknowledgement then travels while the data does, and the sender waits
 // for it no longer than the data takes to arrive, instead of for a round
 // trip. In a loop of calls it arrives before the sender even looks.
+// These acknowledgements are the receipts of WithReceipts: a call without
+// receipts neither sends nor awaits one.
 
 // ackStep is the step of acknowledgements, above every step an algorithm
 // of a rooted collective uses.
@@ -323,6 +328,9 @@ const ackStep = core.MaxTagStep
 
 // ack acknowledges peer's part of the call.
 func (k *call[T]) ack(peer int) error {
+	if k.cfg.noReceipts {
+		return nil
+	}
 	h := k.header(ackStep, 0, 0)
 	h.Codec = k.cfg.codec
 	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
@@ -334,6 +342,9 @@ func (k *call[T]) ack(peer int) error {
 // awaitAck waits for peer's acknowledgement and checks the call it
 // carries against this rank's.
 func (k *call[T]) awaitAck(peer int) error {
+	if k.cfg.noReceipts {
+		return nil
+	}
 	in, err := k.irecv(peer, ackStep, nil)
 	if err != nil {
 		return err
@@ -341,6 +352,13 @@ func (k *call[T]) awaitAck(peer int) error {
 	defer in.withdraw()
 	_, _, err = k.arrive(&in, peer, 0, 0)
 	return err
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // treeLeaf reports whether virtual rank v > 0 of a binomial tree of p

@@ -105,8 +105,14 @@ const (
 	// ranks that disagree are told even when neither sends the other
 	// anything.
 	FlagProbe
+	// FlagNoReceipts marks the frames of a collective call made without
+	// receipts (collective.WithReceipts): a rank that only sends in it
+	// returns without waiting to hear from the rank it sent to. Ranks
+	// must agree on it as on the codec; a receiver compares it with its
+	// own call's.
+	FlagNoReceipts
 
-	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe
+	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe | FlagNoReceipts
 )
 
 // Header is the fixed-size header in front of every message. All fields
@@ -294,6 +300,8 @@ func (h *Header) validateKind() error {
 		return fmt.Errorf("%w: sequence number %d on %s frame", ErrBadHeader, h.Seq, h.Kind)
 	case !ordered && h.Flags&FlagProbe != 0:
 		return fmt.Errorf("%w: probe flag on %s frame", ErrBadHeader, h.Kind)
+	case (!ordered || h.Kind == KindSplit) && h.Flags&FlagNoReceipts != 0:
+		return fmt.Errorf("%w: no-receipts flag on %s frame", ErrBadHeader, h.Kind)
 	case h.Flags&FlagProbe != 0 && h.Length != 0:
 		return fmt.Errorf("%w: probe with %d payload bytes", ErrBadHeader, h.Length)
 	case (!ordered || h.Kind == KindSplit) && h.Algorithm != AlgoAuto:

@@ -96,7 +96,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		}
 		h.Flags = Flags(c.Intn(int(knownFlags) + 2))
 		if often() {
-			h.Flags &= FlagLast | FlagProbe
+			h.Flags &= FlagLast | FlagProbe | FlagNoReceipts
 			if h.Kind == KindControl {
 				h.Flags = []Flags{0, FlagGoodbye, FlagAbort, FlagLast}[c.Intn(4)]
 			}

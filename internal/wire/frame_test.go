@@ -37,6 +37,7 @@ var validHeaders = []struct {
 	{"allgatherv", Header{Kind: KindAllgatherv, DType: kernel.Float64, Seq: 12, Count: 4, Offset: 4, Root: -1}},
 	{"alltoall", Header{Kind: KindAlltoall, DType: kernel.Int32, Seq: 13, Count: 4, Length: 8, Offset: 2, Root: -1}},
 	{"barrier", Header{Kind: KindBarrier, DType: kernel.Uint8, Seq: 14, Root: -1, Algorithm: AlgoDissemination}},
+	{"bcast without receipts", Header{Flags: FlagNoReceipts, Kind: KindBcast, DType: kernel.Int16, Seq: 6, Count: 4, Length: 8, Root: 0, Algorithm: AlgoTree}},
 	{"probe", Header{Flags: FlagProbe, Kind: KindBarrier, DType: kernel.Uint8, Seq: 14, Tag: -5, Root: -1, Algorithm: AlgoDissemination}},
 	{"goodbye", Header{Flags: FlagGoodbye, Kind: KindControl, DType: kernel.Uint8, Root: -1}},
 	{"abort", Header{Flags: FlagAbort, Kind: KindControl, DType: kernel.Uint8, Count: 4, Length: 4, Root: -1}},
@@ -134,6 +135,13 @@ func TestHeaderValidate(t *testing.T) {
 			*h = Header{Flags: FlagProbe, Kind: KindControl, DType: kernel.Uint8, Root: -1}
 		}, "probe flag on control frame"},
 		{"probe with payload", func(h *Header) { h.Flags = FlagProbe }, "probe with 40 payload bytes"},
+		{"no receipts on send", func(h *Header) {
+			*h = Header{Flags: FlagNoReceipts, Kind: KindSend, DType: kernel.Uint8, Root: -1}
+		}, "no-receipts flag on Send frame"},
+		{"no receipts on split", func(h *Header) {
+			h.Kind, h.Op, h.Root, h.Algorithm, h.Flags = KindSplit, ops.None, 0, AlgoAuto, FlagNoReceipts
+		},
+			"no-receipts flag on Split frame"},
 		{"algorithm on split", func(h *Header) { h.Kind, h.Op, h.Root = KindSplit, ops.None, 0 }, "algorithm ring on Split frame"},
 		{"algorithm on send", func(h *Header) { *h = Header{Kind: KindSend, DType: kernel.Uint8, Root: -1, Algorithm: AlgoTree} },
 			"algorithm tree on Send frame"},
