@@ -12,7 +12,9 @@ import (
 // Bcast copies root's buf into buf of every other rank. Algorithms: Tree
 // (binomial tree, lg p steps; the default for small buffers, and for
 // every size where all ranks run on one host: it moves the fewest bytes
-// in all), Chain (a pipelined chain root → root+1 → …, cut in
+// in all), Linear (root sends to every rank itself, one step; the default
+// for small buffers and at most 4 ranks without receipts, see
+// WithReceipts), Chain (a pipelined chain root → root+1 → …, cut in
 // WithChunkSize chunks; the default for large buffers) and
 // ScatterAllgather (root scatters one block to each rank down a binomial
 // tree, then a ring allgather; the default in between, as it sends each
@@ -30,8 +32,29 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 		return bcastScatterAllgather(&k, buf, root, 0)
 	case Shm:
 		return bcastShm(&k, buf, root)
+	case Linear:
+		return bcastLinear(&k, buf, root)
 	}
 	return bcastTree(&k, buf, root, 0)
+}
+
+// bcastLinear: root sends buf to every other rank in turn, which receive
+// it straight into buf.
+func bcastLinear[T codec.Elem](k *call[T], buf []T, root int) error {
+	if k.c.Rank() != root {
+		if err := k.ack(root); err != nil {
+			return err
+		}
+		return k.recv(root, 0, buf, 0)
+	}
+	for r := range k.c.Size() {
+		if r != root {
+			if err := k.send(r, 0, buf, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return awaitAcks(k, root)
 }
 
 // bcastTree broadcasts root's buf down a binomial tree, using steps step0

@@ -15,7 +15,7 @@ import (
 )
 
 var bcastAlgorithms = []Algorithm{
-	Auto, Tree, Chain, ScatterAllgather,
+	Auto, Tree, Linear, Chain, ScatterAllgather,
 }
 
 func TestBcast(t *testing.T) {

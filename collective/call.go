@@ -106,6 +106,7 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 	if !k.cfg.receiptsSet {
 		k.cfg.noReceipts = env().noReceipts
 	}
+	k.me.NoReceipts = k.cfg.noReceipts
 	commutative := !reducing(kind) || op.Commutative()
 	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(k.c))
 	if err != nil {
@@ -217,7 +218,7 @@ func (k *call[T]) header(step, n, off int) wire.Header {
 	h := wire.Header{Kind: k.me.Kind, DType: k.me.DType, Op: k.me.Op, Seq: k.seq, Tag: k.tag(step),
 		Count: uint64(k.me.Count), Root: int32(k.me.Root), Algorithm: k.me.Algorithm, Offset: uint64(off),
 		Length: uint64(n * k.size)}
-	if k.cfg.noReceipts {
+	if k.me.NoReceipts {
 		h.Flags = wire.FlagNoReceipts
 	}
 	return h

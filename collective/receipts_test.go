@@ -21,7 +21,7 @@ func TestWithoutReceipts(t *testing.T) {
 	run := func(t *testing.T, cs []*comm.Comm, roots []int, counts []int) {
 		for _, root := range roots {
 			t.Run(fmt.Sprint("root=", root), func(t *testing.T) {
-				for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
+				for _, algo := range []Algorithm{Tree, Linear, Chain, ScatterAllgather} {
 					checkBcast[float32](t, cs, algo, root, counts, off)
 				}
 				for _, algo := range []Algorithm{Tree, Linear} {

@@ -163,7 +163,7 @@ func TestRootedOverTCP(t *testing.T) {
 				t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
 					checkReduce[float32](t, cs, Tree, codec.Sum, root, []int{count})
 					checkReduce[float64](t, cs, Tree, reduceMatMul, 0, []int{count})
-					for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather} {
+					for _, algo := range []Algorithm{Tree, Linear, Chain, ScatterAllgather} {
 						checkBcast[float32](t, cs, algo, root, []int{count})
 					}
 					for _, algo := range []Algorithm{Tree, Linear} {
@@ -227,7 +227,7 @@ func TestRootedAllocatesNothing(t *testing.T) {
 		run  func(ctx context.Context, c *comm.Comm, a, b []float32) error
 	}
 	var ops []op
-	for _, algo := range []Algorithm{Tree, Chain, ScatterAllgather, Shm} {
+	for _, algo := range []Algorithm{Tree, Linear, Chain, ScatterAllgather, Shm} {
 		ops = append(ops, op{"Bcast/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 			return Bcast(ctx, c, a[:count], 1, WithAlgorithm(algo), WithChunkSize(1024))
 		}})

@@ -53,6 +53,32 @@ func TestParseEnv(t *testing.T) {
 	}
 }
 
+// TestChooseWithoutReceipts: a small Bcast of few ranks goes flat
+// (Linear) when it takes no receipts, and down the tree when it does or
+// when there are more ranks.
+func TestChooseWithoutReceipts(t *testing.T) {
+	tests := []struct {
+		name       string
+		ranks      int
+		bytes      int
+		noReceipts bool
+		want       Algorithm
+	}{
+		{"4 ranks, 8 B", 4, 8, true, Linear},
+		{"4 ranks, 8 B, receipts", 4, 8, false, Tree},
+		{"5 ranks, 8 B", 5, 8, true, Tree},
+		{"3 ranks, 4 KiB", 3, 4 << 10, true, Linear},
+		{"4 ranks, 32 KiB", 4, 32 << 10, true, Tree},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := choose(wire.KindBcast, config{noReceipts: tt.noReceipts}, tt.ranks, tt.bytes, true, topology{})
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
 // TestChoose: the selector follows the cost model's thresholds, never
 // hands a non-commutative op to an algorithm that reorders, and refuses
 // algorithms a collective does not have.

@@ -284,9 +284,6 @@ func (k *call[T]) check(peer, n int, h *wire.Header, want, off int, err error) e
 	if k.codecDiffers(h) {
 		return k.codecMismatch(peer, h)
 	}
-	if noReceipts := h.Flags&wire.FlagNoReceipts != 0; noReceipts != k.cfg.noReceipts {
-		return k.mismatch(peer, h, fmt.Sprintf("it calls with receipts %s where this rank's call has them %s", onOff(!noReceipts), onOff(!k.cfg.noReceipts)))
-	}
 	// Raw and lossy payloads take a fixed number of bytes per element; a
 	// lossless one's length is checked by decoding it.
 	per := kernel.MaxWireLen(h.Codec, k.me.DType, 1)
@@ -352,13 +349,6 @@ func (k *call[T]) awaitAck(peer int) error {
 	defer in.withdraw()
 	_, _, err = k.arrive(&in, peer, 0, 0)
 	return err
-}
-
-func onOff(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
 }
 
 // treeLeaf reports whether virtual rank v > 0 of a binomial tree of p

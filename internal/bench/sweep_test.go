@@ -104,7 +104,7 @@ func TestPlan(t *testing.T) {
 			[]string{"allreduce/ring/8", "allreduce/tree/8", "bcast/tree/8", "allgather/ring/8"}},
 		{"all without shared memory", Config{Collectives: []string{"allreduce", "bcast"}, Sizes: []int64{8}, Algorithms: []string{"all"}},
 			topology{ranks: 2}, []string{"allreduce/recursive_doubling/8", "allreduce/ring/8", "allreduce/ring_chunked/8",
-				"allreduce/rabenseifner/8", "allreduce/tree/8", "bcast/tree/8", "bcast/chain/8", "bcast/scatter_allgather/8"}},
+				"allreduce/rabenseifner/8", "allreduce/tree/8", "bcast/tree/8", "bcast/linear/8", "bcast/chain/8", "bcast/scatter_allgather/8"}},
 		{"all with shared memory and auto", Config{Collectives: []string{"gather", "reduce"}, Sizes: []int64{8}, Algorithms: []string{"all", "auto"}},
 			topology{ranks: 2, shared: true}, []string{"gather/auto/8", "gather/tree/8", "gather/linear/8", "gather/shm/8",
 				"reduce/auto/8", "reduce/tree/8", "reduce/shm/8"}},

@@ -166,6 +166,9 @@ func (ep *endpoint) probe(r *Request) {
 	h := wire.Header{Flags: wire.FlagProbe, Kind: call.Kind, DType: call.DType, Op: call.Op,
 		Comm: r.key.comm, Seq: seq, Tag: r.key.tag, Count: uint64(call.Count), Root: int32(call.Root),
 		Algorithm: call.Algorithm}
+	if call.NoReceipts {
+		h.Flags |= wire.FlagNoReceipts
+	}
 	src := r.src
 	go func() {
 		if err := ep.send(context.Background(), src, &h, nil); err != nil {

@@ -400,22 +400,31 @@ func (op *SegmentOp) check(r int) error {
 }
 
 // putCall and getCall store a call record: ticket, sequence number, count,
-// root and the four one-byte fields.
+// root and the four one-byte fields, NoReceipts in the algorithm byte's
+// top bit (no algorithm number reaches it).
 func putCall(b []byte, ticket, seq uint64, c wire.Call) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], ticket)
 	le.PutUint64(b[8:], seq)
 	le.PutUint64(b[16:], uint64(c.Count))
-	le.PutUint64(b[24:], uint64(uint32(int32(c.Root)))|uint64(c.Kind)<<32|uint64(c.DType)<<40|uint64(c.Op)<<48|uint64(c.Algorithm)<<56)
+	algo := uint64(c.Algorithm)
+	if c.NoReceipts {
+		algo |= noReceiptsBit
+	}
+	le.PutUint64(b[24:], uint64(uint32(int32(c.Root)))|uint64(c.Kind)<<32|uint64(c.DType)<<40|uint64(c.Op)<<48|algo<<56)
 }
+
+const noReceiptsBit = 0x80
 
 func getCall(b []byte) (call wire.Call, seq, ticket uint64) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
 	ticket, seq = le.Uint64(b[0:]), le.Uint64(b[8:])
 	w := le.Uint64(b[24:])
+	algo := w >> 56
 	call = wire.Call{Kind: wire.Kind(w >> 32), DType: kernel.DType(w >> 40), Op: ops.ID(w >> 48),
-		Algorithm: wire.Algorithm(w >> 56), Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
+		Algorithm: wire.Algorithm(algo &^ noReceiptsBit), NoReceipts: algo&noReceiptsBit != 0,
+		Count: int(le.Uint64(b[16:])), Root: int(int32(uint32(w)))}
 	return call, seq, ticket
 }

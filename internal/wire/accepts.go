@@ -15,7 +15,7 @@ import (
 var accepted = map[Kind][]Algorithm{
 	KindAllreduce:     {AlgoRecursiveDoubling, AlgoRing, AlgoRingChunked, AlgoRabenseifner, AlgoTree, AlgoShm, AlgoHierarchical},
 	KindReduce:        {AlgoTree, AlgoShm},
-	KindBcast:         {AlgoTree, AlgoChain, AlgoScatterAllgather, AlgoShm},
+	KindBcast:         {AlgoTree, AlgoLinear, AlgoChain, AlgoScatterAllgather, AlgoShm},
 	KindGather:        {AlgoTree, AlgoLinear, AlgoShm},
 	KindGatherv:       {AlgoLinear},
 	KindScatter:       {AlgoTree, AlgoLinear},

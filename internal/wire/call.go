@@ -81,15 +81,20 @@ type Call struct {
 	Count     int // elements of the whole operation
 	Root      int // -1 for collectives without a root
 	Algorithm Algorithm
+	// NoReceipts says that the call takes no receipts
+	// (collective.WithReceipts); its frames carry FlagNoReceipts.
+	NoReceipts bool
 }
 
 // Call returns the call that h belongs to.
 func (h *Header) Call() Call {
-	return Call{Kind: h.Kind, DType: h.DType, Op: h.Op, Count: int(h.Count), Root: int(h.Root), Algorithm: h.Algorithm}
+	return Call{Kind: h.Kind, DType: h.DType, Op: h.Op, Count: int(h.Count), Root: int(h.Root), Algorithm: h.Algorithm,
+		NoReceipts: h.Flags&FlagNoReceipts != 0}
 }
 
 // String describes the call as a user wrote it, with the algorithm that
-// ran it: "Allreduce(10 × float32, sum) with ring".
+// ran it: "Allreduce(10 × float32, sum) with ring", and "without
+// receipts" where it took none.
 func (c Call) String() string {
 	if c.Kind == KindSplit {
 		return "Split"
@@ -104,6 +109,9 @@ func (c Call) String() string {
 	s += ")"
 	if c.Algorithm != AlgoAuto {
 		s += " with " + c.Algorithm.String()
+	}
+	if c.NoReceipts {
+		s += " without receipts"
 	}
 	return s
 }

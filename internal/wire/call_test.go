@@ -18,6 +18,7 @@ func TestCallString(t *testing.T) {
 		{Call{Kind: KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 10, Root: -1, Algorithm: AlgoRing},
 			"Allreduce(10 × float32, sum) with ring"},
 		{Call{Kind: KindBcast, DType: kernel.BFloat16, Count: 0, Root: 3, Algorithm: AlgoTree}, "Bcast(0 × bf16, root 3) with tree"},
+		{Call{Kind: KindBcast, DType: kernel.Uint8, Count: 8, Root: 0, Algorithm: AlgoLinear, NoReceipts: true}, "Bcast(8 × uint8, root 0) with linear without receipts"},
 		{Call{Kind: KindBarrier, DType: kernel.Uint8, Root: -1, Algorithm: AlgoDissemination}, "Barrier(0 × uint8) with dissemination"},
 		{Call{Kind: KindSplit, DType: kernel.Int64, Count: 8}, "Split"},
 	}
@@ -30,7 +31,9 @@ func TestCallString(t *testing.T) {
 
 // TestHeaderCall: the call a header belongs to is read from exactly the
 // fields every rank must agree on; the ones that differ between the
-// messages of one call (tag, offset, length, flags) do not take part.
+// messages of one call (tag, offset, length, the other flags) do not
+// take part; FlagNoReceipts, which every frame of a call carries or none
+// does, does.
 func TestHeaderCall(t *testing.T) {
 	a := validHeader()
 	b := a
@@ -44,6 +47,7 @@ func TestHeaderCall(t *testing.T) {
 		func(h *Header) { h.Count++ },
 		func(h *Header) { h.Root = 0 },
 		func(h *Header) { h.Algorithm = AlgoTree },
+		func(h *Header) { h.Flags |= FlagNoReceipts },
 	} {
 		c := a
 		change(&c)
