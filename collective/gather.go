@@ -19,7 +19,8 @@ import (
 // children forward their subtree's data; the default for small buffers)
 // and Linear (root receives from every rank at once; the default for
 // large ones, where the tree's forwarding costs more than its fewer
-// messages save).
+// messages save, and for every size with at most 4 ranks, where one hop
+// beats lg p).
 func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
 	k, err := prepare[T](ctx, c, wire.KindGather, codec.Op{}, p*len(send), root, opts)

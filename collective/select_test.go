@@ -115,6 +115,10 @@ func TestChoose(t *testing.T) {
 		{"small allgather", wire.KindAllgather, Auto, 3, 1 << 10, true, topology{}, Bruck, ""},
 		{"non-commutative reduce-scatter", wire.KindReduceScatter, Auto, 3, 1 << 20, false, topology{}, RecursiveHalving, ""},
 		{"barrier", wire.KindBarrier, Auto, 5, 0, true, topology{}, Dissemination, ""},
+		{"small gather of few ranks", wire.KindGather, Auto, 4, 1 << 10, true, topology{}, Linear, ""},
+		{"small gather of more ranks", wire.KindGather, Auto, 5, 1 << 10, true, topology{}, Tree, ""},
+		{"small scatter of few ranks", wire.KindScatter, Auto, 4, 1 << 10, true, topology{}, Tree, ""},
+		{"large gather of more ranks", wire.KindGather, Auto, 5, 1 << 20, true, topology{}, Linear, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
