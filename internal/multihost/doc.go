@@ -11,5 +11,7 @@
 //
 // TestMeasure, which kills, freezes and cuts off ranks and hosts many
 // times to report how long detection takes, runs only when
-// GOCOLL_MEASURE_TRIALS is set.
+// GOCOLL_MEASURE_TRIALS is set; TestMeasureBandwidth, which runs gocoll
+// bench across the two hosts against the same sweep over loopback, only
+// when GOCOLL_MEASURE_ROUNDS is.
 package multihost
