@@ -53,6 +53,32 @@ func TestParseEnv(t *testing.T) {
 	}
 }
 
+// TestChooseCompressed: a lossy codec takes the ring where Rabenseifner
+// would run uncompressed, for the ring's encoding in the cache and
+// forwarding without encoding again.
+func TestChooseCompressed(t *testing.T) {
+	tests := []struct {
+		name  string
+		codec codec.ID
+		ranks int
+		bytes int
+		want  Algorithm
+	}{
+		{"bf16, 4 ranks, 1 MiB", codec.BF16, 4, 1 << 20, Ring},
+		{"fp16, 8 ranks, 1 MiB", codec.FP16, 8, 1 << 20, Ring},
+		{"zstd, 4 ranks, 1 MiB", codec.Zstd, 4, 1 << 20, Rabenseifner},
+		{"bf16, 4 ranks, 16 MiB", codec.BF16, 4, 16 << 20, RingChunked},
+		{"bf16, 4 ranks, 1 KiB", codec.BF16, 4, 1 << 10, RecursiveDoubling},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := choose(wire.KindAllreduce, config{codec: tt.codec, codecSet: true}, tt.ranks, tt.bytes, true, topology{})
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
 // TestChooseWithoutReceipts: a small Bcast of few ranks goes flat
 // (Linear) when it takes no receipts, and down the tree when it does or
 // when there are more ranks.
