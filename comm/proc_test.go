@@ -326,7 +326,8 @@ const heartbeat = time.Second
 // the loss, which are made slow here (GOCOLL_TEST_SETTLE): neither when
 // the exiting ones learnt of the loss from the rendezvous store (they
 // leave it before their error returns), nor when a peer's failure frame
-// told them (they pass it on along their links first).
+// told them (they pass it on along their links first), nor when the one
+// exiting serves the store (it closes the store first).
 func TestExitedSurvivorIsNotNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -342,6 +343,11 @@ func TestExitedSurvivorIsNotNamed(t *testing.T) {
 		// Rank 2's link to rank 3 breaks and rank 2 fails on it before
 		// the store's news arrives; rank 0 still gathers news.
 		{"found by its link", 3, "0:2s,2:1ms"},
+		// Ring 0→1→2→3: rank 0, which serves the rendezvous store,
+		// hears of rank 1's loss from it, fails and exits while ranks 2
+		// and 3, which have no link from it, still gather news: their
+		// connections to the store end.
+		{"the store's host exits", 1, "2:3s,3:2s"},
 		// Ring 0→1→2→3: rank 1 tells rank 2 of rank 0's loss, rank 2 exits
 		// on it while rank 3, linked from rank 2, still gathers news.
 		{"told by a peer", 0, "2:1s,3:2s"},

@@ -63,7 +63,10 @@ type endpoint struct {
 	closeOnce sync.Once
 	closeErr  error
 	release   func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
-	wg        sync.WaitGroup
+	// server is the rendezvous store this process serves (Init's rank
+	// 0), nil elsewhere.
+	server *rendezvous.Server
+	wg     sync.WaitGroup
 }
 
 type peer struct {

@@ -229,6 +229,14 @@ func (ep *endpoint) passOn(failure *PeerError, lost []lostRank) {
 	if err := ep.store.Close(); err != nil {
 		ep.log.Debug("leaving the rendezvous store", "err", err)
 	}
+	// A program that exits on the error would cut every peer's
+	// connection to the store this process serves, which they would take
+	// for this rank's loss while they settle theirs; closed, the store
+	// tells them it is gone, which is no news. They have its news of the
+	// loss already: it went out first, on the same connections.
+	if ep.server != nil {
+		ep.server.CloseWithin(passOnWithin)
+	}
 }
 
 // toldOf returns the ranks of a loss a peer told this rank of, each

@@ -89,10 +89,12 @@ func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 	key := jobKey(o.secret, spec.identity)
 
 	var store *rendezvous.Client
+	var server *rendezvous.Server // this rank serves the store
 	var release func(context.Context) error
 	linkHost := host // the address peers reach this rank's links at
 	if spec.rank == 0 {
-		server, err := rendezvous.NewServer(spec.size, key, o.logger)
+		var err error
+		server, err = rendezvous.NewServer(spec.size, key, o.logger)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +168,7 @@ func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 		}
 		return nil, err
 	}
-	ep.release = release
+	ep.release, ep.server = release, server
 	return world(ctx, ep)
 }
 

@@ -642,7 +642,12 @@ func rankList(rs []int) string {
 // ErrStoreGone, and all connections and listeners close. Close waits for
 // the server's goroutines, giving clients a moment to read the news.
 // It is idempotent.
-func (s *Server) Close() error {
+func (s *Server) Close() error { return s.CloseWithin(closeGrace) }
+
+// CloseWithin is Close giving clients at most grace to read the news and
+// hang up before their connections are cut; a client that does not read
+// (a stopped process) holds it no longer than that.
+func (s *Server) CloseWithin(grace time.Duration) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -670,7 +675,7 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		close(waited)
 	}()
-	t := time.NewTimer(closeGrace)
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-waited:
