@@ -69,6 +69,12 @@ func runWorker(name string) int {
 		fmt.Fprintf(os.Stderr, "rank %d: %v\n", c.Rank(), err)
 		return 1
 	}
+	// Close releases what the job held without failing, also after a
+	// failure the worker expected.
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: close: %v\n", c.Rank(), err)
+		return 1
+	}
 	return 0
 }
 

@@ -113,6 +113,11 @@ func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 		release = func(ctx context.Context) error {
 			err := server.WaitLeft(ctx)
 			server.Close()
+			if errors.Is(err, rendezvous.ErrClosed) {
+				// Closed already, when this rank passed a loss on
+				// (passOn): nobody is left to wait for.
+				return nil
+			}
 			return err
 		}
 	} else {
