@@ -173,9 +173,10 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 		}
 	}
 	for s := range p - 1 {
-		// Only the first allgather step sends this rank's own reduced
-		// block; the later ones pass on blocks received, rounded already.
-		k.keep = s == 0
+		// The first allgather step sends this rank's own reduced block,
+		// the later ones blocks received: with a lossy codec all in wire
+		// bytes made already, so nothing is rounded again (k.keep stays
+		// false); without one there is nothing to round.
 		st := ringStepOf(n, p, me+1, s, chunk)
 		st.sendWire, st.recvWire = wires[s%2], wires[(s+1)%2]
 		if err := ringStep(k, buf, tmp, p-1+s, right, left, st, false); err != nil {

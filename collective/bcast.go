@@ -41,15 +41,20 @@ func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, o
 // bcastLinear: root sends buf to every other rank in turn, which receive
 // it straight into buf.
 func bcastLinear[T codec.Elem](k *call[T], buf []T, root int) error {
+	if k.c.Size() == 1 {
+		return nil
+	}
 	if k.c.Rank() != root {
 		if err := k.ack(root); err != nil {
 			return err
 		}
 		return k.recv(root, 0, buf, 0)
 	}
+	payload, c, wire := k.encode(buf) // once, for every rank
+	defer wire.release()
 	for r := range k.c.Size() {
 		if r != root {
-			if err := k.send(r, 0, buf, 0); err != nil {
+			if err := k.sendWire(r, 0, len(buf), 0, c, payload); err != nil {
 				return err
 			}
 		}
@@ -60,8 +65,9 @@ func bcastLinear[T codec.Elem](k *call[T], buf []T, root int) error {
 // bcastTree broadcasts root's buf down a binomial tree, using steps step0
 // to step0+63: virtual rank v = rank - root mod p receives from v minus
 // its lowest set bit, then sends to v+2^j for every 2^j below that bit,
-// farthest first, so that the largest subtree starts soonest. A rank
-// other than root forwards what it received in the bytes it arrived in.
+// farthest first, so that the largest subtree starts soonest. Root
+// encodes its buf once for all its children; a rank other than root
+// forwards what it received in the bytes it arrived in.
 func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	v := (me - root + p) % p
@@ -74,6 +80,12 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	mask := 1
 	var in inbound // what this rank received, which it forwards
 	defer in.withdraw()
+	if v == 0 && p > 1 {
+		// Root sends its buf, encoded once, to every child.
+		var wire scratchBuf
+		in.payload, in.codec, wire = k.encode(buf)
+		defer wire.release()
+	}
 	for ; mask < p; mask <<= 1 {
 		if v&mask != 0 {
 			parent := (v - mask + root) % p
@@ -92,13 +104,7 @@ func bcastTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 			continue
 		}
 		child, step := (v+mask+root)%p, step0+bits.TrailingZeros(uint(mask))
-		var err error
-		if v == 0 {
-			err = k.send(child, step, buf, 0)
-		} else {
-			err = k.forward(child, step, &in, len(buf), 0)
-		}
-		if err != nil {
+		if err := k.forward(child, step, &in, len(buf), 0); err != nil {
 			return err
 		}
 	}

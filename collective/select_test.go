@@ -53,52 +53,36 @@ func TestParseEnv(t *testing.T) {
 	}
 }
 
-// TestChooseCompressed: a lossy codec takes the ring where Rabenseifner
+// TestChooseByOptions: what a call's options say beyond the algorithm
+// moves the selector. A lossy codec takes the ring where Rabenseifner
 // would run uncompressed, for the ring's encoding in the cache and
-// forwarding without encoding again.
-func TestChooseCompressed(t *testing.T) {
+// forwarding without encoding again; a small Bcast of few ranks goes
+// flat (Linear) when it takes no receipts, and down the tree when it
+// does or when there are more ranks.
+func TestChooseByOptions(t *testing.T) {
+	bf16, noReceipts := config{codec: codec.BF16, codecSet: true}, config{noReceipts: true}
 	tests := []struct {
 		name  string
-		codec codec.ID
+		kind  wire.Kind
+		cfg   config
 		ranks int
 		bytes int
 		want  Algorithm
 	}{
-		{"bf16, 4 ranks, 1 MiB", codec.BF16, 4, 1 << 20, Ring},
-		{"fp16, 8 ranks, 1 MiB", codec.FP16, 8, 1 << 20, Ring},
-		{"zstd, 4 ranks, 1 MiB", codec.Zstd, 4, 1 << 20, Rabenseifner},
-		{"bf16, 4 ranks, 16 MiB", codec.BF16, 4, 16 << 20, RingChunked},
-		{"bf16, 4 ranks, 1 KiB", codec.BF16, 4, 1 << 10, RecursiveDoubling},
+		{"allreduce, bf16, 4 ranks, 1 MiB", wire.KindAllreduce, bf16, 4, 1 << 20, Ring},
+		{"allreduce, fp16, 8 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.FP16, codecSet: true}, 8, 1 << 20, Ring},
+		{"allreduce, zstd, 4 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.Zstd, codecSet: true}, 4, 1 << 20, Rabenseifner},
+		{"allreduce, bf16, 4 ranks, 16 MiB", wire.KindAllreduce, bf16, 4, 16 << 20, RingChunked},
+		{"allreduce, bf16, 4 ranks, 1 KiB", wire.KindAllreduce, bf16, 4, 1 << 10, RecursiveDoubling},
+		{"bcast, no receipts, 4 ranks, 8 B", wire.KindBcast, noReceipts, 4, 8, Linear},
+		{"bcast, receipts, 4 ranks, 8 B", wire.KindBcast, config{}, 4, 8, Tree},
+		{"bcast, no receipts, 5 ranks, 8 B", wire.KindBcast, noReceipts, 5, 8, Tree},
+		{"bcast, no receipts, 3 ranks, 4 KiB", wire.KindBcast, noReceipts, 3, 4 << 10, Linear},
+		{"bcast, no receipts, 4 ranks, 32 KiB", wire.KindBcast, noReceipts, 4, 32 << 10, Tree},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := choose(wire.KindAllreduce, config{codec: tt.codec, codecSet: true}, tt.ranks, tt.bytes, true, topology{})
-			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
-		})
-	}
-}
-
-// TestChooseWithoutReceipts: a small Bcast of few ranks goes flat
-// (Linear) when it takes no receipts, and down the tree when it does or
-// when there are more ranks.
-func TestChooseWithoutReceipts(t *testing.T) {
-	tests := []struct {
-		name       string
-		ranks      int
-		bytes      int
-		noReceipts bool
-		want       Algorithm
-	}{
-		{"4 ranks, 8 B", 4, 8, true, Linear},
-		{"4 ranks, 8 B, receipts", 4, 8, false, Tree},
-		{"5 ranks, 8 B", 5, 8, true, Tree},
-		{"3 ranks, 4 KiB", 3, 4 << 10, true, Linear},
-		{"4 ranks, 32 KiB", 4, 32 << 10, true, Tree},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := choose(wire.KindBcast, config{noReceipts: tt.noReceipts}, tt.ranks, tt.bytes, true, topology{})
+			got, _, err := choose(tt.kind, tt.cfg, tt.ranks, tt.bytes, true, topology{})
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})

@@ -25,22 +25,28 @@ import (
 // keeps what it sends (k.keep), s is replaced by the values the peer
 // decodes, so that both hold the same bits.
 func (k *call[T]) send(peer, step int, s []T, off int) error {
-	h := k.header(step, len(s), off)
-	payload := codec.Bytes(s)
-	var wire scratchBuf
-	if c := k.cfg.codec; c != codec.None {
-		var w []byte
-		w, wire = scratch[byte](kernel.EncodeScratchLen(c, k.me.DType, len(s)))
-		payload, h.Codec = kernel.Encode(c, w, s)
-		h.Length = uint64(len(payload))
-		if h.Codec.Lossy() && k.keep {
-			// Decoding what was just encoded cannot fail.
-			_ = kernel.Decode(h.Codec, s, payload)
-		}
-	}
-	err := k.sendPayload(peer, &h, payload)
+	payload, c, wire := k.encode(s)
+	err := k.sendWire(peer, step, len(s), off, c, payload)
 	wire.release()
 	return err
+}
+
+// encode returns s as the call sends it: its payload, in the codec it is
+// in, and the pooled wire buffer holding it, for the caller to release
+// once sent. With a lossy codec and a call that keeps what it sends
+// (k.keep), s is replaced by the values the receivers decode.
+func (k *call[T]) encode(s []T) ([]byte, codec.ID, scratchBuf) {
+	c := k.cfg.codec
+	if c == codec.None {
+		return codec.Bytes(s), c, scratchBuf{}
+	}
+	w, wire := scratch[byte](kernel.EncodeScratchLen(c, k.me.DType, len(s)))
+	payload, c := kernel.Encode(c, w, s)
+	if c.Lossy() && k.keep {
+		// Decoding what was just encoded cannot fail.
+		_ = kernel.Decode(c, s, payload)
+	}
+	return payload, c, wire
 }
 
 // sendPayload sends the message of header h, its payload ready.
@@ -104,7 +110,7 @@ func (k *call[T]) sendFailed(peer int, err error) error {
 
 // inbound is a posted receive of a call. Its payload lands in b: the
 // destination's own bytes when the call sends raw, a pooled wire buffer
-// (wire) when it compresses.
+// (wire) when it compresses, or the caller's wire bytes (irecvInto).
 type inbound struct {
 	req  *core.Request
 	b    []byte
@@ -325,7 +331,7 @@ const ackStep = core.MaxTagStep
 
 // ack acknowledges peer's part of the call.
 func (k *call[T]) ack(peer int) error {
-	if k.cfg.noReceipts {
+	if k.me.NoReceipts {
 		return nil
 	}
 	h := k.header(ackStep, 0, 0)
@@ -339,7 +345,7 @@ func (k *call[T]) ack(peer int) error {
 // awaitAck waits for peer's acknowledgement and checks the call it
 // carries against this rank's.
 func (k *call[T]) awaitAck(peer int) error {
-	if k.cfg.noReceipts {
+	if k.me.NoReceipts {
 		return nil
 	}
 	in, err := k.irecv(peer, ackStep, nil)

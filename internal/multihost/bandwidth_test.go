@@ -167,7 +167,9 @@ func benchAcrossHosts(t *testing.T, perHost int, transport string, sweep []strin
 	}
 	dir := t.TempDir()
 	docker(t, "cp", c.hosts[0]+":"+results, dir)
-	return readResults(t, filepath.Join(dir, filepath.Base(results)))
+	var rs []bench.Result // what a sweep's rank 0 hands over
+	readJSON(t, filepath.Join(dir, filepath.Base(results)), &rs)
+	return rs
 }
 
 // benchHere runs the same sweep with np ranks on this machine over tcp.
@@ -180,26 +182,19 @@ func benchHere(t *testing.T, gocoll string, np int, sweep []string) []bench.Resu
 		t.Fatalf("gocoll %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	var rep bench.Report
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &rep)
-	}
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
+	readJSON(t, path, &rep)
 	return rep.Results
 }
 
-func readResults(t *testing.T, path string) []bench.Result {
-	var rs []bench.Result
+// readJSON reads the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		err = json.Unmarshal(b, &rs)
+		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
-	return rs
 }
 
 // localGocoll builds the gocoll command as the image's is built, static.
