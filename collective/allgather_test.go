@@ -65,8 +65,8 @@ func checkAllgather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm,
 			t.Run(fmt.Sprintf("%s/count=%d/inplace=%v", kernel.DTypeOf[T](), count, inPlace), func(t *testing.T) {
 				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 					me := c.Rank()
-					recv := poisoned[T](n * count)
-					send := slices.Clone(inputs[me])
+					recv := place(t, me, poisoned[T](n*count))
+					send := place(t, me, slices.Clone(inputs[me]))
 					if inPlace {
 						copy(recv[me*count:], send)
 						send = recv[me*count : (me+1)*count]

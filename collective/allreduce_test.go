@@ -49,7 +49,7 @@ func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm,
 		}
 		want := reference(op, inputs)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			buf := append([]T(nil), inputs[c.Rank()]...)
+			buf := place(t, c.Rank(), slices.Clone(inputs[c.Rank()]))
 			err := Allreduce(ctx, c, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
 			if err != nil {
 				return err
@@ -132,7 +132,7 @@ func checkNonCommutative(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 			require.Error(t, equalBits(reference(op, reversed), want), "inputs that do not expose the order test nothing")
 		}
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			buf := slices.Clone(inputs[c.Rank()])
+			buf := place(t, c.Rank(), slices.Clone(inputs[c.Rank()]))
 			if err := Allreduce(ctx, c, buf, op, WithAlgorithm(algo)); err != nil {
 				return err
 			}

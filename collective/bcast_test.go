@@ -51,7 +51,7 @@ func checkBcast[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, roo
 				inputs[r] = input[T](r, count, count+root)
 			}
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				buf := slices.Clone(inputs[c.Rank()])
+				buf := place(t, c.Rank(), slices.Clone(inputs[c.Rank()]))
 				if err := Bcast(ctx, c, buf, root, append([]Option{WithAlgorithm(algo), WithChunkSize(512)}, opts...)...); err != nil {
 					return err
 				}

@@ -49,11 +49,11 @@ func checkGather[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, ro
 			want := slices.Concat(inputs...)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				me := c.Rank()
-				send := slices.Clone(inputs[me])
+				send := place(t, me, slices.Clone(inputs[me]))
 				var recv []T
 				switch {
 				case me == root:
-					recv = make([]T, n*count)
+					recv = place(t, me, make([]T, n*count))
 				case me%2 == 1:
 					recv = input[T](me, 3, 1)
 				}

@@ -256,3 +256,26 @@ func requireMismatch(t *testing.T, n int, call rankCall, want []string, opts ...
 		}
 	}
 }
+
+// registered says, while a test runs the checks on registered memory,
+// whether rank r's buffers come from Alloc; nil: nobody's do.
+var registered func(r int) bool
+
+// place returns s, or when registered says so for rank, a copy of s in
+// registered memory, which is freed when the test ends.
+func place[T codec.Elem](t testing.TB, rank int, s []T) []T {
+	if registered == nil || !registered(rank) || len(s) == 0 {
+		return s
+	}
+	r, err := Alloc[T](len(s))
+	if err != nil {
+		panic(err) // in a rank's goroutine: onEveryRank reports it
+	}
+	copy(r, s)
+	t.Cleanup(func() {
+		if err := Free(r); err != nil {
+			t.Errorf("rank %d: %v", rank, err)
+		}
+	})
+	return r
+}

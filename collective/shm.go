@@ -94,11 +94,24 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	if s == nil {
 		return nil // one rank: its buf is the result
 	}
-	op, err := k.segBegin(s)
+	var op core.SegmentOp
+	var err error
+	if h == nil && root < 0 {
+		op, err = k.segBeginDirect(s, buf, nil)
+	} else {
+		op, err = k.segBegin(s)
+	}
 	if err != nil {
 		return err
 	}
 	defer op.End()
+	bufs, direct, err := k.direct(&op)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return allreduceDirect(k, &op, bufs)
+	}
 	p, me := s.Size(), s.Rank()
 	owners, across := p, k.op
 	if h != nil {
@@ -178,11 +191,18 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	if s == nil {
 		return nil
 	}
-	op, err := k.segBegin(s)
+	op, err := k.segBeginDirect(s, buf, nil)
 	if err != nil {
 		return err
 	}
 	defer op.End()
+	bufs, direct, err := k.direct(&op)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return bcastDirect(k, &op, bufs, root)
+	}
 	per := s.Size() * s.SlotBytes() / k.size
 	me := k.c.Rank()
 	off := 0
@@ -218,12 +238,23 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		copy(recv, send)
 		return nil
 	}
-	op, err := k.segBegin(s)
+	p, me, n := s.Size(), k.c.Rank(), len(send)
+	mine := recv
+	if root >= 0 && me != root {
+		mine = nil
+	}
+	op, err := k.segBeginDirect(s, send, mine)
 	if err != nil {
 		return err
 	}
 	defer op.End()
-	p, me, n := s.Size(), k.c.Rank(), len(send)
+	bufs, direct, err := k.direct(&op)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return gatherDirect(k, &op, bufs, root)
+	}
 	per := streamRound(s.SlotBytes()/k.size, n, k.size)
 	off := 0
 	for {

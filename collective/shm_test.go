@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,82 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
 	})
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
+}
+
+// TestShmRegistered runs the shared-memory matrix on buffers from Alloc:
+// with every rank's registered the calls go direct, between the ranks'
+// buffers; with only some ranks' registered every rank takes the
+// segment's slots; and sub-communicators go direct on the memory too.
+func TestShmRegistered(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		on     func(r int) bool
+		direct bool
+	}{
+		{"all", func(int) bool { return true }, true},
+		{"mixed", func(r int) bool { return r%2 == 0 }, false},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			registered = mode.on
+			t.Cleanup(func() { registered = nil })
+			for _, n := range rankCounts[1:] {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+					cs := shmJob(t, n)
+					checkShmDirect(t, cs, mode.direct)
+				})
+			}
+		})
+	}
+	t.Run("sub-communicators", func(t *testing.T) {
+		registered = func(int) bool { return true }
+		t.Cleanup(func() { registered = nil })
+		const n = 5
+		cs := shmJob(t, n)
+		subs := make([][]*comm.Comm, 2)
+		var mu sync.Mutex
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			sub, err := c.Split(ctx, c.Rank()%2, c.Rank())
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			color := c.Rank() % 2
+			if subs[color] == nil {
+				subs[color] = make([]*comm.Comm, sub.Size())
+			}
+			subs[color][sub.Rank()] = sub
+			return nil
+		})
+		for color, sub := range subs {
+			t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, true) })
+		}
+	})
+}
+
+// checkShmDirect runs the matrix on cs and checks that every rank's
+// segment took operations direct, or none did.
+func checkShmDirect(t *testing.T, cs []*comm.Comm, direct bool) {
+	before := directOps(cs)
+	checkShm(t, cs, Auto)
+	for r, ops := range directOps(cs) {
+		if direct {
+			require.Greater(t, ops, before[r], "rank %d's direct operations", r)
+		} else {
+			require.Equal(t, before[r], ops, "rank %d's direct operations", r)
+		}
+	}
+}
+
+// directOps is how many operations each rank's segment took direct.
+func directOps(cs []*comm.Comm) []uint64 {
+	ops := make([]uint64, len(cs))
+	for r, c := range cs {
+		if c != nil {
+			ops[r] = (*core.Comm)(c).Segment().DirectOps()
+		}
+	}
+	return ops
 }
 
 // shmRankVar makes a process of this test binary a rank of

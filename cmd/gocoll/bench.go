@@ -28,7 +28,8 @@ var benchCmd = &cli.Command{
 const benchUsage = `usage: gocoll bench [-n ranks] [--transport t] [--collectives list]
                     [--sizes spec] [--algos list] [--chunks list] [--codec list]
                     [--iters auto|N] [--scale f] [--csv file] [--json file]
-                    [--objects] [--progress] [--cpuprofile file] [--timeout d]
+                    [--objects] [--registered] [--progress] [--cpuprofile file]
+                    [--timeout d]
 
 Bench starts a job of n ranks on this machine and sweeps collectives over
 message sizes the way the OSU micro-benchmarks and the scripts in
@@ -127,6 +128,11 @@ The flags are:
 		value sent through gob (allreduce_object, allgather_object, algo
 		gob), as mpi4py's lowercase methods pickle, to show what
 		serialisation costs; uncompressed, whatever --codec says
+	--registered
+		place every rank's buffers in registered memory
+		(collective.Alloc), which the shared-memory calls read and write
+		directly instead of copying through the segment; the impl
+		column says gocoll-registered
 	--progress
 		draw a progress bar on stderr even when stderr is not a terminal
 	--cpuprofile file
@@ -260,6 +266,7 @@ func parseBench(args []string) (benchFlags, bench.Config, error) {
 	iters := fs.String("iters", "auto", "")
 	fs.Float64Var(&cfg.Scale, "scale", 1, "")
 	fs.BoolVar(&cfg.Objects, "objects", false, "")
+	fs.BoolVar(&cfg.Registered, "registered", false, "")
 	if err := fs.Parse(args); err != nil {
 		return f, cfg, err
 	}

@@ -97,6 +97,33 @@ type kernel struct {
 	call    func() error       // the timed call
 	stamped func(it int) error // after call it, untimed: the stamps
 	check   func() error       // after the last call: every element
+
+	registered bool        // buffers come from collective.Alloc
+	allocated  [][]float32 // those to Free
+	allocErr   error       // the first allocation that failed
+}
+
+// buffer returns n zeroed elements, in registered memory when the sweep
+// asks for it.
+func (k *kernel) buffer(n int) []float32 {
+	if !k.registered || n == 0 || k.allocErr != nil {
+		return make([]float32, n)
+	}
+	b, err := collective.Alloc[float32](n)
+	if err != nil {
+		k.allocErr = fmt.Errorf("registered buffer of %d bytes on rank %d: %w", 4*n, k.me, err)
+		return make([]float32, n)
+	}
+	k.allocated = append(k.allocated, b)
+	return b
+}
+
+// free frees the kernel's registered buffers.
+func (k *kernel) free() {
+	for _, b := range k.allocated {
+		collective.Free(b)
+	}
+	k.allocated = nil
 }
 
 // builders set up each collective's kernel.
@@ -115,9 +142,10 @@ var builders = map[string]func(k *kernel){
 }
 
 // newKernel sets up p on c, whose size p.top must allow (see
-// point.checkable).
-func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
-	k := &kernel{values: newValues(p.top(c.Size())), ctx: ctx, c: c, p: p, me: c.Rank(), n: c.Size(),
+// point.checkable), with its buffers in registered memory if registered.
+// Free must follow.
+func newKernel(ctx context.Context, c *comm.Comm, p point, registered bool) (*kernel, error) {
+	k := &kernel{values: newValues(p.top(c.Size())), ctx: ctx, c: c, p: p, me: c.Rank(), n: c.Size(), registered: registered,
 		prepare: func(int) {}, stamped: func(int) error { return nil }, check: func() error { return nil }}
 	// The codec is passed even when it is none, so that GOCOLL_CODEC or a
 	// tuning table cannot compress a point its codec column calls
@@ -132,7 +160,11 @@ func newKernel(ctx context.Context, c *comm.Comm, p point) *kernel {
 		k.opts = append(k.opts, collective.WithChunkSize(p.chunk))
 	}
 	builders[p.collective](k)
-	return k
+	if k.allocErr != nil {
+		k.free()
+		return nil, k.allocErr
+	}
+	return k, nil
 }
 
 // elems is the number of float32 elements in the point's bytes, and
@@ -204,7 +236,7 @@ func (k *kernel) expectAll(m int, want func(i int) float32) error {
 // two buffers: the copy is part of the call. Reduce does the same to
 // rank 0 only, the one rank whose buffer it defines.
 func (k *kernel) allreduce() {
-	send, out := make([]float32, k.elems()), make([]float32, k.elems())
+	send, out := k.buffer(k.elems()), k.buffer(k.elems())
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
 	}
@@ -237,7 +269,7 @@ func (k *kernel) allreduce() {
 // bcast sends rank 0's buffer, filled once; as in mpi_coll_bench.c only
 // its first element changes from call to call.
 func (k *kernel) bcast() {
-	buf := make([]float32, k.elems())
+	buf := k.buffer(k.elems())
 	if k.me == 0 {
 		for i := range buf {
 			buf[i] = k.pattern(0, i)
@@ -259,13 +291,13 @@ func (k *kernel) bcast() {
 // rank; bytes is the whole gathered buffer.
 func (k *kernel) gather() {
 	m, all := k.block(), k.p.collective == "allgather"
-	send := make([]float32, m)
+	send := k.buffer(m)
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
 	}
 	var out []float32
 	if all || k.me == 0 {
-		out = make([]float32, k.elems())
+		out = k.buffer(k.elems())
 	}
 	k.out = out
 	k.prepare = func(it int) {
@@ -289,12 +321,12 @@ func (k *kernel) scatter() {
 	m := k.block()
 	var send []float32
 	if k.me == 0 {
-		send = make([]float32, k.elems())
+		send = k.buffer(k.elems())
 		for i := range send {
 			send[i] = k.pattern(i/m, i%m)
 		}
 	}
-	out := make([]float32, m)
+	out := k.buffer(m)
 	k.out = out
 	k.prepare = func(it int) {
 		for q := range len(send) / m {
@@ -311,7 +343,7 @@ func (k *kernel) scatter() {
 // rank q; bytes is the vector.
 func (k *kernel) reduceScatter() {
 	m := k.block()
-	send, out := make([]float32, k.elems()), make([]float32, m)
+	send, out := k.buffer(k.elems()), k.buffer(m)
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
 	}
@@ -337,7 +369,7 @@ func (k *kernel) reduceScatter() {
 // rank's send buffer.
 func (k *kernel) alltoall() {
 	m := k.block()
-	send, out := make([]float32, k.elems()), make([]float32, k.elems())
+	send, out := k.buffer(k.elems()), k.buffer(k.elems())
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
 	}

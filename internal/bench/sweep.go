@@ -55,6 +55,10 @@ type Config struct {
 	// object counterparts (allreduce_object, allgather_object). They take
 	// no codec, so Codecs must include none.
 	Objects bool
+	// Registered places every rank's buffers in registered memory
+	// (collective.Alloc), so that the shared-memory calls move data
+	// straight between them; Impl then defaults to "gocoll-registered".
+	Registered bool
 	// Impl and Transport fill the columns of the same names; Impl
 	// defaults to "gocoll".
 	Impl, Transport string
@@ -124,7 +128,11 @@ func (cfg Config) withDefaults() (Config, request, error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = []string{"auto"}
 	}
-	if cfg.Impl == "" {
+	switch {
+	case cfg.Impl != "":
+	case cfg.Registered:
+		cfg.Impl = "gocoll-registered"
+	default:
 		cfg.Impl = "gocoll"
 	}
 	var err error
@@ -316,7 +324,13 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 		if iters == 0 {
 			iters = Iterations(p.bytes, cfg.Scale)
 		}
-		r, err := measure(ctx, c, newKernel(ctx, c, p), iters)
+		k, err := newKernel(ctx, c, p, cfg.Registered)
+		if err != nil {
+			c.Abort(err)
+			return results, err
+		}
+		r, err := measure(ctx, c, k, iters)
+		k.free()
 		if err != nil {
 			c.Abort(err)
 			return results, err

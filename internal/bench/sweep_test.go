@@ -156,7 +156,9 @@ func TestAlgorithmsMatchCollective(t *testing.T) {
 					comms, err := comm.NewLocal(1)
 					require.NoError(t, err)
 					defer comms[0].Close()
-					err = newKernel(t.Context(), comms[0], point{collective: name, algo: a, codec: c, bytes: 16}).call()
+					k, err := newKernel(t.Context(), comms[0], point{collective: name, algo: a, codec: c, bytes: 16}, false)
+					require.NoError(t, err)
+					err = k.call()
 					want := slices.Contains(Algorithms(name), a) && (topology{ranks: 1}).runs(a) && (c == codec.None || a.Compresses())
 					if want {
 						require.NoError(t, err)
@@ -382,7 +384,10 @@ func TestVerifyCatchesAWrongValue(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s/%d", tt.collective, tt.codec, tt.index), func(t *testing.T) {
 			p := point{collective: tt.collective, codec: tt.codec, object: strings.HasSuffix(tt.collective, "_object"), bytes: 32}
 			errs := runAll(t, 2, func(c *comm.Comm) error {
-				k := newKernel(t.Context(), c, p)
+				k, err := newKernel(t.Context(), c, p, false)
+				if err != nil {
+					return err
+				}
 				if c.Rank() == 1 {
 					call := k.call
 					k.call = func() error {
@@ -391,7 +396,7 @@ func TestVerifyCatchesAWrongValue(t *testing.T) {
 						return err
 					}
 				}
-				_, err := measure(t.Context(), c, k, 3)
+				_, err = measure(t.Context(), c, k, 3)
 				if err != nil {
 					c.Abort(err)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/regmem"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -57,6 +58,11 @@ type Segment struct {
 	round  uint64        // rounds run so far
 	seen   []uint64      // by rank: the last ticket whose calls were compared
 	known  []uint64      // by rank: the highest step seen, so that satisfied waits read no shared line
+	// The buffers of a direct operation by rank, as Direct returns
+	// them, and the mappings they lie in (direct.go).
+	direct    [][2][]byte
+	views     [][2]*regmem.View
+	directOps atomic.Uint64
 	// uses counts the operations running, two per operation, with bit 0
 	// set once the communicator closed: the mapping goes when both are
 	// over (release), unmapOnce makes sure once.
@@ -73,7 +79,7 @@ const (
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: its step, a uint64
 	segRecords   = 16                 // call records per rank, a ring by ticket
-	segRecord    = 32
+	segRecord    = 160                // a call (32 bytes), then its buffers (direct.go)
 	segPage      = 4096
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
@@ -156,16 +162,31 @@ type SegmentOp struct {
 	call     wire.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
-	round    uint64    // current round, from 1
-	first    uint64    // first round of the operation
-	deadline time.Time // when the communicator's timeout passes; zero until the first slow wait
-	live     time.Time // when to check next that waited-for ranks live; zero until the first slow wait
+	pins     [2]regmem.Pin // this rank's registered buffers, held until End
+	own      [2][]byte     // and the buffers themselves
+	direct   bool          // this rank's buffers are all registered
+	mapped   bool          // Direct mapped the others'
+	round    uint64        // current round, from 1
+	first    uint64        // first round of the operation
+	deadline time.Time     // when the communicator's timeout passes; zero until the first slow wait
+	live     time.Time     // when to check next that waited-for ranks live; zero until the first slow wait
 }
 
 // Begin waits for the turn of the operation with the given ticket (every
 // earlier one has ended) and records its call, h after StartCall, in the
 // segment. End must follow a successful Begin.
 func (s *Segment) Begin(ctx context.Context, ticket uint64, h *wire.Header) (SegmentOp, error) {
+	return s.begin(ctx, ticket, h, [2][]byte{})
+}
+
+// BeginDirect is Begin for an operation that can work on the ranks' own
+// buffers where all of them lie in registered memory (Direct): bufs are
+// this rank's, one or two, nil where it has none.
+func (s *Segment) BeginDirect(ctx context.Context, ticket uint64, h *wire.Header, bufs [2][]byte) (SegmentOp, error) {
+	return s.begin(ctx, ticket, h, bufs)
+}
+
+func (s *Segment) begin(ctx context.Context, ticket uint64, h *wire.Header, bufs [2][]byte) (SegmentOp, error) {
 	if s.uses.Add(2)&segClosed != 0 {
 		s.release(false)
 		return SegmentOp{}, ErrClosed
@@ -183,7 +204,11 @@ func (s *Segment) Begin(ctx context.Context, ticket uint64, h *wire.Header) (Seg
 			runtime.Gosched()
 		}
 	}
-	putCall(s.record(s.c.rank, ticket), ticket, op.seq, op.call)
+	rec := s.record(s.c.rank, ticket)
+	op.putBuffers(rec, bufs)
+	putCall(rec, ticket, op.seq, op.call)
+	// A rank that works on registered buffers waits for the records.
+	s.bell().Ring()
 	op.first = s.round + 1
 	return op, nil
 }
@@ -198,6 +223,7 @@ func (op *SegmentOp) Finish() error { return op.waitAll(2*op.first - 1) }
 
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {
+	op.unpin()
 	op.s.round = op.round
 	op.s.turn.Store(op.ticket)
 	op.s.release(false)
@@ -381,6 +407,13 @@ func (op *SegmentOp) check(r int) error {
 	// waits for everyone to be in the round before it), so the
 	// ring still holds the records compared here; one overwritten by a
 	// later operation all the same is skipped, not misread.
+	return op.compare(r)
+}
+
+// compare compares the calls rank r recorded with this rank's, for this
+// operation and for the ones since the last comparison with r.
+func (op *SegmentOp) compare(r int) error {
+	s := op.s
 	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords/2))
 	s.seen[r] = op.ticket
 	for t := from; t <= op.ticket; t++ {
@@ -401,11 +434,11 @@ func (op *SegmentOp) check(r int) error {
 
 // putCall and getCall store a call record: ticket, sequence number, count,
 // root and the four one-byte fields, NoReceipts in the algorithm byte's
-// top bit (no algorithm number reaches it).
+// top bit (no algorithm number reaches it). The ticket goes last, and
+// atomically: a rank that sees it may read the rest (Direct).
 func putCall(b []byte, ticket, seq uint64, c wire.Call) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], ticket)
 	le.PutUint64(b[8:], seq)
 	le.PutUint64(b[16:], uint64(c.Count))
 	algo := uint64(c.Algorithm)
@@ -413,6 +446,7 @@ func putCall(b []byte, ticket, seq uint64, c wire.Call) {
 		algo |= noReceiptsBit
 	}
 	le.PutUint64(b[24:], uint64(uint32(int32(c.Root)))|uint64(c.Kind)<<32|uint64(c.DType)<<40|uint64(c.Op)<<48|algo<<56)
+	recordTicket(b).Store(ticket)
 }
 
 const noReceiptsBit = 0x80
@@ -420,7 +454,7 @@ const noReceiptsBit = 0x80
 func getCall(b []byte) (call wire.Call, seq, ticket uint64) {
 	b = b[:segRecord]
 	le := binary.LittleEndian
-	ticket, seq = le.Uint64(b[0:]), le.Uint64(b[8:])
+	ticket, seq = recordTicket(b).Load(), le.Uint64(b[8:])
 	w := le.Uint64(b[24:])
 	algo := w >> 56
 	call = wire.Call{Kind: wire.Kind(w >> 32), DType: kernel.DType(w >> 40), Op: ops.ID(w >> 48),

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gocoll/gocoll/internal/regmem"
 	"github.com/gocoll/gocoll/internal/shmem"
 )
 
@@ -221,7 +222,8 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	// Every rank has it mapped: the mappings keep it from here on.
 	region.CloseFD()
 	s := &Segment{c: c, region: region, mem: region.Bytes(), ranks: n, slot: slot,
-		pids: make([]int, n), seen: make([]uint64, n), known: make([]uint64, n)}
+		pids: make([]int, n), seen: make([]uint64, n), known: make([]uint64, n),
+		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n)}
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}

@@ -94,10 +94,13 @@ func mapFile(fd, size int) (*Region, error) {
 	if st.Size < int64(size) {
 		return nil, fmt.Errorf("shared memory file holds %d bytes, want %d", st.Size, size)
 	}
-	data, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// MmapPtr rather than Mmap: Retire maps over the same addresses,
+	// which Mmap's bookkeeping does not allow for.
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %d bytes of shared memory: %w", size, err)
 	}
+	data := unsafe.Slice((*byte)(p), size)
 	return &Region{data: data, fd: fd, id: Identity{Dev: st.Dev, Ino: st.Ino}}, nil
 }
 
@@ -147,8 +150,28 @@ func (r *Region) CloseFD() error {
 func (r *Region) Close() error {
 	err := r.CloseFD()
 	if r.data != nil {
-		if e := unix.Munmap(r.data); err == nil {
+		if e := unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r.data)), uintptr(len(r.data))); err == nil {
 			err = e
+		}
+		r.data = nil
+	}
+	return err
+}
+
+// Retire closes the region's descriptor and puts private zero pages in
+// place of its mapping, at the same addresses: for a mapping handed out
+// as memory that code may still hold after it is done with it. Such code
+// then reads zeros and writes memory that no other process shares, never
+// the region, and faults on nothing. The shared memory is freed once no
+// other process maps it; the addresses stay taken, backed by nothing
+// until written.
+func (r *Region) Retire() error {
+	err := r.CloseFD()
+	if r.data != nil {
+		_, e := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(r.data)), uintptr(len(r.data)),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+		if e != nil && err == nil {
+			err = fmt.Errorf("replacing %d bytes of shared memory: %w", len(r.data), e)
 		}
 		r.data = nil
 	}

@@ -20,6 +20,7 @@ func (r *Region) FD() int                                                   { re
 func (r *Region) Identity() Identity                                        { return Identity{} }
 func (r *Region) CloseFD() error                                            { return nil }
 func (r *Region) Close() error                                              { return nil }
+func (r *Region) Retire() error                                             { return nil }
 func (r *Region) Uint32(off int) *atomic.Uint32                             { return nil }
 func (r *Region) Uint64(off int) *atomic.Uint64                             { return nil }
 func Wait(w *atomic.Uint32, val uint32, d time.Duration, ts *Timespec) bool { return false }

@@ -7,8 +7,8 @@ import (
 
 // ErrUnsupported is returned where shared memory is not available: on
 // other systems than Linux, or where neither /dev/shm nor memfd_create
-// can hold a region.
-var ErrUnsupported = errors.New("shared memory is not supported here")
+// can hold a region. It wraps errors.ErrUnsupported.
+var ErrUnsupported = fmt.Errorf("shared memory is not supported here: %w", errors.ErrUnsupported)
 
 // ErrNoSpace is wrapped by Create's error when the file system holding
 // shared memory has too little free space for the region.

@@ -1,0 +1,166 @@
+package core
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocoll/gocoll/internal/regmem"
+)
+
+// Direct operations. Where every rank's buffers of a segment operation lie
+// in registered memory (package regmem), each rank can map the others'
+// and the collective can move data straight between them, without
+// copying through the segment's slots. Each rank records, with its call,
+// where its buffers are (BeginDirect); the ranks whose own buffers are
+// registered wait for every rank's record and go direct when all are,
+// the others take the slots at once, so all of them choose alike.
+//
+// A call record is followed by the extents of its rank's buffers and a
+// word that says whether all of them are registered:
+//
+//	32 + 56·i  extent i (i < 2): serial, descriptor, device, inode,
+//	           file size, offset, length; serial 0: no buffer
+//	144        1 when every buffer of the rank is registered
+const (
+	recExtents = 32
+	recExtent  = 56
+	recDirect  = recExtents + 2*recExtent
+)
+
+// recordTicket is the ticket word of a call record, which its rank
+// stores last.
+func recordTicket(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&b[0])) }
+
+// putBuffers finds this rank's buffers in its registered memory, pins
+// them, and records where they are in rec.
+func (op *SegmentOp) putBuffers(rec []byte, bufs [2][]byte) {
+	le := binary.LittleEndian
+	op.direct = len(bufs[0]) > 0 || len(bufs[1]) > 0
+	var ext [2]regmem.Extent
+	for i, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		e, pin, ok := regmem.Find(b)
+		if !ok {
+			op.direct = false
+			break
+		}
+		ext[i], op.pins[i] = e, pin
+	}
+	if op.direct {
+		op.own = bufs
+	} else {
+		op.unpin()
+		ext = [2]regmem.Extent{}
+	}
+	for i, e := range ext {
+		b := rec[recExtents+i*recExtent : recExtents+(i+1)*recExtent]
+		le.PutUint64(b[0:], e.Serial)
+		le.PutUint64(b[8:], uint64(e.FD))
+		le.PutUint64(b[16:], e.ID.Dev)
+		le.PutUint64(b[24:], e.ID.Ino)
+		le.PutUint64(b[32:], uint64(e.Size))
+		le.PutUint64(b[40:], uint64(e.Off))
+		le.PutUint64(b[48:], uint64(e.Len))
+	}
+	var direct uint64
+	if op.direct {
+		direct = 1
+	}
+	le.PutUint64(rec[recDirect:], direct)
+}
+
+// getBuffer reads extent i of a call record.
+func getBuffer(rec []byte, i int) regmem.Extent {
+	le := binary.LittleEndian
+	b := rec[recExtents+i*recExtent : recExtents+(i+1)*recExtent]
+	var e regmem.Extent
+	e.Serial = le.Uint64(b[0:])
+	e.FD = int(int32(le.Uint64(b[8:])))
+	e.ID.Dev, e.ID.Ino = le.Uint64(b[16:]), le.Uint64(b[24:])
+	e.Size, e.Off, e.Len = int(le.Uint64(b[32:])), int(le.Uint64(b[40:])), int(le.Uint64(b[48:]))
+	return e
+}
+
+// Direct reports whether every rank's buffers of the operation lie in
+// registered memory and, if they do, returns them: bufs[r][i] is rank r's
+// buffer i, mapped into this process (this rank's as given to
+// BeginDirect), until End. Every rank gets the same answer. A rank whose
+// own buffers are not all registered answers at once; the others wait
+// until every rank has recorded its call, compare the calls, and map the
+// buffers. Whoever goes direct must keep every rank in the operation
+// until nobody touches another's buffers any more (a last WaitDone).
+func (op *SegmentOp) Direct() (bufs [][2][]byte, ok bool, err error) {
+	if !op.direct {
+		return nil, false, nil
+	}
+	s, me := op.s, op.s.c.rank
+	for r := range s.ranks {
+		if r == me {
+			continue
+		}
+		if w := recordTicket(s.record(r, op.ticket)); w.Load() < op.ticket {
+			if err := op.spin(r, w, op.ticket); err != nil {
+				return nil, false, err
+			}
+		}
+		if err := op.compare(r); err != nil {
+			return nil, false, err
+		}
+		if binary.LittleEndian.Uint64(s.record(r, op.ticket)[recDirect:]) != 1 {
+			return nil, false, nil
+		}
+	}
+	op.mapped = true
+	s.directOps.Add(1)
+	for r := range s.ranks {
+		rec := s.record(r, op.ticket)
+		for i := range 2 {
+			e := getBuffer(rec, i)
+			switch {
+			case e.Serial == 0:
+				s.direct[r][i] = nil
+			case r == me:
+				s.direct[r][i] = op.own[i]
+			default:
+				b, v, err := regmem.Map(s.pids[r], e)
+				if err != nil {
+					// The others go direct and would wait for this rank.
+					err = fmt.Errorf("rank %d's buffer of the shared-memory %s: %w", s.c.group[r], op.call, err)
+					s.c.ep.abort(err)
+					return nil, false, err
+				}
+				s.direct[r][i], s.views[r][i] = b, v
+			}
+		}
+	}
+	return s.direct, true, nil
+}
+
+// unpin releases this rank's pins and the mappings Direct made.
+func (op *SegmentOp) unpin() {
+	for i := range op.pins {
+		op.pins[i].Release()
+		op.pins[i] = regmem.Pin{}
+	}
+	if !op.mapped {
+		return
+	}
+	op.mapped, op.own = false, [2][]byte{}
+	s := op.s
+	for r := range s.views {
+		for i, v := range s.views[r] {
+			if v != nil {
+				v.Release()
+				s.views[r][i] = nil
+			}
+			s.direct[r][i] = nil
+		}
+	}
+}
+
+// DirectOps is how many of the segment's operations went direct.
+func (s *Segment) DirectOps() uint64 { return s.directOps.Load() }
