@@ -13,17 +13,20 @@ import (
 
 // TestAllreduceAllocatesNothing: once links and pools are warm, an
 // Allreduce allocates nothing, on any rank, over links, through shared
-// memory, and across "hosts" (two, by their claimed identity).
+// memory, direct between registered buffers, and across "hosts" (two, by
+// their claimed identity).
 func TestAllreduceAllocatesNothing(t *testing.T) {
 	if raceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
 	}
 	linkAlgos := []Algorithm{RecursiveDoubling, Ring, RingChunked, Rabenseifner, Tree}
-	for _, tr := range []string{"mem", "tcp", "auto", "hosts"} {
+	for _, tr := range []string{"mem", "tcp", "auto", "registered", "hosts"} {
 		algos, opts := linkAlgos, []comm.Option{comm.WithTransport(tr)}
 		switch tr {
 		case "auto":
 			algos = []Algorithm{Shm}
+		case "registered":
+			algos, opts = []Algorithm{Shm}, []comm.Option{comm.WithTransport("auto")}
 		case "hosts":
 			algos = []Algorithm{Hierarchical}
 			opts = []comm.Option{comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return fmt.Sprint(r % 2) })}
@@ -31,7 +34,15 @@ func TestAllreduceAllocatesNothing(t *testing.T) {
 		for _, algo := range algos {
 			for _, count := range []int{256, 256 << 10} {
 				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
-					requireNoAllocs(t, job(t, 3, opts...), count, WithAlgorithm(algo))
+					if tr == "registered" {
+						registered = func(int) bool { return true }
+						defer func() { registered = nil }()
+					}
+					cs := job(t, 3, opts...)
+					requireNoAllocs(t, cs, count, WithAlgorithm(algo))
+					if tr == "registered" && 4*count >= directMin {
+						require.Positive(t, directOps(cs)[0], "direct operations")
+					}
 				})
 			}
 		}
@@ -59,15 +70,16 @@ func TestCompressedAllreduceAllocatesNothing(t *testing.T) {
 }
 
 // requireNoAllocs runs Allreduce of count float32s with opts on every
-// rank of cs and requires rank 0's calls, once warm, to allocate nothing.
+// rank of cs, on buffers that place gives, and requires rank 0's calls,
+// once warm, to allocate nothing.
 func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 	t.Helper()
 	const rounds = 50
 	ctx := context.Background()
 	others := make(chan error, len(cs)-1)
 	for _, c := range cs[1:] {
+		buf := place(t, c.Rank(), make([]float32, count))
 		go func() {
-			buf := make([]float32, count)
 			for range rounds + 2 {
 				if err := Allreduce(ctx, c, buf, codec.Sum, opts...); err != nil {
 					others <- err
@@ -77,7 +89,7 @@ func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 			others <- nil
 		}()
 	}
-	buf := make([]float32, count)
+	buf := place(t, 0, make([]float32, count))
 	step := func() {
 		if err := Allreduce(ctx, cs[0], buf, codec.Sum, opts...); err != nil {
 			t.Fatal(err)

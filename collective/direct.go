@@ -49,9 +49,9 @@ func (k *call[T]) segBeginDirect(s *core.Segment, a, b []T) (core.SegmentOp, err
 }
 
 // direct reports whether the operation goes direct, and with which
-// buffers (core.SegmentOp.Direct).
-func (k *call[T]) direct(op *core.SegmentOp) ([][2][]byte, bool, error) {
-	bufs, ok, err := op.Direct()
+// buffers: peer's, or with peer -1 everyone's (core.SegmentOp.Direct).
+func (k *call[T]) direct(op *core.SegmentOp, peer int) ([][2][]byte, bool, error) {
+	bufs, ok, err := op.Direct(peer)
 	if err != nil {
 		return nil, false, k.wrap(-1, err)
 	}

@@ -105,7 +105,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 		return err
 	}
 	defer op.End()
-	bufs, direct, err := k.direct(&op)
+	bufs, direct, err := k.direct(&op, -1)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return err
 	}
 	defer op.End()
-	bufs, direct, err := k.direct(&op)
+	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		return err
 	}
 	defer op.End()
-	bufs, direct, err := k.direct(&op)
+	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
 	}

@@ -138,15 +138,17 @@ func TestShmRegistered(t *testing.T) {
 	})
 }
 
-// checkShmDirect runs the matrix on cs and checks that every rank's
-// segment took operations direct, or none did.
+// checkShmDirect runs the matrix on cs and checks that the segment of
+// every rank in this process took operations direct, or none did.
 func checkShmDirect(t *testing.T, cs []*comm.Comm, direct bool) {
 	before := directOps(cs)
 	checkShm(t, cs, Auto)
 	for r, ops := range directOps(cs) {
-		if direct {
+		switch {
+		case cs[r] == nil:
+		case direct:
 			require.Greater(t, ops, before[r], "rank %d's direct operations", r)
-		} else {
+		default:
 			require.Equal(t, before[r], ops, "rank %d's direct operations", r)
 		}
 	}
@@ -165,8 +167,12 @@ func directOps(cs []*comm.Comm) []uint64 {
 
 // shmRankVar makes a process of this test binary a rank of
 // TestShmBetweenProcesses's jobs; its value is the segment slot to set,
-// or "default".
-const shmRankVar = "GOCOLL_SHM_MATRIX_RANK"
+// or "default". shmRegisteredVar, when set, places the buffers of every
+// rank ("all") or of the even ranks ("mixed") in registered memory.
+const (
+	shmRankVar       = "GOCOLL_SHM_MATRIX_RANK"
+	shmRegisteredVar = "GOCOLL_SHM_MATRIX_REGISTERED"
+)
 
 // TestShmBetweenProcesses runs the conformance matrix of the
 // shared-memory algorithms in jobs of real processes, one for each rank
@@ -187,7 +193,15 @@ func TestShmBetweenProcesses(t *testing.T) {
 		require.Equal(t, c.Size() > 1, (*core.Comm)(c).Segment() != nil, "segment")
 		cs := make([]*comm.Comm, c.Size())
 		cs[c.Rank()] = c
-		checkShm(t, cs, Auto)
+		switch mode := os.Getenv(shmRegisteredVar); mode {
+		case "":
+			checkShm(t, cs, Auto)
+		case "all", "mixed":
+			registered = func(r int) bool { return mode == "all" || r%2 == 0 }
+			checkShmDirect(t, cs, mode == "all")
+		default:
+			t.Fatalf("%s=%q: want all or mixed", shmRegisteredVar, mode)
+		}
 		t.Run("barrier", func(t *testing.T) {
 			for range 20 {
 				require.NoError(t, Barrier(ctx, c))
@@ -202,25 +216,33 @@ func TestShmBetweenProcesses(t *testing.T) {
 	require.NoError(t, err)
 	gocoll := buildGocoll(t)
 	// TestShm checks every size among goroutines; between processes a
-	// power of two, an odd size and the largest suffice.
+	// power of two, an odd size and the largest suffice, with the default
+	// slots and with 4 KiB ones, through which every count above a few
+	// hundred takes rounds; and registered buffers at one size.
+	type variant struct {
+		n                int
+		slot, registered string
+	}
+	var variants []variant
 	for _, n := range []int{2, 3, 8} {
-		// With the default slots and with 4 KiB ones, through which
-		// every count above a few hundred takes rounds.
-		for _, slot := range []string{"default", "4096"} {
-			t.Run(fmt.Sprintf("n=%d/slot=%s", n, slot), func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
-					exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
-				run.Env = append(os.Environ(), shmRankVar+"="+slot)
-				var output bytes.Buffer
-				run.Stdout, run.Stderr = &output, &output
-				require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
-				for r := range n {
-					require.Contains(t, output.String(), fmt.Sprintf("[%d] --- PASS: TestShmBetweenProcesses", r))
-				}
-			})
-		}
+		variants = append(variants, variant{n, "default", ""}, variant{n, "4096", ""})
+	}
+	variants = append(variants, variant{3, "default", "all"}, variant{3, "default", "mixed"})
+	for _, v := range variants {
+		n := v.n
+		t.Run(fmt.Sprintf("n=%d/slot=%s/registered=%s", n, v.slot, v.registered), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
+				exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
+			run.Env = append(os.Environ(), shmRankVar+"="+v.slot, shmRegisteredVar+"="+v.registered)
+			var output bytes.Buffer
+			run.Stdout, run.Stderr = &output, &output
+			require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
+			for r := range n {
+				require.Contains(t, output.String(), fmt.Sprintf("[%d] --- PASS: TestShmBetweenProcesses", r))
+			}
+		})
 	}
 }
 

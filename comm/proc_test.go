@@ -20,6 +20,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/testutil"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
@@ -45,6 +46,7 @@ var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"step":     stepWorker,
 	"busy":     busyWorker,
 	"streamer": streamerWorker,
+	"direct":   directWorker,
 }
 
 func runWorker(name string) int {
@@ -239,6 +241,34 @@ func streamerWorker(ctx context.Context, c *comm.Comm) error {
 	return checkLoss(err, lost, start)
 }
 
+// directWorker: every rank loops an Allreduce of 16 MiB of registered
+// memory, which goes direct, between the ranks' buffers, until the
+// victims are killed in the middle of one. Every survivor must name them
+// (and not fault on the memory of a victim that is gone).
+func directWorker(ctx context.Context, c *comm.Comm) error {
+	s := engine(c).Segment()
+	if s == nil {
+		return errors.New("the ranks of one host have no shared segment")
+	}
+	buf, err := collective.Alloc[float32](4 << 20)
+	if err != nil {
+		return err
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	start := time.Now()
+	for {
+		if err := collective.Allreduce(ctx, c, buf, codec.Sum); err != nil {
+			if s.DirectOps() == 0 {
+				return fmt.Errorf("no Allreduce went direct: %w", err)
+			}
+			return checkLoss(err, victims(c.Size()), start)
+		}
+	}
+}
+
 // exitingSurvivorWorker is survivorWorker for programs that exit on the
 // error without closing the communicator, as log.Fatal does: the ranks
 // still waiting must not take such a survivor for lost.
@@ -322,6 +352,20 @@ func TestKilledStreamerIsNamed(t *testing.T) {
 			killRanks(t, "streamer", syscall.SIGKILL, victims, "GOCOLL_SPIN=10ms", "GOCOLL_TRANSPORT=tcp")
 		})
 	}
+}
+
+// TestKilledDirectRankIsNamed: a rank killed while the ranks reduce
+// directly between their registered buffers is named by every survivor,
+// and nothing is left in /dev/shm.
+func TestKilledDirectRankIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	before := shmFiles(t)
+	for _, victims := range [][]int{{3}, {2, 3}} {
+		t.Run(fmt.Sprint(victims), func(t *testing.T) { killRanks(t, "direct", syscall.SIGKILL, victims) })
+	}
+	require.Equal(t, before, shmFiles(t), "files in /dev/shm")
 }
 
 // heartbeat is the heartbeat period of the survivor tests' jobs.

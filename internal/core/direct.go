@@ -86,14 +86,16 @@ func getBuffer(rec []byte, i int) regmem.Extent {
 }
 
 // Direct reports whether every rank's buffers of the operation lie in
-// registered memory and, if they do, returns them: bufs[r][i] is rank r's
+// registered memory and, if they do, returns those of the ranks this
+// rank uses, peer's or with peer -1 everyone's: bufs[r][i] is rank r's
 // buffer i, mapped into this process (this rank's as given to
 // BeginDirect), until End. Every rank gets the same answer. A rank whose
 // own buffers are not all registered answers at once; the others wait
 // until every rank has recorded its call, compare the calls, and map the
-// buffers. Whoever goes direct must keep every rank in the operation
-// until nobody touches another's buffers any more (a last WaitDone).
-func (op *SegmentOp) Direct() (bufs [][2][]byte, ok bool, err error) {
+// buffers. A rank whose buffers others use must stay in the operation
+// until they are done with them (WaitDone); a rank that uses nobody's
+// may be gone, and its memory with it, once it has published its record.
+func (op *SegmentOp) Direct(peer int) (bufs [][2][]byte, ok bool, err error) {
 	if !op.direct {
 		return nil, false, nil
 	}
@@ -121,7 +123,7 @@ func (op *SegmentOp) Direct() (bufs [][2][]byte, ok bool, err error) {
 		for i := range 2 {
 			e := getBuffer(rec, i)
 			switch {
-			case e.Serial == 0:
+			case e.Serial == 0 || peer >= 0 && r != peer && r != me:
 				s.direct[r][i] = nil
 			case r == me:
 				s.direct[r][i] = op.own[i]
