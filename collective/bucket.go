@@ -3,11 +3,13 @@ package collective
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
 )
 
@@ -22,7 +24,10 @@ const DefaultBucketBytes = 25 << 20
 // in registration order they fill buckets of up to WithBucketBytes bytes,
 // each of one element type, and a tensor larger than the limit gets a
 // bucket of its own. Each bucket has a flat buffer, allocated at the first
-// step and reused by every step after it.
+// step and reused by every step after it: in registered memory (Alloc)
+// where the communicator's ranks share a host, so that the buckets'
+// Allreduces go direct, between the ranks' buffers, and in ordinary
+// memory otherwise or when /dev/shm has no room for them. Close frees it.
 //
 // A step either calls AllreduceAll, or marks each tensor with Ready as soon
 // as its value is final and then calls Wait: a bucket whose tensors are all
@@ -52,6 +57,7 @@ type Bucketer struct {
 	tensors []tensorState
 	buckets []bucketState
 	frozen  bool // the first step began: the plan is fixed and checked
+	closed  bool
 	next    int  // the first bucket of this step not yet started
 	// stop ends the collectives of a step early, when a caller's context
 	// ends or the step fails: they run under it rather than under the
@@ -84,22 +90,44 @@ type bucketState struct {
 type flatBucket interface {
 	dtype() kernel.DType
 	elems() int
-	alloc()
+	alloc(registered bool)
+	free() error
 	pack(pos int)
 	unpack()
 	allreduce(ctx context.Context, c *comm.Comm, op codec.Op, opts []Option) *Request
 }
 
 type typedBucket[T codec.Elem] struct {
-	tensors [][]T
-	offsets []int // of each tensor in flat
-	count   int
-	flat    []T
+	tensors    [][]T
+	offsets    []int // of each tensor in flat
+	count      int
+	flat       []T
+	registered bool // flat came from Alloc
 }
 
 func (t *typedBucket[T]) dtype() kernel.DType { return kernel.DTypeOf[T]() }
 func (t *typedBucket[T]) elems() int          { return t.count }
-func (t *typedBucket[T]) alloc()              { t.flat = make([]T, t.count) }
+
+// alloc allocates flat, in registered memory if registered and it can.
+func (t *typedBucket[T]) alloc(registered bool) {
+	if registered && t.count > 0 {
+		if flat, err := Alloc[T](t.count); err == nil {
+			t.flat, t.registered = flat, true
+			return
+		}
+	}
+	t.flat = make([]T, t.count)
+}
+
+func (t *typedBucket[T]) free() error {
+	flat := t.flat
+	t.flat = nil
+	if !t.registered {
+		return nil
+	}
+	t.registered = false
+	return Free(flat)
+}
 
 func (t *typedBucket[T]) add(buf []T) {
 	t.tensors = append(t.tensors, buf)
@@ -168,6 +196,9 @@ func Register[T codec.Elem](b *Bucketer, buf []T) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := len(b.tensors)
+	if b.closed {
+		return -1, fmt.Errorf("bucketer: tensor %d registered after Close: %w", i, comm.ErrClosed)
+	}
 	if b.frozen {
 		return -1, fmt.Errorf("%w: bucketer: tensor %d registered after the first step, which fixed the buckets", codec.ErrInvalid, i)
 	}
@@ -211,6 +242,9 @@ func (b *Bucketer) Ready(ctx context.Context, i int) error {
 }
 
 func (b *Bucketer) ready(ctx context.Context, i int) error {
+	if b.closed {
+		return fmt.Errorf("bucketer: tensor %d marked ready after Close: %w", i, comm.ErrClosed)
+	}
 	if i < 0 || i >= len(b.tensors) {
 		return fmt.Errorf("%w: bucketer: tensor %d marked ready, but %d tensors are registered", codec.ErrInvalid, i, len(b.tensors))
 	}
@@ -269,11 +303,36 @@ func (b *Bucketer) freeze(ctx context.Context) error {
 				comm.ErrMismatch, i, mine[i]>>8, kernel.DType(mine[i]&0xff), b.c.Rank(), w>>8, kernel.DType(w&0xff), r)
 		}
 	}
+	shared := (*core.Comm)(b.c).Segment() != nil
 	for i := range b.buckets {
-		b.buckets[i].flat.alloc()
+		b.buckets[i].flat.alloc(shared)
 	}
 	b.frozen = true
 	return nil
+}
+
+// Close frees the buckets' buffers. A step must not be running: Close
+// then fails with an error wrapping ErrInvalid and frees nothing. After
+// Close, Register, Ready and AllreduceAll fail with comm.ErrClosed.
+// Close is idempotent.
+func (b *Bucketer) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	if b.next > 0 || slices.ContainsFunc(b.tensors, func(t tensorState) bool { return t.ready }) {
+		return fmt.Errorf("%w: bucketer: Close during a step; Wait for it first", codec.ErrInvalid)
+	}
+	b.closed = true
+	b.cancel()
+	var first error
+	for i := range b.buckets {
+		if err := b.buckets[i].flat.free(); err != nil && first == nil {
+			first = fmt.Errorf("bucketer: freeing bucket %d: %w", i, err)
+		}
+	}
+	return first
 }
 
 // Wait completes the step: it waits for every bucket's allreduce, copies

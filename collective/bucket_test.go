@@ -233,6 +233,54 @@ func TestBucketer(t *testing.T) {
 	}
 }
 
+// TestBucketerRegistered: where the ranks share a host, the buckets lie
+// in registered memory and their Allreduces go direct; Close frees them,
+// refuses to while a step runs, and ends the Bucketer.
+func TestBucketerRegistered(t *testing.T) {
+	const n, steps = 3, 3
+	specs := []spec{of[float32](20000), of[float64](3000), of[float32](70000), of[int32](5)}
+	cs := shmJob(t, n)
+	before := directOps(cs)
+	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		b, ts, err := newTestBucketer(c, codec.Avg, specs, WithBucketBytes(256<<10))
+		if err != nil {
+			return err
+		}
+		for s := range steps {
+			for _, x := range ts {
+				x.fill(c.Rank(), s)
+			}
+			if err := b.AllreduceAll(ctx); err != nil {
+				return fmt.Errorf("step %d: %w", s, err)
+			}
+			for i, x := range ts {
+				if err := x.check(codec.Avg, n, s); err != nil {
+					return fmt.Errorf("step %d, rank %d, tensor %d: %w", s, c.Rank(), i, err)
+				}
+			}
+		}
+		if err := b.Ready(ctx, 3); err != nil {
+			return err
+		}
+		if err := b.Close(); !errors.Is(err, codec.ErrInvalid) {
+			return fmt.Errorf("Close during a step: got %v, want an error wrapping ErrInvalid", err)
+		}
+		if err := b.AllreduceAll(ctx); err != nil {
+			return err
+		}
+		if err := b.Close(); err != nil {
+			return err
+		}
+		if err := b.Ready(ctx, 0); !errors.Is(err, comm.ErrClosed) {
+			return fmt.Errorf("Ready after Close: got %v, want an error wrapping comm.ErrClosed", err)
+		}
+		return b.Close()
+	})
+	for r, ops := range directOps(cs) {
+		require.Greater(t, ops, before[r], "rank %d's direct operations", r)
+	}
+}
+
 func TestBucketReadyRefused(t *testing.T) {
 	tests := []struct {
 		name   string
