@@ -38,6 +38,17 @@
 // limits a call, not on loopback or inside a host; the shared-memory
 // algorithms never compress. GOCOLL_CODEC sets a default.
 //
+// # Registered memory
+//
+// Alloc returns slices in shared memory that the other ranks of the host
+// can map. Where every rank's buffers of a call lie in such memory, the
+// shared-memory collectives (Allreduce, Bcast, Gather, Allgather of 16
+// KiB and more) move the data once, straight between the ranks' buffers,
+// instead of copying it into the communicator's segment and out again;
+// elsewhere every rank takes the segment's path, so registered and
+// ordinary buffers mix freely. Free releases the memory. A Bucketer puts
+// its buckets there by itself.
+//
 // # Async and buckets
 //
 // AllreduceAsync starts an Allreduce and returns a Request at once; Wait

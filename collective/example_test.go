@@ -142,10 +142,45 @@ func ExampleBucketer() {
 		if c.Rank() == 0 {
 			out = layers
 		}
-		return nil
+		return b.Close()
 	})
 	fmt.Println(out)
 	// Output: [[2 2] [4 4 4]]
+}
+
+// Buffers from Alloc on every rank of a host let the shared-memory
+// collectives move data straight between the ranks' buffers. Here the
+// ranks are goroutines sharing memory as processes of one host do
+// (transport auto); a program under gocoll run does the same with its
+// world communicator.
+func ExampleAlloc() {
+	const ranks, n = 2, 1 << 16
+	cs, err := comm.NewLocal(ranks, comm.WithTransport("auto"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var first [ranks]float32
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			defer c.Close()
+			buf, err := collective.Alloc[float32](n)
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer collective.Free(buf)
+			for i := range buf {
+				buf[i] = float32(c.Rank() + 1)
+			}
+			if err := collective.Allreduce(context.Background(), c, buf, codec.Sum); err != nil {
+				log.Fatal(err)
+			}
+			first[c.Rank()] = buf[n-1]
+		})
+	}
+	wg.Wait()
+	fmt.Println(first)
+	// Output: [3 3]
 }
 
 // AllreduceAsync returns at once; the call runs while the caller works
