@@ -58,7 +58,7 @@ type Bucketer struct {
 	buckets []bucketState
 	frozen  bool // the first step began: the plan is fixed and checked
 	closed  bool
-	next    int  // the first bucket of this step not yet started
+	next    int // the first bucket of this step not yet started
 	// stop ends the collectives of a step early, when a caller's context
 	// ends or the step fails: they run under it rather than under the
 	// context of the Ready call that started them, so that Wait's context
