@@ -6,6 +6,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/race"
 )
 
 // Direct algorithms: where every rank's buffers of a Shm call lie in
@@ -58,9 +59,13 @@ func (k *call[T]) direct(op *core.SegmentOp, peer int) ([][2][]byte, bool, error
 	return bufs, ok, nil
 }
 
-// lent ends a direct operation for a rank whose buffers others use: it
-// says its own work is done and waits for everyone's.
-func (k *call[T]) lent(op *core.SegmentOp) error {
+// lent ends a direct operation for a rank whose buffers others use, read
+// the ones they read and written those they wrote: it says its own work
+// is done and waits for everyone's. It tells the race detector what the
+// others did to the buffers through their own mappings, where it cannot
+// see it, as this goroutine's doing during the call, so that a program
+// that touches a buffer while its call runs is caught.
+func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
 	if _, err := op.Next(); err != nil {
 		return k.wrap(-1, err)
 	}
@@ -68,6 +73,8 @@ func (k *call[T]) lent(op *core.SegmentOp) error {
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
 	}
+	race.Read(read)
+	race.Write(written)
 	return nil
 }
 
@@ -81,7 +88,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 	step := max(1, directChunk/k.size)
 	defer func() {
 		if err == nil {
-			err = k.lent(op)
+			err = k.lent(op, bufs[me][0], bufs[me][0])
 		}
 	}()
 	defer k.recoverOp(&err)
@@ -102,7 +109,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
 	me := k.c.Rank()
 	if me == root {
-		return k.lent(op)
+		return k.lent(op, bufs[me][0], nil)
 	}
 	copy(bufs[me][0], bufs[root][0])
 	if _, err := op.Next(); err != nil {
@@ -121,7 +128,7 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 	if root >= 0 {
 		copy(bufs[root][1][me*n:], bufs[me][0])
 		if me == root {
-			return k.lent(op)
+			return k.lent(op, nil, bufs[me][1])
 		}
 		if _, err := op.Next(); err != nil {
 			return k.wrap(-1, err)
@@ -132,5 +139,5 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 	for r := range bufs {
 		copy(bufs[me][1][r*n:], bufs[r][0])
 	}
-	return k.lent(op)
+	return k.lent(op, bufs[me][0], nil)
 }

@@ -42,7 +42,8 @@ value fails the run.
 
 The table goes to stdout: per point its algorithm (with its chunk size
 and codec when --chunks or a codec other than none is given), the
-average, fastest and slowest call in µs, the CPU time a rank's process
+average, fastest, median (p50), 99th percentile (p99) and slowest call
+in µs (of a rank's calls, the largest over the ranks), the CPU time a rank's process
 spends per call in µs (user and system, all its threads, the largest
 over the ranks: what a rank that spins while it waits pays), and the
 algorithm and bus bandwidths in GB/s (1e9 bytes/s). algbw is bytes/avg; busbw is algbw
@@ -120,7 +121,7 @@ The flags are:
 	--csv file
 		also write the results as CSV, with the anchors' columns
 		impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps
-		then algo,codec,chunk,min_us,max_us,cpu_us
+		then algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us
 	--json file
 		also write the results as JSON, with the machine and this command
 	--objects

@@ -27,6 +27,12 @@ type Result struct {
 	Chunk int     `json:"chunk,omitempty"`  // bytes, 0 for the default
 	MinUS float64 `json:"min_us,omitempty"` // the fastest single call on any rank
 	MaxUS float64 `json:"max_us,omitempty"` // the slowest single call on any rank
+	// P50US and P99US are the median and 99th percentile of a rank's
+	// calls, the largest over the ranks: what a typical call and a slow
+	// one cost, which the average, pulled by a few calls that lost
+	// their core, does not tell.
+	P50US float64 `json:"p50_us,omitempty"`
+	P99US float64 `json:"p99_us,omitempty"`
 	// CPUUS is the CPU time per call of a rank's process, user and
 	// system, all threads: the largest over the ranks' averages, µs.
 	CPUUS float64 `json:"cpu_us,omitempty"`
@@ -83,7 +89,7 @@ func BusFactor(collective string, n int) float64 {
 
 // Columns are the CSV columns: the anchors' eight, then gocoll's.
 var Columns = []string{"impl", "transport", "np", "collective", "bytes", "avg_us", "algbw_GBps", "busbw_GBps",
-	"algo", "codec", "chunk", "min_us", "max_us", "cpu_us"}
+	"algo", "codec", "chunk", "min_us", "max_us", "cpu_us", "p50_us", "p99_us"}
 
 // standardColumns is how many of Columns the anchors' files have.
 const standardColumns = 8
@@ -98,7 +104,8 @@ func WriteCSV(w io.Writer, results []Result) error {
 		r := &results[i]
 		if err := cw.Write([]string{r.Impl, r.Transport, strconv.Itoa(r.NP), r.Collective,
 			strconv.FormatInt(r.Bytes, 10), formatFloat(r.AvgUS, 3), formatFloat(r.AlgBW, 4), formatFloat(r.BusBW, 4),
-			r.Algo, r.Codec, strconv.Itoa(r.Chunk), formatFloat(r.MinUS, 3), formatFloat(r.MaxUS, 3), formatFloat(r.CPUUS, 3)}); err != nil {
+			r.Algo, r.Codec, strconv.Itoa(r.Chunk), formatFloat(r.MinUS, 3), formatFloat(r.MaxUS, 3), formatFloat(r.CPUUS, 3),
+			formatFloat(r.P50US, 3), formatFloat(r.P99US, 3)}); err != nil {
 			return err
 		}
 	}
@@ -181,6 +188,10 @@ func (r *Result) set(name, v string) error {
 		r.MaxUS, err = strconv.ParseFloat(v, 64)
 	case "cpu_us":
 		r.CPUUS, err = strconv.ParseFloat(v, 64)
+	case "p50_us":
+		r.P50US, err = strconv.ParseFloat(v, 64)
+	case "p99_us":
+		r.P99US, err = strconv.ParseFloat(v, 64)
 	}
 	if err != nil {
 		return fmt.Errorf("%q is not a number", v)

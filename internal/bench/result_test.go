@@ -53,7 +53,7 @@ func TestSetTime(t *testing.T) {
 
 func TestCSVRoundTrip(t *testing.T) {
 	in := []Result{
-		{Impl: "gocoll", Transport: "shm", NP: 2, Collective: "allreduce", Bytes: 8, Algo: "shm", Codec: "none", MinUS: 0.4, MaxUS: 9.5, CPUUS: 3.25},
+		{Impl: "gocoll", Transport: "shm", NP: 2, Collective: "allreduce", Bytes: 8, Algo: "shm", Codec: "none", MinUS: 0.4, MaxUS: 9.5, CPUUS: 3.25, P50US: 0.5, P99US: 2.125},
 		{Impl: "gocoll", Transport: "tcp", NP: 4, Collective: "bcast", Bytes: 1 << 20, Algo: "pipeline", Codec: "bf16", Chunk: 65536},
 	}
 	in[0].SetTime(0.678)
@@ -62,8 +62,8 @@ func TestCSVRoundTrip(t *testing.T) {
 	require.NoError(t, WriteCSV(&buf, in))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 3)
-	assert.Equal(t, "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,min_us,max_us,cpu_us", lines[0])
-	assert.Equal(t, "gocoll,shm,2,allreduce,8,0.678,0.0118,0.0118,shm,none,0,0.400,9.500,3.250", lines[1])
+	assert.Equal(t, "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us", lines[0])
+	assert.Equal(t, "gocoll,shm,2,allreduce,8,0.678,0.0118,0.0118,shm,none,0,0.400,9.500,3.250,0.500,2.125", lines[1])
 	out, err := ReadCSV(&buf)
 	require.NoError(t, err)
 	require.Len(t, out, 2)

@@ -349,7 +349,7 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	p := k.p
 	warm := Warmup(iters)
 	var sum, cpu time.Duration
-	fastest, slowest := time.Duration(math.MaxInt64), time.Duration(0)
+	calls := make([]time.Duration, 0, iters)
 	for it := range warm + iters {
 		k.prepare(it)
 		if err := collective.Barrier(ctx, c); err != nil {
@@ -370,21 +370,30 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 		}
 		if it >= warm {
 			sum += d
-			fastest, slowest = min(fastest, d), max(slowest, d)
+			calls = append(calls, d)
 		}
 	}
 	if err := k.check(); err != nil {
 		return Result{}, err
 	}
 	// One Allreduce(Max) gives every rank the largest average, the
-	// slowest call, negated the fastest, and the largest CPU time.
+	// slowest call, negated the fastest, the largest CPU time and the
+	// largest median and 99th percentile.
+	slices.Sort(calls)
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	t := []float64{us(sum) / float64(iters), us(slowest), -us(fastest), us(cpu) / float64(iters)}
+	t := []float64{us(sum) / float64(iters), us(calls[len(calls)-1]), -us(calls[0]), us(cpu) / float64(iters),
+		us(percentile(calls, 50)), us(percentile(calls, 99))}
 	if err := collective.Allreduce(ctx, c, t, codec.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
 	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: codecName(p.codec),
-		MaxUS: t[1], MinUS: -t[2], CPUUS: t[3]}
+		MaxUS: t[1], MinUS: -t[2], CPUUS: t[3], P50US: t[4], P99US: t[5]}
 	r.SetTime(t[0])
 	return r, nil
+}
+
+// percentile is the p-th percentile of sorted, the nearest rank's.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100 // ceil(n·p/100), the nearest rank
+	return sorted[max(i, 1)-1]
 }

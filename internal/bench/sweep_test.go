@@ -446,15 +446,15 @@ func TestRunWithNothingToMeasure(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	results := []Result{
-		{Collective: "allreduce", Bytes: 8, Algo: "auto", AvgUS: 12.345, MinUS: 10, MaxUS: 20, CPUUS: 24.5, AlgBW: 0.0006, BusBW: 0.0006},
+		{Collective: "allreduce", Bytes: 8, Algo: "auto", AvgUS: 12.345, MinUS: 10, P50US: 11, P99US: 19.5, MaxUS: 20, CPUUS: 24.5, AlgBW: 0.0006, BusBW: 0.0006},
 		{Collective: "allgather_object", Bytes: 64 << 20, Algo: "recursive_doubling", AvgUS: 123456.7, MinUS: 1, MaxUS: 2, AlgBW: 5.4, BusBW: 2.7},
 	}
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, results))
 	require.Equal(t, ""+
-		"collective        size    algo                   avg µs  min µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
-		"allreduce         8 B     auto                    12.35   10.00   20.00   24.50       0.001       0.001\n"+
-		"allgather_object  64 MiB  recursive_doubling  123456.70    1.00    2.00    0.00       5.400       2.700\n", b.String())
+		"collective        size    algo                   avg µs  min µs  p50 µs  p99 µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
+		"allreduce         8 B     auto                    12.35   10.00   11.00   19.50   20.00   24.50       0.001       0.001\n"+
+		"allgather_object  64 MiB  recursive_doubling  123456.70    1.00    0.00    0.00    2.00    0.00       5.400       2.700\n", b.String())
 
 	results = []Result{
 		{Collective: "allreduce", Bytes: 1 << 20, Algo: "ring_chunked", Chunk: 64 << 10, Codec: "none", AvgUS: 100, AlgBW: 10, BusBW: 15},
@@ -463,9 +463,9 @@ func TestWriteTable(t *testing.T) {
 	b.Reset()
 	require.NoError(t, WriteTable(&b, results))
 	require.Equal(t, ""+
-		"collective  size   algo          chunk    codec  avg µs  min µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
-		"allreduce   1 MiB  ring_chunked  64 KiB   none   100.00    0.00    0.00    0.00      10.000      15.000\n"+
-		"allreduce   1 MiB  auto          default  bf16    50.00    0.00    0.00    0.00      20.000      30.000\n", b.String(),
+		"collective  size   algo          chunk    codec  avg µs  min µs  p50 µs  p99 µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
+		"allreduce   1 MiB  ring_chunked  64 KiB   none   100.00    0.00    0.00    0.00    0.00    0.00      10.000      15.000\n"+
+		"allreduce   1 MiB  auto          default  bf16    50.00    0.00    0.00    0.00    0.00    0.00      20.000      30.000\n", b.String(),
 		"the chunk and codec columns appear when a result needs them")
 }
 

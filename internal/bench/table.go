@@ -23,7 +23,7 @@ func WriteTable(w io.Writer, results []Result) error {
 		header = append(header, "codec")
 	}
 	text := len(header) // the text columns come first
-	header = append(header, "avg µs", "min µs", "max µs", "cpu µs", "algbw GB/s", "busbw GB/s")
+	header = append(header, "avg µs", "min µs", "p50 µs", "p99 µs", "max µs", "cpu µs", "algbw GB/s", "busbw GB/s")
 	rows := [][]string{header}
 	for _, r := range results {
 		row := []string{r.Collective, FormatBytes(r.Bytes), r.Algo}
@@ -37,7 +37,8 @@ func WriteTable(w io.Writer, results []Result) error {
 		if codecs {
 			row = append(row, r.Codec)
 		}
-		rows = append(rows, append(row, fmt.Sprintf("%.2f", r.AvgUS), fmt.Sprintf("%.2f", r.MinUS), fmt.Sprintf("%.2f", r.MaxUS),
+		rows = append(rows, append(row, fmt.Sprintf("%.2f", r.AvgUS), fmt.Sprintf("%.2f", r.MinUS),
+			fmt.Sprintf("%.2f", r.P50US), fmt.Sprintf("%.2f", r.P99US), fmt.Sprintf("%.2f", r.MaxUS),
 			fmt.Sprintf("%.2f", r.CPUUS), fmt.Sprintf("%.3f", r.AlgBW), fmt.Sprintf("%.3f", r.BusBW)))
 	}
 	widths := make([]int, len(header))
