@@ -4,8 +4,10 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
+	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/race"
 )
 
@@ -78,31 +80,71 @@ func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
 	return nil
 }
 
-// allreduceDirect: rank r combines its share of the elements from every
-// rank's buffer, in rank order, into rank 0's, and copies the result into
-// everyone else's; each element is read once from each buffer and written
-// once to each. Op's finishing step (Avg's division) is the caller's.
-func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte) (err error) {
-	p, me := len(bufs), k.c.Rank()
-	lo, hi := segShare(k.me.Count, p, me, k.size)
-	step := max(1, directChunk/k.size)
+// allreduceDirect: rank me of the segment combines its share of the
+// elements from every rank's buffer, in rank order, into rank 0's, and
+// copies the result into everyone else's; each element is read once from
+// each buffer and written once to each. Op's finishing step (Avg's
+// division) is the caller's.
+//
+// With a hierarchy h, the segment is h's node: only node ranks below
+// h.Shards combine, each allreduces its combined share with its peers on
+// the other hosts (h.Cross) before copying it out, and the shares are
+// those of rounds of per elements, as reduceShm's through the slots, so
+// that the calls across hosts match whichever way each host went.
+func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, me int, h *core.Hierarchy, per int) (err error) {
+	p, n := len(bufs), k.me.Count
+	owners, across, round := p, k.op, n
+	if h != nil {
+		owners, round = h.Shards, per
+		if kernel.ID(across) == ops.Avg {
+			across = codec.Sum // Avg divides once, at the end of the whole call
+		}
+	}
 	defer func() {
 		if err == nil {
 			err = k.lent(op, bufs[me][0], bufs[me][0])
 		}
 	}()
 	defer k.recoverOp(&err)
-	for c0 := lo; c0 < hi; c0 += step {
-		c1 := min(hi, c0+step)
-		acc := segView[T](bufs[0][0])[c0:c1]
-		for q := 1; q < p; q++ {
-			kernel.Reduce(k.op, acc, segView[T](bufs[q][0])[c0:c1])
+	step := max(1, directChunk/k.size)
+	for off := 0; off < n && me < owners; off += round {
+		lo, hi := segShare(min(round, n-off), owners, me, k.size)
+		lo, hi = off+lo, off+hi
+		if h == nil {
+			// Each chunk is copied out while it is in the cache.
+			for c0 := lo; c0 < hi; c0 += step {
+				c1 := min(hi, c0+step)
+				k.combineDirect(bufs, c0, c1)
+				k.copyOutDirect(bufs, c0, c1)
+			}
+			continue
 		}
-		for q := 1; q < p; q++ {
-			copy(segView[T](bufs[q][0])[c0:c1], acc)
+		k.combineDirect(bufs, lo, hi)
+		acc := segView[T](bufs[0][0])[lo:hi]
+		if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
+			return err
 		}
+		k.copyOutDirect(bufs, lo, hi)
 	}
 	return nil
+}
+
+// combineDirect sets elements lo to hi of rank 0's buffer to their
+// combination over every rank's buffer, in rank order.
+func (k *call[T]) combineDirect(bufs [][2][]byte, lo, hi int) {
+	acc := segView[T](bufs[0][0])[lo:hi]
+	for q := 1; q < len(bufs); q++ {
+		kernel.Reduce(k.op, acc, segView[T](bufs[q][0])[lo:hi])
+	}
+}
+
+// copyOutDirect copies elements lo to hi of rank 0's buffer into every
+// other rank's.
+func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
+	acc := segView[T](bufs[0][0])[lo:hi]
+	for q := 1; q < len(bufs); q++ {
+		copy(segView[T](bufs[q][0])[lo:hi], acc)
+	}
 }
 
 // bcastDirect: every rank copies root's buffer into its own.

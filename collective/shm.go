@@ -96,7 +96,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	}
 	var op core.SegmentOp
 	var err error
-	if h == nil && root < 0 {
+	if root < 0 {
 		op, err = k.segBeginDirect(s, buf, nil)
 	} else {
 		op, err = k.segBegin(s)
@@ -105,14 +105,15 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 		return err
 	}
 	defer op.End()
+	p, me := s.Size(), s.Rank()
+	per := s.SlotBytes() / k.size
 	bufs, direct, err := k.direct(&op, -1)
 	if err != nil {
 		return err
 	}
 	if direct {
-		return allreduceDirect(k, &op, bufs)
+		return allreduceDirect(k, &op, bufs, me, h, per)
 	}
-	p, me := s.Size(), s.Rank()
 	owners, across := p, k.op
 	if h != nil {
 		owners = h.Shards
@@ -120,7 +121,6 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 			across = codec.Sum // Avg divides once, at the end of the whole call
 		}
 	}
-	per := s.SlotBytes() / k.size
 	off := 0
 	for {
 		m := min(per, len(buf)-off)

@@ -278,7 +278,65 @@ func TestHierarchical(t *testing.T) {
 			t.Run("non-commutative", func(t *testing.T) {
 				checkNonCommutative(t, cs, Auto)
 			})
+			// Registered buffers go direct inside each host of more
+			// than one rank; where only the first host's ranks have
+			// them, that host goes direct and the others through their
+			// slots, in the same rounds.
+			t.Run("registered", func(t *testing.T) {
+				checkHierarchicalDirect(t, cs, l.hosts, func(int) bool { return true })
+			})
+			t.Run("registered on one host", func(t *testing.T) {
+				checkHierarchicalDirect(t, cs, l.hosts, func(r int) bool { return l.hosts[r] == l.hosts[0] })
+			})
 		})
+	}
+}
+
+// TestHierarchicalDirectRounds: with 4 KiB slots every count above a few
+// hundred takes rounds, and a host that goes direct must combine the
+// same shares, round by round, as the host that goes through its slots.
+func TestHierarchicalDirectRounds(t *testing.T) {
+	hosts := []string{"a", "a", "b", "b", "b"}
+	cs := job(t, len(hosts), comm.WithTransport("auto"), comm.WithSegmentSlot(4096),
+		comm.WithHostIdentity(func(r int) string { return hosts[r] }))
+	checkHierarchicalDirect(t, cs, hosts, func(r int) bool { return hosts[r] == "a" })
+}
+
+// checkHierarchicalDirect runs Hierarchical Allreduce on cs, whose ranks
+// run on hosts, with the buffers of the ranks that on names registered,
+// and checks that the segments of the hosts whose ranks all have
+// registered buffers, and only those, took operations direct.
+func checkHierarchicalDirect(t *testing.T, cs []*comm.Comm, hosts []string, on func(r int) bool) {
+	registered = on
+	t.Cleanup(func() { registered = nil })
+	n := len(cs)
+	nodeOps := func() []uint64 {
+		ops := make([]uint64, n)
+		for r, c := range cs {
+			if s := (*core.Comm)(c).Hierarchy().Node.Segment(); s != nil {
+				ops[r] = s.DirectOps()
+			}
+		}
+		return ops
+	}
+	before := nodeOps()
+	checkAllreduce[float32](t, cs, Hierarchical, codec.Sum, countsFor(n, true))
+	checkAllreduce[float64](t, cs, Hierarchical, codec.Avg, countsFor(n, false))
+	for r, ops := range nodeOps() {
+		if (*core.Comm)(cs[r]).Hierarchy().Node.Size() == 1 {
+			continue
+		}
+		hostRegistered := true
+		for q := range n {
+			if hosts[q] == hosts[r] && !on(q) {
+				hostRegistered = false
+			}
+		}
+		if hostRegistered {
+			require.Greater(t, ops, before[r], "rank %d's direct operations", r)
+		} else {
+			require.Equal(t, before[r], ops, "rank %d's direct operations", r)
+		}
 	}
 }
 
