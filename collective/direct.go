@@ -147,6 +147,30 @@ func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
 	}
 }
 
+// reduceScatterDirect: every rank combines its block from every rank's
+// send buffer, in rank order, into its receive buffer.
+func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte) (err error) {
+	me := k.c.Rank()
+	recv := segView[T](bufs[me][1])
+	m := len(recv)
+	defer func() {
+		if err == nil {
+			err = k.lent(op, bufs[me][0], nil)
+		}
+	}()
+	defer k.recoverOp(&err)
+	step := max(1, directChunk/k.size)
+	for c0 := 0; c0 < m; c0 += step {
+		c1 := min(m, c0+step)
+		acc := recv[c0:c1]
+		copy(acc, segView[T](bufs[0][0])[me*m+c0:me*m+c1])
+		for q := 1; q < len(bufs); q++ {
+			kernel.Reduce(k.op, acc, segView[T](bufs[q][0])[me*m+c0:me*m+c1])
+		}
+	}
+	return nil
+}
+
 // bcastDirect: every rank copies root's buffer into its own.
 func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
 	me := k.c.Rank()

@@ -28,7 +28,7 @@ const (
 	RecursiveHalving  = wire.AlgoRecursiveHalving  // reduce-scatter
 	Pairwise          = wire.AlgoPairwise          // alltoall
 	Dissemination     = wire.AlgoDissemination     // barrier
-	Shm               = wire.AlgoShm               // allreduce, reduce, bcast, gather, allgather, barrier: through the communicator's shared segment
+	Shm               = wire.AlgoShm               // allreduce, reduce, bcast, gather, allgather, reducescatter, barrier: through the communicator's shared segment
 	Hierarchical      = wire.AlgoHierarchical      // allreduce: shared memory inside hosts, links between them
 )
 

@@ -16,10 +16,11 @@ import (
 // result: rank i gets block i, the elements [i·len(recv), (i+1)·len(recv))
 // of the combined buffer, in recv. len(send) must be Size()·len(recv);
 // send is not modified and must not overlap recv. Avg divides by Size().
-// Algorithms: Ring (p-1 steps; commutative ops only) and RecursiveHalving
-// (lg p steps, plus two when p is not a power of two). RecursiveHalving
-// keeps rank order, r0∘r1∘…, so it also serves non-commutative ops, at
-// the price of one more step that moves each block to its rank.
+// Algorithms: Ring (p-1 steps; commutative ops only), RecursiveHalving
+// (lg p steps, plus two when p is not a power of two) and Shm (through
+// the communicator's shared segment). RecursiveHalving and Shm keep rank
+// order, r0∘r1∘…, so they also serve non-commutative ops; RecursiveHalving
+// at the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, wire.KindReduceScatter, op, len(send), -1, opts)
 	if err != nil {
@@ -37,6 +38,8 @@ func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 	switch k.me.Algorithm {
 	case Ring:
 		err = reduceScatterRing(&k, send, recv)
+	case Shm:
+		err = reduceScatterShm(&k, send, recv)
 	default: // RecursiveHalving
 		err = reduceScatterRecursive(&k, send, recv)
 	}

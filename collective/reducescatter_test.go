@@ -97,8 +97,8 @@ func checkReduceScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algori
 			want := reference(op, inputs)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				me := c.Rank()
-				send := slices.Clone(inputs[me])
-				recv := make([]T, m)
+				send := place(t, me, slices.Clone(inputs[me]))
+				recv := place(t, me, make([]T, m))
 				if err := ReduceScatter(ctx, c, send, recv, op, WithAlgorithm(algo)); err != nil {
 					return err
 				}

@@ -19,8 +19,10 @@ var ErrNoSharedMemory = shmem.ErrNoSpace
 // host use by default) and finds every buffer of every rank in such
 // memory moves the data once, straight between the ranks' buffers,
 // instead of copying it into the segment and out again: Allreduce reads
-// each rank's buffer once and writes the result once into each, Bcast,
-// Gather and Allgather copy each block once. When any buffer of any rank
+// each rank's buffer once and writes the result once into each,
+// ReduceScatter reads each rank's send buffer once, Bcast, Gather and
+// Allgather copy each block once, and Hierarchical Allreduce does so
+// inside each host. When any buffer of any rank
 // lies elsewhere, every rank takes the segment's path, so registered and
 // ordinary buffers mix freely; no rank needs to know what the others
 // passed. The memory belongs to the process, not to a communicator: it

@@ -1,6 +1,8 @@
 package collective
 
 import (
+	"fmt"
+
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
@@ -172,8 +174,8 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	}
 }
 
-// combine sets acc, which holds elements lo to hi of slot 0 of half, to
-// slot 0 ∘ slot 1 ∘ … of those elements.
+// combine sets acc, which holds elements lo to hi of slot 0 of half or a
+// copy of them, to slot 0 ∘ slot 1 ∘ … of those elements.
 func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi int) (err error) {
 	defer k.recoverOp(&err)
 	for j := 1; j < s.Size(); j++ {
@@ -282,6 +284,60 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			}
 		}
 		if off += m; off >= n {
+			return k.segFinish(&op)
+		}
+	}
+}
+
+// reduceScatterShm combines send of every rank into recv, block by block,
+// through the segment: per round each rank copies the next part of every
+// block of its send into its slot, part after part, and combines the
+// part of its own block from every slot, in rank order, into its recv.
+func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
+	s := k.c.Segment()
+	if s == nil {
+		copy(recv, send)
+		return nil
+	}
+	op, err := k.segBeginDirect(s, send, recv)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	bufs, direct, err := k.direct(&op, -1)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return reduceScatterDirect(k, &op, bufs)
+	}
+	p, me, m := s.Size(), k.c.Rank(), len(recv)
+	per := s.SlotBytes() / k.size / p
+	if per == 0 {
+		return k.invalid(fmt.Errorf("%w: ReduceScatter with shm among %d ranks needs segment slots of at least %d bytes, not %d",
+			codec.ErrInvalid, p, p*k.size, s.SlotBytes()))
+	}
+	for off := 0; ; {
+		c := min(per, m-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		mine := segView[T](s.Slot(me, half))
+		for q := range p {
+			copy(mine[q*c:(q+1)*c], send[q*m+off:q*m+off+c])
+		}
+		op.In()
+		if err := op.WaitIn(); err != nil {
+			return k.wrap(-1, err)
+		}
+		part := recv[off : off+c]
+		copy(part, segView[T](s.Slot(0, half))[me*c:(me+1)*c])
+		if err := k.combine(part, s, half, me*c, (me+1)*c); err != nil {
+			return err
+		}
+		// Nobody waits for this round's Done: the next In says it.
+		if off += c; off >= m {
 			return k.segFinish(&op)
 		}
 	}

@@ -84,6 +84,12 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkAllgather[float32](t, cs, algo, countsFor(n, true))
 		checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
 	})
+	t.Run("reducescatter", func(t *testing.T) {
+		checkReduceScatter[float32](t, cs, algo, codec.Sum, countsFor(n, true))
+		checkReduceScatter[float64](t, cs, algo, codec.Avg, countsFor(n, false))
+		checkReduceScatter[int32](t, cs, algo, codec.Max, countsFor(n, false))
+		checkReduceScatter[uint64](t, cs, algo, packedMatMul, countsFor(n, false))
+	})
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 }
 

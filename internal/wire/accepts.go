@@ -22,7 +22,7 @@ var accepted = map[Kind][]Algorithm{
 	KindScatterv:      {AlgoLinear},
 	KindAllgather:     {AlgoBruck, AlgoRing, AlgoRecursiveDoubling, AlgoShm},
 	KindAllgatherv:    {AlgoRing},
-	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving},
+	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving, AlgoShm},
 	KindScan:          {AlgoRecursiveDoubling},
 	KindExscan:        {AlgoRecursiveDoubling},
 	KindAlltoall:      {AlgoPairwise},
