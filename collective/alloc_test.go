@@ -32,7 +32,7 @@ func TestAllreduceAllocatesNothing(t *testing.T) {
 			opts = []comm.Option{comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return fmt.Sprint(r % 2) })}
 		}
 		for _, algo := range algos {
-			for _, count := range []int{256, 256 << 10} {
+			for _, count := range []int{8, 256, 256 << 10} {
 				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
 					if tr == "registered" {
 						registered = func(int) bool { return true }

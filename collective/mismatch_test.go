@@ -33,6 +33,17 @@ func TestMismatch(t *testing.T) {
 			want: []string{"Allreduce(10 × float32, sum)", "Allreduce(20 × float32, sum)"},
 		},
 		{
+			// In a segment rank 0's call fits a fast line and the others'
+			// go through the slots: each side waits where the other never
+			// writes, and the records must tell them.
+			name:  "count across paths",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				return Allreduce(ctx, c, make([]float32, 4+4092*min(c.Rank(), 1)), codec.Sum)
+			},
+			want: []string{"Allreduce(4 × float32, sum)", "Allreduce(4096 × float32, sum)"},
+		},
+		{
 			name:  "element type",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {

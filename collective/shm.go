@@ -96,6 +96,9 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	if s == nil {
 		return nil // one rank: its buf is the result
 	}
+	if h == nil && len(buf)*k.size <= core.FastBytes {
+		return reduceFast(k, s, buf, root)
+	}
 	var op core.SegmentOp
 	var err error
 	if root < 0 {
@@ -174,6 +177,99 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	}
 }
 
+// The fast versions of the shared-memory algorithms, for calls whose data
+// of each rank fits a fast line: every rank puts its part in its line
+// with its call (core.SegmentOp.Exchange), and reads what it needs from
+// the others' lines.
+
+// exchange exchanges data through the fast lines (core.SegmentOp.Exchange);
+// the lines are to be read before op ends.
+func (k *call[T]) exchange(op *core.SegmentOp, data []T) ([][]byte, error) {
+	lines, err := op.Exchange(asBytes(data))
+	if err != nil {
+		return nil, k.wrap(-1, err)
+	}
+	return lines, nil
+}
+
+// reduceFast is reduceShm through the fast lines: each rank that wants
+// the result combines every rank's line, in rank order, into its buf.
+func reduceFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) (err error) {
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	lines, err := k.exchange(&op, buf)
+	if err != nil || root >= 0 && s.Rank() != root {
+		return err
+	}
+	defer k.recoverOp(&err)
+	n := len(buf)
+	copy(buf, segView[T](lines[0])[:n])
+	for q := 1; q < len(lines); q++ {
+		kernel.Reduce(k.op, buf, segView[T](lines[q])[:n])
+	}
+	return nil
+}
+
+// bcastFast is bcastShm through the fast lines.
+func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) error {
+	var mine []T
+	if s.Rank() == root {
+		mine = buf
+	}
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	lines, err := k.exchange(&op, mine)
+	if err != nil {
+		return err
+	}
+	copy(buf, segView[T](lines[root])[:len(buf)])
+	return nil
+}
+
+// gatherFast is gatherShm through the fast lines.
+func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root int) error {
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	lines, err := k.exchange(&op, send)
+	if err != nil || root >= 0 && s.Rank() != root {
+		return err
+	}
+	n := len(send)
+	for r, line := range lines {
+		copy(recv[r*n:(r+1)*n], segView[T](line)[:n])
+	}
+	return nil
+}
+
+// reduceScatterFast is reduceScatterShm through the fast lines.
+func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) (err error) {
+	op, err := k.segBegin(s)
+	if err != nil {
+		return err
+	}
+	defer op.End()
+	lines, err := k.exchange(&op, send)
+	if err != nil {
+		return err
+	}
+	defer k.recoverOp(&err)
+	m, me := len(recv), s.Rank()
+	copy(recv, segView[T](lines[0])[me*m:(me+1)*m])
+	for q := 1; q < len(lines); q++ {
+		kernel.Reduce(k.op, recv, segView[T](lines[q])[me*m:(me+1)*m])
+	}
+	return nil
+}
+
 // combine sets acc, which holds elements lo to hi of slot 0 of half or a
 // copy of them, to slot 0 ∘ slot 1 ∘ … of those elements.
 func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi int) (err error) {
@@ -192,6 +288,9 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	s := k.c.Segment()
 	if s == nil {
 		return nil
+	}
+	if len(buf)*k.size <= core.FastBytes {
+		return bcastFast(k, s, buf, root)
 	}
 	op, err := k.segBeginDirect(s, buf, nil)
 	if err != nil {
@@ -239,6 +338,9 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if s == nil {
 		copy(recv, send)
 		return nil
+	}
+	if len(send)*k.size <= core.FastBytes {
+		return gatherFast(k, s, send, recv, root)
 	}
 	p, me, n := s.Size(), k.c.Rank(), len(send)
 	mine := recv
@@ -299,6 +401,9 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 		copy(recv, send)
 		return nil
 	}
+	if len(send)*k.size <= core.FastBytes {
+		return reduceScatterFast(k, s, send, recv)
+	}
 	op, err := k.segBeginDirect(s, send, recv)
 	if err != nil {
 		return err
@@ -343,7 +448,7 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 	}
 }
 
-// barrierShm is one round in which every rank waits for every other's In.
+// barrierShm exchanges empty fast lines: every rank waits for every other.
 func barrierShm(k *call[uint8]) error {
 	s := k.c.Segment()
 	if s == nil {
@@ -354,12 +459,6 @@ func barrierShm(k *call[uint8]) error {
 		return err
 	}
 	defer op.End()
-	if _, err := op.Next(); err != nil {
-		return k.wrap(-1, err)
-	}
-	op.In()
-	if err := op.WaitIn(); err != nil {
-		return k.wrap(-1, err)
-	}
-	return nil // nobody waits for Done: the next In says it
+	_, err = k.exchange(&op, nil)
+	return err
 }

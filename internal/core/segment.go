@@ -63,6 +63,7 @@ type Segment struct {
 	direct    [][2][]byte
 	views     [][2]*regmem.View
 	directOps atomic.Uint64
+	lines     [][]byte // by rank: the data of its fast line, as Exchange returns them
 	// uses counts the operations running, two per operation, with bit 0
 	// set once the communicator closed: the mapping goes when both are
 	// over (release), unmapOnce makes sure once.
@@ -100,8 +101,10 @@ func DefaultSegmentSlot(ranks int) int {
 
 func segRecordsAt(ranks int) int { return segControl + ranks*segLine }
 
+func segFastAt(ranks int) int { return segRecordsAt(ranks) + ranks*segRecords*segRecord }
+
 func segDataAt(ranks int) int {
-	end := segRecordsAt(ranks) + ranks*segRecords*segRecord
+	end := segFastAt(ranks) + ranks*2*segLine
 	return (end + segPage - 1) / segPage * segPage
 }
 
@@ -224,7 +227,9 @@ func (op *SegmentOp) Finish() error { return op.waitAll(2*op.first - 1) }
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {
 	op.unpin()
-	op.s.round = op.round
+	if op.round != 0 {
+		op.s.round = op.round
+	}
 	op.s.turn.Store(op.ticket)
 	op.s.release(false)
 }
@@ -390,6 +395,13 @@ func (op *SegmentOp) failed(r int) error {
 	if r >= 0 && !shmem.Alive(s.pids[r]) {
 		return s.c.ep.loseAndWait(s.c.group[r], fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call))
 	}
+	// A rank whose call differs may wait elsewhere (in its fast line,
+	// say, where this one waits for a step): its record tells, once it
+	// has begun. Should the wait succeed all the same, the comparison
+	// after it finds the difference again.
+	if r >= 0 && s.seen[r] < op.ticket {
+		return op.differs(r, op.ticket)
+	}
 	return nil
 }
 
@@ -417,19 +429,29 @@ func (op *SegmentOp) compare(r int) error {
 	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords/2))
 	s.seen[r] = op.ticket
 	for t := from; t <= op.ticket; t++ {
-		mine, mySeq, _ := getCall(s.record(s.c.rank, t))
-		theirs, seq, ticket := getCall(s.record(r, t))
-		if ticket != t || seq == mySeq && theirs == mine {
-			continue
+		if err := op.differs(r, t); err != nil {
+			return err
 		}
-		m := &MismatchError{Rank: s.c.rank, Peer: r, Local: mine, Remote: theirs}
-		if seq != mySeq {
-			m.Detail = fmt.Sprintf("its shared-memory operation %d is the communicator's operation %d, this rank's is %d", t, seq, mySeq)
-		}
-		s.c.ep.abort(m)
-		return m
 	}
 	return nil
+}
+
+// differs compares the calls that rank r and this rank recorded for the
+// operation with ticket t, if r's record is still there, and fails the
+// job if they differ.
+func (op *SegmentOp) differs(r int, t uint64) error {
+	s := op.s
+	mine, mySeq, _ := getCall(s.record(s.c.rank, t))
+	theirs, seq, ticket := getCall(s.record(r, t))
+	if ticket != t || seq == mySeq && theirs == mine {
+		return nil
+	}
+	m := &MismatchError{Rank: s.c.rank, Peer: r, Local: mine, Remote: theirs}
+	if seq != mySeq {
+		m.Detail = fmt.Sprintf("its shared-memory operation %d is the communicator's operation %d, this rank's is %d", t, seq, mySeq)
+	}
+	s.c.ep.abort(m)
+	return m
 }
 
 // putCall and getCall store a call record: ticket, sequence number, count,
@@ -437,7 +459,7 @@ func (op *SegmentOp) compare(r int) error {
 // top bit (no algorithm number reaches it). The ticket goes last, and
 // atomically: a rank that sees it may read the rest (Direct).
 func putCall(b []byte, ticket, seq uint64, c wire.Call) {
-	b = b[:segRecord]
+	b = b[:recExtents]
 	le := binary.LittleEndian
 	le.PutUint64(b[8:], seq)
 	le.PutUint64(b[16:], uint64(c.Count))
@@ -452,7 +474,7 @@ func putCall(b []byte, ticket, seq uint64, c wire.Call) {
 const noReceiptsBit = 0x80
 
 func getCall(b []byte) (call wire.Call, seq, ticket uint64) {
-	b = b[:segRecord]
+	b = b[:recExtents]
 	le := binary.LittleEndian
 	ticket, seq = recordTicket(b).Load(), le.Uint64(b[8:])
 	w := le.Uint64(b[24:])

@@ -223,7 +223,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	region.CloseFD()
 	s := &Segment{c: c, region: region, mem: region.Bytes(), ranks: n, slot: slot,
 		pids: make([]int, n), seen: make([]uint64, n), known: make([]uint64, n),
-		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n)}
+		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n)}
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
