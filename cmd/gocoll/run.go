@@ -26,7 +26,7 @@ var runCmd = &cli.Command{
 	Usage: runUsage,
 }
 
-const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--nnodes k --node-rank i --master host:port] prog [args...]
+const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--bind-to core|none] [--nnodes k --node-rank i --master host:port] prog [args...]
 
 Run starts the ranks of a job as local processes of prog, with the
 environment that comm.Init reads (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR,
@@ -34,10 +34,13 @@ GOCOLL_SECRET, plus GOCOLL_LOCAL_RANK and GOCOLL_LOCAL_SIZE). Each line a
 rank prints is prefixed with its rank, as in "[2] ...".
 
 Each rank gets its share of the machine's CPUs as GOMAXPROCS (the CPUs
-divided by the ranks, at least 1), as mpirun binds each rank to its own
-cores: ranks that each run a thread per CPU take turns on the CPUs, and a
-rank whose message has arrived waits for one. Set GOMAXPROCS to choose
-another number for every rank.
+divided by the ranks, at least 1) and, when there are no more ranks than
+CPUs, is bound to that many CPUs of its own, as mpirun binds each rank
+to its own cores: ranks that each run a thread per CPU take turns on the
+CPUs, a rank whose message has arrived waits for one, and two ranks that
+wait by polling must not share a CPU while another stands idle. Set
+GOMAXPROCS to choose another number for every rank, and --bind-to none
+to leave the ranks wherever the kernel puts them.
 
 When any rank fails, run gives the others a second to end by themselves
 (those waiting for the failed rank learn of it and report it), then
@@ -75,6 +78,10 @@ The flags are:
 		between ranks of one host, tcp between hosts, chosen per pair; the
 		default), shm (shared memory only: every rank on one host) or tcp
 		(no shared memory)
+	--bind-to core|none
+		core (the default) binds each rank to its share of the CPUs this
+		command may use when there are no more ranks than CPUs; none
+		binds nothing
 	--nnodes k, --node-rank i, --master host:port
 		place this machine's ranks in a job over k machines
 	--secret-file path
@@ -146,6 +153,7 @@ func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	master := fs.String("master", "", "")
 	secretFile := fs.String("secret-file", "", "")
 	secretFlag := fs.String("secret", "", "")
+	bindTo := fs.String("bind-to", "core", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return launch.Job{}, err
@@ -169,6 +177,9 @@ func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	default:
 		return launch.Job{}, fmt.Errorf("unknown transport %q (want auto, shm or tcp)", *transport)
 	}
+	if *bindTo != "core" && *bindTo != "none" {
+		return launch.Job{}, fmt.Errorf("--bind-to %q: want core or none", *bindTo)
+	}
 	prog, err := exec.LookPath(fs.Arg(0))
 	if err != nil {
 		return launch.Job{}, err
@@ -190,6 +201,7 @@ func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	return launch.Job{
 		Program: prog, Args: fs.Args()[1:], Ranks: *n,
 		Nodes: *nnodes, NodeRank: *nodeRank, Master: *master, Secret: secret, Env: env,
+		NoBind: *bindTo == "none",
 	}, nil
 }
 

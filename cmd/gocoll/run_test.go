@@ -158,6 +158,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--nnodes", "2", "--master", "127.0.0.1:1", "true"}, 2, "needs --master and the same secret"},
 		{[]string{"run", "--secret-file", "/nonexistent/secret", "true"}, 2, "--secret-file: open /nonexistent/secret"},
 		{[]string{"run", "--timeout", "-1s", "true"}, 2, "--timeout -1s is negative"},
+		{[]string{"run", "--bind-to", "socket", "true"}, 2, `--bind-to "socket": want core or none`},
+		{[]string{"run", "--bind-to", "none", "true"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

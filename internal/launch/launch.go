@@ -55,6 +55,13 @@ type Job struct {
 	// Signals, when not nil, delivers the signals to pass on to the
 	// ranks (see Run).
 	Signals <-chan os.Signal
+	// NoBind leaves the ranks wherever the kernel puts them. Otherwise,
+	// when there are no more ranks than CPUs, each rank is bound to CPUs
+	// of its own, ProcsPerRank of them, as mpirun binds ranks to cores by
+	// default: two ranks that each wait by polling must not share a CPU
+	// while another stands idle, and a rank moved between CPUs leaves its
+	// cache behind.
+	NoBind bool
 }
 
 // DefaultKillGrace is the time between SIGTERM and SIGKILL at teardown.
@@ -153,7 +160,8 @@ func Run(ctx context.Context, job Job) error {
 
 	// The parent-death signal fires when the thread that started a child
 	// exits, not the process: the ranks are started from this goroutine,
-	// locked to its thread until they are all reaped.
+	// locked to its thread until they are all reaped. (A child also
+	// inherits the CPUs of the thread that started it: startOn.)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
@@ -164,6 +172,10 @@ func Run(ctx context.Context, job Job) error {
 	var readers sync.WaitGroup
 	started := 0
 	var startErr error
+	var sets []cpuSet
+	if !job.NoBind {
+		sets = cpuSets(job.Ranks)
+	}
 	for i := range job.Ranks {
 		rank := job.NodeRank*job.Ranks + i
 		cmd := exec.Command(job.Program, job.Args...)
@@ -197,7 +209,11 @@ func Run(ctx context.Context, job Job) error {
 		}
 		cmd.Stdout, cmd.Stderr = outW, errW
 		cmd.ExtraFiles = []*os.File{repW} // descriptor 3
-		err := cmd.Start()
+		var set *cpuSet
+		if sets != nil {
+			set = &sets[i]
+		}
+		err := startOn(set, cmd.Start)
 		closeAll(outW, errW, repW)
 		if err != nil {
 			closeAll(outR, errR, repR)

@@ -45,7 +45,22 @@ func TestMain(m *testing.M) {
 	case "sleep":
 		fmt.Printf("pid %d\n", os.Getpid())
 		time.Sleep(time.Hour)
+	case "cpus":
+		fmt.Printf("rank=%s cpus=%s\n", os.Getenv("GOCOLL_RANK"), allowedCPUs())
+		os.Exit(0)
 	}
+}
+
+// allowedCPUs is the list of CPUs this process may run on, as Linux
+// writes it in /proc/self/status ("0-3,6"), or "" elsewhere.
+func allowedCPUs() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 func TestRunPrefixesOutputAndSetsEnvironment(t *testing.T) {

@@ -1,0 +1,58 @@
+package launch
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// cpuSet is a set of CPUs a rank is bound to.
+type cpuSet = unix.CPUSet
+
+// cpuSets divides the CPUs this process may run on among ranks, as
+// mpirun's default binding gives each rank cores of its own: rank i gets
+// the i-th of ranks groups of consecutive CPUs, ProcsPerRank of them. It
+// returns nil, binding nothing, when there are more ranks than CPUs (the
+// ranks then take turns, wherever the kernel puts them) or the CPUs
+// cannot be read.
+func cpuSets(ranks int) []cpuSet {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		return nil
+	}
+	var cpus []int
+	for cpu := range int(unsafe.Sizeof(all)) * 8 {
+		if all.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	if ranks > len(cpus) || ranks < 1 {
+		return nil
+	}
+	per := len(cpus) / ranks
+	sets := make([]cpuSet, ranks)
+	for i := range sets {
+		for _, cpu := range cpus[i*per : (i+1)*per] {
+			sets[i].Set(cpu)
+		}
+	}
+	return sets
+}
+
+// startOn starts cmd bound to the CPUs of set: the calling thread, which
+// must be locked to its goroutine, takes the set for the fork, which the
+// child inherits, and gets its own back.
+func startOn(set *cpuSet, start func() error) error {
+	if set == nil {
+		return start()
+	}
+	var own cpuSet
+	if err := unix.SchedGetaffinity(0, &own); err != nil {
+		return start()
+	}
+	if err := unix.SchedSetaffinity(0, set); err != nil {
+		return start()
+	}
+	defer unix.SchedSetaffinity(0, &own)
+	return start()
+}
