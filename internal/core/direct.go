@@ -50,12 +50,13 @@ func (op *SegmentOp) putBuffers(rec []byte, bufs [2][]byte) {
 		}
 		ext[i], op.pins[i] = e, pin
 	}
-	if op.direct {
-		op.own = bufs
-	} else {
+	if !op.direct {
+		// Nobody reads the extents of a rank that does not go direct.
 		op.unpin()
-		ext = [2]regmem.Extent{}
+		le.PutUint64(rec[recDirect:], 0)
+		return
 	}
+	op.own = bufs
 	for i, e := range ext {
 		b := rec[recExtents+i*recExtent : recExtents+(i+1)*recExtent]
 		le.PutUint64(b[0:], e.Serial)
@@ -66,11 +67,7 @@ func (op *SegmentOp) putBuffers(rec []byte, bufs [2][]byte) {
 		le.PutUint64(b[40:], uint64(e.Off))
 		le.PutUint64(b[48:], uint64(e.Len))
 	}
-	var direct uint64
-	if op.direct {
-		direct = 1
-	}
-	le.PutUint64(rec[recDirect:], direct)
+	le.PutUint64(rec[recDirect:], 1)
 }
 
 // getBuffer reads extent i of a call record.
