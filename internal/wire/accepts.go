@@ -8,11 +8,12 @@ import (
 	"github.com/gocoll/gocoll/codec"
 )
 
-// accepted lists the algorithms each collective accepts; the first is the
-// one the selector falls back to when no other applies. It lives here,
-// below comm, so that a tuning table can be checked where it is loaded
-// (comm.Init) as well as where it is used (package collective).
-var accepted = map[Kind][]Algorithm{
+// accepted lists the algorithms each collective accepts, by kind; the
+// first is the one the selector falls back to when no other applies. It
+// lives here, below comm, so that a tuning table can be checked where it
+// is loaded (comm.Init) as well as where it is used (package collective).
+// It is an array, not a map: every call looks in it.
+var accepted = [...][]Algorithm{
 	KindAllreduce:     {AlgoRecursiveDoubling, AlgoRing, AlgoRingChunked, AlgoRabenseifner, AlgoTree, AlgoShm, AlgoHierarchical},
 	KindReduce:        {AlgoTree, AlgoShm},
 	KindBcast:         {AlgoTree, AlgoLinear, AlgoChain, AlgoScatterAllgather, AlgoShm},
@@ -32,22 +33,32 @@ var accepted = map[Kind][]Algorithm{
 // Algorithms returns the algorithms that the collective of kind k
 // accepts, the selector's fallback first; nil for kinds that are not
 // collectives.
-func Algorithms(k Kind) []Algorithm { return slices.Clone(accepted[k]) }
+func Algorithms(k Kind) []Algorithm { return slices.Clone(acceptedBy(k)) }
 
 // Accepts reports whether the collective of kind k accepts a.
-func Accepts(k Kind, a Algorithm) bool { return slices.Contains(accepted[k], a) }
+func Accepts(k Kind, a Algorithm) bool { return slices.Contains(acceptedBy(k), a) }
+
+// acceptedBy is accepted[k], nil for kinds that are not collectives.
+func acceptedBy(k Kind) []Algorithm {
+	if int(k) < len(accepted) {
+		return accepted[k]
+	}
+	return nil
+}
 
 // ParseCollective returns the kind of the collective named s, as
 // Kind.String spells it, ignoring case ("allreduce", "ReduceScatter").
 func ParseCollective(s string) (Kind, error) {
-	for k := range accepted {
-		if strings.EqualFold(k.String(), s) {
-			return k, nil
+	for k, algos := range accepted {
+		if len(algos) > 0 && strings.EqualFold(Kind(k).String(), s) {
+			return Kind(k), nil
 		}
 	}
-	names := make([]string, 0, len(accepted))
-	for k := range accepted {
-		names = append(names, strings.ToLower(k.String()))
+	var names []string
+	for k, algos := range accepted {
+		if len(algos) > 0 {
+			names = append(names, strings.ToLower(Kind(k).String()))
+		}
 	}
 	slices.Sort(names)
 	return 0, fmt.Errorf("%w: unknown collective %q (want one of %s)", codec.ErrInvalid, s, strings.Join(names, ", "))
@@ -57,7 +68,7 @@ func ParseCollective(s string) (Kind, error) {
 // kind k when no other applies; AlgoAuto for kinds that are not
 // collectives.
 func Fallback(k Kind) Algorithm {
-	if a := accepted[k]; len(a) > 0 {
+	if a := acceptedBy(k); len(a) > 0 {
 		return a[0]
 	}
 	return AlgoAuto
