@@ -2,7 +2,6 @@ package collective
 
 import (
 	"fmt"
-
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
@@ -254,35 +253,37 @@ func (k *call[T]) addShares(part []T, s *core.Segment, half, lo, hi int) (err er
 // with its call (core.SegmentOp.Exchange), and reads what it needs from
 // the others' lines.
 
-// exchange exchanges data through the fast lines (core.SegmentOp.Exchange);
-// the lines are to be read before op ends.
-func (k *call[T]) exchange(op *core.SegmentOp, data []T) ([][]byte, error) {
-	lines, err := op.Exchange(asBytes(data))
-	if err != nil {
-		return nil, k.wrap(-1, err)
-	}
-	return lines, nil
-}
-
-// reduceFast is reduceShm through the fast lines: each rank that wants
-// the result combines every rank's line, in rank order, into its buf.
-func reduceFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) (err error) {
+// overLines runs the call's operation on s through the fast lines: it
+// exchanges data (core.SegmentOp.Exchange) and hands every rank's line to
+// use before the operation ends.
+func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) error) error {
 	op, err := k.segBegin(s)
 	if err != nil {
 		return err
 	}
 	defer op.End()
-	lines, err := k.exchange(&op, buf)
-	if err != nil || root >= 0 && s.Rank() != root {
-		return err
+	lines, err := op.Exchange(asBytes(data))
+	if err != nil {
+		return k.wrap(-1, err)
 	}
-	defer k.recoverOp(&err)
-	n := len(buf)
-	copy(buf, segView[T](lines[0])[:n])
-	for q := 1; q < len(lines); q++ {
-		kernel.Reduce(k.op, buf, segView[T](lines[q])[:n])
-	}
-	return nil
+	return use(lines)
+}
+
+// reduceFast is reduceShm through the fast lines: each rank that wants
+// the result combines every rank's line, in rank order, into its buf.
+func reduceFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) error {
+	return k.overLines(s, buf, func(lines [][]byte) (err error) {
+		if root >= 0 && s.Rank() != root {
+			return nil
+		}
+		defer k.recoverOp(&err)
+		n := len(buf)
+		copy(buf, segView[T](lines[0])[:n])
+		for q := 1; q < len(lines); q++ {
+			kernel.Reduce(k.op, buf, segView[T](lines[q])[:n])
+		}
+		return nil
+	})
 }
 
 // bcastFast is bcastShm through the fast lines.
@@ -291,55 +292,37 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 	if s.Rank() == root {
 		mine = buf
 	}
-	op, err := k.segBegin(s)
-	if err != nil {
-		return err
-	}
-	defer op.End()
-	lines, err := k.exchange(&op, mine)
-	if err != nil {
-		return err
-	}
-	copy(buf, segView[T](lines[root])[:len(buf)])
-	return nil
+	return k.overLines(s, mine, func(lines [][]byte) error {
+		copy(buf, segView[T](lines[root])[:len(buf)])
+		return nil
+	})
 }
 
 // gatherFast is gatherShm through the fast lines.
 func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root int) error {
-	op, err := k.segBegin(s)
-	if err != nil {
-		return err
-	}
-	defer op.End()
-	lines, err := k.exchange(&op, send)
-	if err != nil || root >= 0 && s.Rank() != root {
-		return err
-	}
-	n := len(send)
-	for r, line := range lines {
-		copy(recv[r*n:(r+1)*n], segView[T](line)[:n])
-	}
-	return nil
+	return k.overLines(s, send, func(lines [][]byte) error {
+		if root >= 0 && s.Rank() != root {
+			return nil
+		}
+		n := len(send)
+		for r, line := range lines {
+			copy(recv[r*n:(r+1)*n], segView[T](line)[:n])
+		}
+		return nil
+	})
 }
 
 // reduceScatterFast is reduceScatterShm through the fast lines.
-func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) (err error) {
-	op, err := k.segBegin(s)
-	if err != nil {
-		return err
-	}
-	defer op.End()
-	lines, err := k.exchange(&op, send)
-	if err != nil {
-		return err
-	}
-	defer k.recoverOp(&err)
-	m, me := len(recv), s.Rank()
-	copy(recv, segView[T](lines[0])[me*m:(me+1)*m])
-	for q := 1; q < len(lines); q++ {
-		kernel.Reduce(k.op, recv, segView[T](lines[q])[me*m:(me+1)*m])
-	}
-	return nil
+func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
+	return k.overLines(s, send, func(lines [][]byte) (err error) {
+		defer k.recoverOp(&err)
+		m, me := len(recv), s.Rank()
+		copy(recv, segView[T](lines[0])[me*m:(me+1)*m])
+		for q := 1; q < len(lines); q++ {
+			kernel.Reduce(k.op, recv, segView[T](lines[q])[me*m:(me+1)*m])
+		}
+		return nil
+	})
 }
 
 // combine sets acc, which holds elements lo to hi of slot 0 of half or a
@@ -530,11 +513,5 @@ func barrierShm(k *call[uint8]) error {
 	if s == nil {
 		return nil
 	}
-	op, err := k.segBegin(s)
-	if err != nil {
-		return err
-	}
-	defer op.End()
-	_, err = k.exchange(&op, nil)
-	return err
+	return k.overLines(s, nil, func([][]byte) error { return nil })
 }
