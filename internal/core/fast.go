@@ -1,15 +1,17 @@
 package core
 
 // Fast lines. A small operation moves its data with its call: each rank
-// has two lines (segLine, the two cache lines that the adjacent-line
-// prefetcher fetches together) of its own in the segment, used by turns (the ticket's
-// parity), into which it writes its data and then its call, the ticket
-// last; the others wait for that ticket in the line and find the call
-// and the data in the line they polled, one cache-line transfer per
-// rank instead of a step, a record and a slot. A line is written again
-// two operations later, by which time every rank has read it: a rank
-// begins an operation only after it has seen every rank's line of the
-// one before (Exchange waits for all of them).
+// has two lines of its own in the segment (segLine bytes, the two cache
+// lines that the adjacent-line prefetcher fetches together), used by
+// turns (the ticket's parity), into which it writes its data and then
+// its call, the ticket last; the others wait for that ticket in the line
+// and find the call and the data in the line they polled, one cache-line
+// transfer per rank instead of a step, a record and a slot. A line is
+// written again two operations later, by which time every rank has read
+// it: no operation ends on a rank before every rank has begun it
+// (Exchange waits for every line, Finish and Direct for every rank), so
+// a rank that begins the operation after next has seen every rank begin
+// the next one, done with this one.
 //
 //	0    the ticket (stored last), then the call as a record has it
 //	32   the data, at most FastBytes
