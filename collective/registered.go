@@ -22,10 +22,10 @@ var ErrNoSharedMemory = shmem.ErrNoSpace
 // each rank's buffer once and writes the result once into each,
 // ReduceScatter reads each rank's send buffer once, Bcast, Gather and
 // Allgather copy each block once, and Hierarchical Allreduce does so
-// inside each host. When any buffer of any rank
-// lies elsewhere, every rank takes the segment's path, so registered and
-// ordinary buffers mix freely; no rank needs to know what the others
-// passed. The memory belongs to the process, not to a communicator: it
+// inside each host (calls of 16 KiB and more; smaller ones gain nothing).
+// When any buffer of any rank lies elsewhere, every rank takes the
+// segment's path, so registered and ordinary buffers mix freely; no rank
+// needs to know what the others passed. The memory belongs to the process, not to a communicator: it
 // serves every communicator of the host (sub-communicators too) and stays
 // valid after they close, until Free.
 //
