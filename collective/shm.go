@@ -123,7 +123,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 		return err
 	}
 	defer op.End()
-	p, me := s.Size(), s.Rank()
+	me := s.Rank()
 	per := min(s.SlotBytes(), reduceRound) / k.size
 	bufs, direct, err := k.direct(&op, -1)
 	if err != nil {
@@ -132,16 +132,8 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 	if direct {
 		return allreduceDirect(k, &op, bufs, me, h, per)
 	}
-	owners, across := p, k.op
-	if h != nil {
-		owners = h.Shards
-		if kernel.ID(across) == ops.Avg {
-			across = codec.Sum // Avg divides once, at the end of the whole call
-		}
-	}
 	owned := h == nil && root < 0 && k.op.Commutative()
-	off := 0
-	for {
+	for off := 0; ; {
 		m := min(per, len(buf)-off)
 		half, err := op.Next()
 		if err != nil {
@@ -149,55 +141,69 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 		}
 		part := buf[off : off+m]
 		if owned && m*k.size > shmOneShot {
-			if err := k.reduceOwned(&op, s, half, part); err != nil {
-				return err
-			}
-			if off += m; off >= len(buf) {
-				return k.segFinish(&op)
-			}
-			continue
-		}
-		copy(segView[T](s.Slot(me, half)), part)
-		op.In()
-		if h == nil && m*k.size <= shmOneShot {
-			if root < 0 || me == root {
-				if err := op.WaitIn(); err != nil {
-					return k.wrap(-1, err)
-				}
-				copy(part, segView[T](s.Slot(0, half)))
-				if err := k.combine(part, s, half, 0, m); err != nil {
-					return err
-				}
-			}
-			// Nobody waits for this round's Done: the next In says it.
+			err = k.reduceOwned(&op, s, half, part)
 		} else {
-			if err := op.WaitIn(); err != nil {
-				return k.wrap(-1, err)
-			}
-			if me < owners {
-				lo, hi := segShare(m, owners, me, k.size)
-				acc := segView[T](s.Slot(0, half))[lo:hi]
-				if err := k.combine(acc, s, half, lo, hi); err != nil {
-					return err
-				}
-				if h != nil {
-					if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
-						return err
-					}
-				}
-			}
-			op.Done()
-			if root < 0 || me == root {
-				if err := op.WaitDone(); err != nil {
-					return k.wrap(-1, err)
-				}
-				copy(part, segView[T](s.Slot(0, half)))
-			}
+			err = k.reduceRound(&op, s, half, part, root, h)
+		}
+		if err != nil {
+			return err
 		}
 		if off += m; off >= len(buf) {
 			return k.segFinish(&op)
 		}
 	}
+}
+
+// reduceRound is a round of reduceShm through the slots: every rank
+// copies its part of the round into its slot; in a small round without a
+// hierarchy each rank that wants the result combines every slot itself,
+// otherwise each rank (each node rank below h.Shards) combines its share
+// of the round from every slot into rank 0's, allreducing it across
+// hosts with a hierarchy, and those that want the result copy it out.
+func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, part []T, root int, h *core.Hierarchy) error {
+	p, me, m := s.Size(), s.Rank(), len(part)
+	copy(segView[T](s.Slot(me, half)), part)
+	op.In()
+	if h == nil && m*k.size <= shmOneShot {
+		if root < 0 || me == root {
+			if err := op.WaitIn(); err != nil {
+				return k.wrap(-1, err)
+			}
+			copy(part, segView[T](s.Slot(0, half)))
+			return k.combine(part, s, half, 0, m, 0)
+		}
+		return nil // nobody waits for this round's Done: the next In says it
+	}
+	if err := op.WaitIn(); err != nil {
+		return k.wrap(-1, err)
+	}
+	owners, across := p, k.op
+	if h != nil {
+		owners = h.Shards
+		if kernel.ID(across) == ops.Avg {
+			across = codec.Sum // Avg divides once, at the end of the whole call
+		}
+	}
+	if me < owners {
+		lo, hi := segShare(m, owners, me, k.size)
+		acc := segView[T](s.Slot(0, half))[lo:hi]
+		if err := k.combine(acc, s, half, lo, hi, 0); err != nil {
+			return err
+		}
+		if h != nil {
+			if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
+				return err
+			}
+		}
+	}
+	op.Done()
+	if root < 0 || me == root {
+		if err := op.WaitDone(); err != nil {
+			return k.wrap(-1, err)
+		}
+		copy(part, segView[T](s.Slot(0, half)))
+	}
+	return nil
 }
 
 // reduceOwned is a round of a commutative Allreduce through the slots in
@@ -209,7 +215,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 // same bits, and each rank copies the round in and out once less its
 // share (two ranks, 1 MiB: memmove was 81 % of the call). The operands
 // are not combined in rank order, hence commutative ops only.
-func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, part []T) (err error) {
+func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, part []T) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
 	lo, hi := segShare(m, p, me, k.size)
 	mine := segView[T](s.Slot(me, half))
@@ -219,7 +225,7 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, par
 	if err := op.WaitIn(); err != nil {
 		return k.wrap(-1, err)
 	}
-	if err := k.addShares(part, s, half, lo, hi); err != nil {
+	if err := k.combine(part[lo:hi], s, half, lo, hi, me); err != nil {
 		return err
 	}
 	copy(mine[lo:hi], part[lo:hi])
@@ -231,18 +237,6 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, par
 		if q != me {
 			qlo, qhi := segShare(m, p, q, k.size)
 			copy(part[qlo:qhi], segView[T](s.Slot(q, half))[qlo:qhi])
-		}
-	}
-	return nil
-}
-
-// addShares combines into elements lo to hi of part those of every other
-// rank's slot of half.
-func (k *call[T]) addShares(part []T, s *core.Segment, half, lo, hi int) (err error) {
-	defer k.recoverOp(&err)
-	for q := range s.Size() {
-		if q != s.Rank() {
-			kernel.Reduce(k.op, part[lo:hi], segView[T](s.Slot(q, half))[lo:hi])
 		}
 	}
 	return nil
@@ -325,12 +319,17 @@ func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T
 	})
 }
 
-// combine sets acc, which holds elements lo to hi of slot 0 of half or a
-// copy of them, to slot 0 ∘ slot 1 ∘ … of those elements.
-func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi int) (err error) {
+// combine combines into acc, which holds elements lo to hi of rank
+// except's operand, those elements of every other rank's slot of half,
+// in rank order. With except 0 (acc a copy of slot 0, or slot 0 itself)
+// that makes acc slot 0 ∘ slot 1 ∘ …; with another rank, whose operand
+// comes first, the op must be commutative.
+func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi, except int) (err error) {
 	defer k.recoverOp(&err)
-	for j := 1; j < s.Size(); j++ {
-		kernel.Reduce(k.op, acc, segView[T](s.Slot(j, half))[lo:hi])
+	for q := range s.Size() {
+		if q != except {
+			kernel.Reduce(k.op, acc, segView[T](s.Slot(q, half))[lo:hi])
+		}
 	}
 	return nil
 }
@@ -497,7 +496,7 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 		}
 		part := recv[off : off+c]
 		copy(part, segView[T](s.Slot(0, half))[me*c:(me+1)*c])
-		if err := k.combine(part, s, half, me*c, (me+1)*c); err != nil {
+		if err := k.combine(part, s, half, me*c, (me+1)*c, 0); err != nil {
 			return err
 		}
 		// Nobody waits for this round's Done: the next In says it.

@@ -144,6 +144,49 @@ func TestShmRegistered(t *testing.T) {
 	})
 }
 
+// TestRegisteredOutlivesCommunicator: registered memory belongs to the
+// process, not to a communicator: after the communicator it served
+// closes, each slice keeps its values, and another communicator goes
+// direct on it.
+func TestRegisteredOutlivesCommunicator(t *testing.T) {
+	const n, count = 2, 1 << 14
+	bufs := make([][]float32, n)
+	for r := range bufs {
+		b, err := Alloc[float32](count)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, Free(b)) })
+		for i := range b {
+			b[i] = float32(r + 1)
+		}
+		bufs[r] = b
+	}
+	sum := func(cs []*comm.Comm) {
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			return Allreduce(ctx, c, bufs[c.Rank()], codec.Sum)
+		})
+	}
+	first, err := comm.NewLocal(n, comm.WithTransport("auto"))
+	require.NoError(t, err)
+	sum(first)
+	var wg sync.WaitGroup
+	for _, c := range first {
+		wg.Go(func() { require.NoError(t, c.Close()) })
+	}
+	wg.Wait()
+	for r, b := range bufs {
+		require.Equal(t, float32(3), b[count-1], "rank %d's buffer after Close", r)
+	}
+	second := shmJob(t, n)
+	before := directOps(second)
+	sum(second)
+	for r, b := range bufs {
+		require.Equal(t, float32(6), b[0], "rank %d's buffer", r)
+	}
+	for r, ops := range directOps(second) {
+		require.Greater(t, ops, before[r], "rank %d's direct operations", r)
+	}
+}
+
 // checkShmDirect runs the matrix on cs and checks that the segment of
 // every rank in this process took operations direct, or none did.
 func checkShmDirect(t *testing.T, cs []*comm.Comm, direct bool) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
@@ -119,11 +120,13 @@ func (k *kernel) buffer(n int) []float32 {
 }
 
 // free frees the kernel's registered buffers.
-func (k *kernel) free() {
+func (k *kernel) free() error {
+	var errs []error
 	for _, b := range k.allocated {
-		collective.Free(b)
+		errs = append(errs, collective.Free(b))
 	}
 	k.allocated = nil
+	return errors.Join(errs...)
 }
 
 // builders set up each collective's kernel.
@@ -161,7 +164,7 @@ func newKernel(ctx context.Context, c *comm.Comm, p point, registered bool) (*ke
 	}
 	builders[p.collective](k)
 	if k.allocErr != nil {
-		k.free()
+		k.free() // the allocation's error is the one to report
 		return nil, k.allocErr
 	}
 	return k, nil

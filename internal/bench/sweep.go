@@ -358,7 +358,7 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 			return results, err
 		}
 		r, err := measure(ctx, c, k, iters)
-		k.free()
+		err = errors.Join(err, k.free())
 		if err != nil {
 			c.Abort(err)
 			return results, err

@@ -39,18 +39,14 @@ func cpuSets(ranks int) []cpuSet {
 	return sets
 }
 
-// startOn starts cmd bound to the CPUs of set: the calling thread, which
-// must be locked to its goroutine, takes the set for the fork, which the
-// child inherits, and gets its own back.
+// startOn runs start, which starts a child, bound to the CPUs of set: the
+// calling thread, which must be locked to its goroutine, takes the set
+// for the fork, which the child inherits, and gets its own back. Binding
+// is a placement, not a requirement: where the thread cannot take the
+// set (a container's CPU limits, say), the child starts unbound.
 func startOn(set *cpuSet, start func() error) error {
-	if set == nil {
-		return start()
-	}
 	var own cpuSet
-	if err := unix.SchedGetaffinity(0, &own); err != nil {
-		return start()
-	}
-	if err := unix.SchedSetaffinity(0, set); err != nil {
+	if set == nil || unix.SchedGetaffinity(0, &own) != nil || unix.SchedSetaffinity(0, set) != nil {
 		return start()
 	}
 	defer unix.SchedSetaffinity(0, &own)
