@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -24,46 +25,92 @@ func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op code
 		return err
 	}
 	defer k.leave(&err)
-	return k.allreduce(buf)
+	return k.allreduce(buf, buf)
 }
 
-// allreduce runs the chosen algorithm and finishes the op (Avg divides).
-func (k *call[T]) allreduce(buf []T) error {
+// AllreduceInto is Allreduce out of place, as MPI_Allreduce with a send
+// and a receive buffer: it combines send of every rank with op into recv
+// of every rank and leaves send as it was. send and recv have the same
+// length, and are either one slice (then it is Allreduce on it) or do not
+// overlap. Each rank chooses for itself: some may call Allreduce and
+// others AllreduceInto in the same collective.
+//
+// It is what copying send into recv and calling Allreduce on recv
+// computes, but cheaper where it matters: through shared memory (Shm,
+// Hierarchical) the algorithms read send where they would have read recv
+// and never copy it whole, and with both buffers from Alloc on every rank
+// each element of send is read once by the rank that combines it and the
+// result written once into each recv. The other algorithms copy send into
+// recv first.
+func AllreduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
+	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(recv), -1, opts)
+	if err != nil {
+		return err
+	}
+	if len(send) != len(recv) {
+		return k.invalid(fmt.Errorf("%w: AllreduceInto's send has %d elements and recv %d; they must be equal",
+			codec.ErrInvalid, len(send), len(recv)))
+	}
+	if overlapApart(send, recv) {
+		return k.invalid(fmt.Errorf("%w: AllreduceInto's send and recv (%d elements) overlap without being one slice",
+			codec.ErrInvalid, len(recv)))
+	}
+	if err = k.start(); err != nil {
+		return err
+	}
+	defer k.leave(&err)
+	return k.allreduce(send, recv)
+}
+
+// allreduce runs the chosen algorithm, from send (buf itself in place)
+// into buf, and finishes the op (Avg divides).
+func (k *call[T]) allreduce(send, buf []T) error {
 	var err error
 	switch k.me.Algorithm {
-	case Ring:
-		err = allreduceRing(k, buf, len(buf))
-	case RingChunked:
-		err = allreduceRing(k, buf, k.cfg.chunkElems(k.size))
-	case Rabenseifner:
-		var lo, hi int
-		k.keep = false
-		if lo, hi, err = reduceScatterHalving(k, buf, 0); err == nil {
-			k.keep = true
-			err = allgatherDoubling(k, buf, lo, hi, halvingSteps)
-		}
-	case Tree:
-		k.keep = false
-		if err = reduceTree(k, buf, 0, 0); err == nil {
-			k.keep = true
-			err = bcastTree(k, buf, 0, phaseSteps)
-		}
 	case Shm:
-		err = reduceShm(k, k.c.Segment(), buf, -1, nil)
+		err = reduceShm(k, k.c.Segment(), send, buf, -1, nil)
 	case Hierarchical:
 		// Inside each host through its segment, across hosts over links:
 		// each host sends each byte across once per share owner instead
 		// of once per rank.
 		h := k.c.Hierarchy()
-		err = reduceShm(k, h.Node.Segment(), buf, -1, h)
+		err = reduceShm(k, h.Node.Segment(), send, buf, -1, h)
 	default:
-		err = allreduceDoubling(k, buf)
+		copyApart(buf, send)
+		err = k.allreduceInPlace(buf)
 	}
 	if err != nil {
 		return err
 	}
 	kernel.Finish(k.op, buf, k.c.Size())
 	return nil
+}
+
+// allreduceInPlace runs the chosen algorithm over links on buf.
+func (k *call[T]) allreduceInPlace(buf []T) error {
+	switch k.me.Algorithm {
+	case Ring:
+		return allreduceRing(k, buf, len(buf))
+	case RingChunked:
+		return allreduceRing(k, buf, k.cfg.chunkElems(k.size))
+	case Rabenseifner:
+		k.keep = false
+		lo, hi, err := reduceScatterHalving(k, buf, 0)
+		if err != nil {
+			return err
+		}
+		k.keep = true
+		return allgatherDoubling(k, buf, lo, hi, halvingSteps)
+	case Tree:
+		k.keep = false
+		if err := reduceTree(k, buf, 0, 0); err != nil {
+			return err
+		}
+		k.keep = true
+		return bcastTree(k, buf, 0, phaseSteps)
+	default:
+		return allreduceDoubling(k, buf)
+	}
 }
 
 // allreduceDoubling is recursive doubling. With p not a power of two, the

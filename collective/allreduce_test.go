@@ -38,24 +38,43 @@ func TestAllreduce(t *testing.T) {
 
 // checkAllreduce runs Allreduce with each of counts and compares each
 // rank's result with the sequential reference, bit for bit. A small chunk
-// size makes RingChunked pipeline even the mid-size counts.
+// size makes RingChunked pipeline even the mid-size counts. The ranks
+// take turns, from count to count and element type to element type, at
+// calling Allreduce in place, AllreduceInto from a send buffer of their
+// own, which must come back unchanged, and AllreduceInto with one slice
+// for both.
 func checkAllreduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, counts []int) {
 	t.Helper()
 	n := len(cs)
-	for _, count := range counts {
+	for i, count := range counts {
+		turn := i + int(kernel.DTypeOf[T]())
 		inputs := make([][]T, n)
 		for r := range n {
 			inputs[r] = input[T](r, count, count)
 		}
 		want := reference(op, inputs)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			buf := place(t, c.Rank(), slices.Clone(inputs[c.Rank()]))
-			err := Allreduce(ctx, c, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
+			me := c.Rank()
+			buf := place(t, me, slices.Clone(inputs[me]))
+			var err error
+			var send []T
+			switch (me + turn) % 3 {
+			case 0:
+				err = Allreduce(ctx, c, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
+			case 1:
+				send, buf = buf, place(t, me, make([]T, count))
+				err = AllreduceInto(ctx, c, send, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
+			default:
+				err = AllreduceInto(ctx, c, buf, buf, op, WithAlgorithm(algo), WithChunkSize(4096))
+			}
 			if err != nil {
 				return err
 			}
 			if err := equalBits(buf, want); err != nil {
 				return fmt.Errorf("%s %s count %d: %w", kernel.DTypeOf[T](), op, count, err)
+			}
+			if err := equalBits(send, inputs[me][:len(send)]); err != nil {
+				return fmt.Errorf("%s %s count %d: AllreduceInto changed send: %w", kernel.DTypeOf[T](), op, count, err)
 			}
 			return nil
 		})
@@ -153,6 +172,61 @@ func TestAllreduceRefusesReorderingNonCommutative(t *testing.T) {
 			}) {
 				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
 				require.ErrorContains(t, err, "out of rank order", "rank %d", r)
+			}
+		})
+	}
+}
+
+// TestAllreduceIntoRefusesBadArguments: a rank whose send and recv differ
+// in length, or overlap without being one slice, fails with ErrInvalid
+// naming the sizes, and the others are aborted instead of left waiting.
+func TestAllreduceIntoRefusesBadArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  int
+		call func(ctx context.Context, c *comm.Comm, bad bool) error
+		want string
+	}{
+		{
+			name: "lengths",
+			bad:  1,
+			call: func(ctx context.Context, c *comm.Comm, bad bool) error {
+				send := make([]float32, 4)
+				if bad {
+					send = make([]float32, 5)
+				}
+				return AllreduceInto(ctx, c, send, make([]float32, 4), codec.Sum)
+			},
+			want: "send has 5 elements and recv 4",
+		},
+		{
+			name: "overlap",
+			bad:  0,
+			call: func(ctx context.Context, c *comm.Comm, bad bool) error {
+				buf := make([]float32, 8)
+				if bad {
+					return AllreduceInto(ctx, c, buf[:4], buf[2:6], codec.Sum)
+				}
+				return AllreduceInto(ctx, c, buf[:4], buf[4:], codec.Sum)
+			},
+			want: "send and recv (4 elements) overlap",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := job(t, 3, comm.WithTimeout(watchdog))
+			for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				return tt.call(ctx, c, c.Rank() == tt.bad)
+			}) {
+				require.Error(t, err, "rank %d", r)
+				if r != tt.bad {
+					require.ErrorIs(t, err, comm.ErrAborted, "rank %d", r)
+					continue
+				}
+				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+				require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r))
+				require.ErrorContains(t, err, "Allreduce(4 × float32, sum)")
+				require.ErrorContains(t, err, tt.want)
 			}
 		})
 	}

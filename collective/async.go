@@ -43,7 +43,7 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 		return r
 	}
 	go func() {
-		r.err = k.allreduce(buf)
+		r.err = k.allreduce(buf, buf)
 		close(r.done)
 	}()
 	return r

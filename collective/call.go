@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -331,3 +332,27 @@ func block(n, p, i int) (start, end int) {
 // algorithm (a reduce followed by a bcast, say): phase i numbers its steps
 // from i*phaseSteps.
 const phaseSteps = 1 << 20
+
+// sameSlice reports whether a and b are one slice, the same elements from
+// the same first one: an out-of-place call made in place.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// overlapApart reports whether a and b share memory without being one
+// slice, which no out-of-place call accepts.
+func overlapApart[T any](a, b []T) bool {
+	if len(a) == 0 || len(b) == 0 || sameSlice(a, b) {
+		return false
+	}
+	size := unsafe.Sizeof(a[0])
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b))*size && b0 < a0+uintptr(len(a))*size
+}
+
+// copyApart copies src into dst unless they are one slice.
+func copyApart[T any](dst, src []T) {
+	if !sameSlice(dst, src) {
+		copy(dst, src)
+	}
+}

@@ -81,10 +81,11 @@ func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
 }
 
 // allreduceDirect: rank me of the segment combines its share of the
-// elements from every rank's buffer, in rank order, into rank 0's, and
-// copies the result into everyone else's; each element is read once from
-// each buffer and written once to each. Op's finishing step (Avg's
-// division) is the caller's.
+// elements from every rank's send buffer, in rank order, into rank 0's
+// receive buffer, and copies the result into everyone else's (a rank in
+// place lends one buffer, both); each element is read once from each
+// send buffer and written once to each receive buffer. Op's finishing
+// step (Avg's division) is the caller's.
 //
 // With a hierarchy h, the segment is h's node: only node ranks below
 // h.Shards combine, each allreduces its combined share with its peers on
@@ -102,7 +103,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 	}
 	defer func() {
 		if err == nil {
-			err = k.lent(op, bufs[me][0], bufs[me][0])
+			err = k.lent(op, bufs[me][0], recvOf(bufs[me]))
 		}
 	}()
 	defer k.recoverOp(&err)
@@ -120,7 +121,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 			continue
 		}
 		k.combineDirect(bufs, lo, hi)
-		acc := segView[T](bufs[0][0])[lo:hi]
+		acc := segView[T](recvOf(bufs[0]))[lo:hi]
 		if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
 			return err
 		}
@@ -129,21 +130,33 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 	return nil
 }
 
-// combineDirect sets elements lo to hi of rank 0's buffer to their
-// combination over every rank's buffer, in rank order.
+// recvOf is a rank's receive buffer in a direct Allreduce: its second
+// buffer, or its first when it reduces in place.
+func recvOf(b [2][]byte) []byte {
+	if b[1] != nil {
+		return b[1]
+	}
+	return b[0]
+}
+
+// combineDirect sets elements lo to hi of rank 0's receive buffer to
+// their combination over every rank's send buffer, in rank order.
 func (k *call[T]) combineDirect(bufs [][2][]byte, lo, hi int) {
-	acc := segView[T](bufs[0][0])[lo:hi]
+	acc := segView[T](recvOf(bufs[0]))[lo:hi]
+	if bufs[0][1] != nil {
+		copy(acc, segView[T](bufs[0][0])[lo:hi])
+	}
 	for q := 1; q < len(bufs); q++ {
 		kernel.Reduce(k.op, acc, segView[T](bufs[q][0])[lo:hi])
 	}
 }
 
-// copyOutDirect copies elements lo to hi of rank 0's buffer into every
-// other rank's.
+// copyOutDirect copies elements lo to hi of rank 0's receive buffer into
+// every other rank's.
 func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
-	acc := segView[T](bufs[0][0])[lo:hi]
+	acc := segView[T](recvOf(bufs[0]))[lo:hi]
 	for q := 1; q < len(bufs); q++ {
-		copy(segView[T](bufs[q][0])[lo:hi], acc)
+		copy(segView[T](recvOf(bufs[q]))[lo:hi], acc)
 	}
 }
 

@@ -47,6 +47,23 @@ func ExampleAllreduce() {
 	// Output: [1.5 1 2] [1.5 1 2]
 }
 
+// Out of place: each rank's counts stay as they were and the totals land
+// in a slice of their own.
+func ExampleAllreduceInto() {
+	var out [3][2][]int64
+	job(3, func(ctx context.Context, c *comm.Comm) error {
+		counts := []int64{int64(c.Rank()), 10}
+		totals := make([]int64, len(counts))
+		if err := collective.AllreduceInto(ctx, c, counts, totals, codec.Sum); err != nil {
+			return err
+		}
+		out[c.Rank()] = [2][]int64{counts, totals}
+		return nil
+	})
+	fmt.Println(out[2][0], out[2][1])
+	// Output: [2 10] [3 30]
+}
+
 // Rank 0 holds the parameters; Bcast gives every rank a copy.
 func ExampleBcast() {
 	var out [3][]int64

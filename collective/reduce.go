@@ -20,7 +20,7 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 	}
 	defer k.leave(&err)
 	if k.me.Algorithm == Shm {
-		err = reduceShm(&k, k.c.Segment(), buf, root, nil)
+		err = reduceShm(&k, k.c.Segment(), buf, buf, root, nil)
 	} else {
 		err = reduceTree(&k, buf, root, 0)
 	}

@@ -100,24 +100,30 @@ func segShare(m, p, r, size int) (lo, hi int) {
 	return lo, hi
 }
 
-// reduceShm reduces buf of every rank with k.op into buf of root, or of
-// every rank when root is -1, through the segment s. With a hierarchy h,
-// s is its node's segment: only node ranks below h.Shards combine the
-// shares of each round, and each allreduces its share with its peers on
-// the other hosts (h.Cross) before the round is copied out.
-func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *core.Hierarchy) error {
+// reduceShm reduces send of every rank with k.op into buf of root, or of
+// every rank when root is -1, through the segment s; send is buf itself
+// in place, or a slice of the same length apart from it, never written.
+// With a hierarchy h, s is its node's segment: only node ranks below
+// h.Shards combine the shares of each round, and each allreduces its
+// share with its peers on the other hosts (h.Cross) before the round is
+// copied out.
+func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root int, h *core.Hierarchy) error {
 	if s == nil {
-		return nil // one rank: its buf is the result
+		copyApart(buf, send)
+		return nil // one rank: its send is the result
 	}
 	if h == nil && len(buf)*k.size <= core.FastBytes {
-		return reduceFast(k, s, buf, root)
+		return reduceFast(k, s, send, buf, root)
 	}
 	var op core.SegmentOp
 	var err error
-	if root < 0 {
-		op, err = k.segBeginDirect(s, buf, nil)
-	} else {
+	switch {
+	case root >= 0:
 		op, err = k.segBegin(s)
+	case sameSlice(send, buf):
+		op, err = k.segBeginDirect(s, buf, nil)
+	default:
+		op, err = k.segBeginDirect(s, send, buf)
 	}
 	if err != nil {
 		return err
@@ -139,11 +145,11 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 		if err != nil {
 			return k.wrap(-1, err)
 		}
-		part := buf[off : off+m]
+		from, part := send[off:off+m], buf[off:off+m]
 		if owned && m*k.size > shmOneShot {
-			err = k.reduceOwned(&op, s, half, part)
+			err = k.reduceOwned(&op, s, half, from, part)
 		} else {
-			err = k.reduceRound(&op, s, half, part, root, h)
+			err = k.reduceRound(&op, s, half, from, part, root, h)
 		}
 		if err != nil {
 			return err
@@ -155,14 +161,15 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int, h *
 }
 
 // reduceRound is a round of reduceShm through the slots: every rank
-// copies its part of the round into its slot; in a small round without a
-// hierarchy each rank that wants the result combines every slot itself,
-// otherwise each rank (each node rank below h.Shards) combines its share
-// of the round from every slot into rank 0's, allreducing it across
-// hosts with a hierarchy, and those that want the result copy it out.
-func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, part []T, root int, h *core.Hierarchy) error {
+// copies its part of the round, from, into its slot; in a small round
+// without a hierarchy each rank that wants the result combines every slot
+// itself, otherwise each rank (each node rank below h.Shards) combines
+// its share of the round from every slot into rank 0's, allreducing it
+// across hosts with a hierarchy, and those that want the result copy it
+// out into part.
+func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, from, part []T, root int, h *core.Hierarchy) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
-	copy(segView[T](s.Slot(me, half)), part)
+	copy(segView[T](s.Slot(me, half)), from)
 	op.In()
 	if h == nil && m*k.size <= shmOneShot {
 		if root < 0 || me == root {
@@ -207,21 +214,22 @@ func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, par
 }
 
 // reduceOwned is a round of a commutative Allreduce through the slots in
-// which each rank combines its share of the round in its own buf: it
-// copies only the others' shares into its slot, adds their operands to
-// its share of buf, puts the result in its slot where its own share
+// which each rank combines its share of the round in its own part: it
+// copies only the others' shares of from into its slot, adds their
+// operands to its share, puts the result in its slot where its own share
 // would have been, and copies the others' results out of their slots.
 // Each element is still combined by one rank, so every rank gets the
 // same bits, and each rank copies the round in and out once less its
 // share (two ranks, 1 MiB: memmove was 81 % of the call). The operands
 // are not combined in rank order, hence commutative ops only.
-func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, part []T) error {
+func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, from, part []T) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
 	lo, hi := segShare(m, p, me, k.size)
 	mine := segView[T](s.Slot(me, half))
-	copy(mine[:lo], part[:lo])
-	copy(mine[hi:m], part[hi:])
+	copy(mine[:lo], from[:lo])
+	copy(mine[hi:m], from[hi:])
 	op.In()
+	copyApart(part[lo:hi], from[lo:hi])
 	if err := op.WaitIn(); err != nil {
 		return k.wrap(-1, err)
 	}
@@ -265,8 +273,8 @@ func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) 
 
 // reduceFast is reduceShm through the fast lines: each rank that wants
 // the result combines every rank's line, in rank order, into its buf.
-func reduceFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) error {
-	return k.overLines(s, buf, func(lines [][]byte) (err error) {
+func reduceFast[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root int) error {
+	return k.overLines(s, send, func(lines [][]byte) (err error) {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
