@@ -433,20 +433,19 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		if err != nil {
 			return k.wrap(-1, err)
 		}
-		if me == root {
-			// Root's own part needs no slot, and goes while the others
-			// fill theirs.
-			copy(recv[me*n+off:me*n+off+m], send[off:off+m])
-		} else {
+		if me != root {
 			copy(segView[T](s.Slot(me, half)), send[off:off+m])
 		}
 		op.In()
 		if root < 0 || me == root {
+			// A rank's own part needs no slot, and goes while the others
+			// fill theirs.
+			copy(recv[me*n+off:me*n+off+m], send[off:off+m])
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
 			}
 			for r := range p {
-				if r != root {
+				if r != me {
 					copy(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
 				}
 			}
