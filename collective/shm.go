@@ -47,6 +47,17 @@ const bcastRound = 256 << 10
 // take the same rounds, unless their slots are set smaller.
 const reduceRound = 256 << 10
 
+// gatherRound is the largest round, in bytes per rank, of a Gather or
+// Allgather through the slots. Smaller rounds lost by half: two ranks,
+// 1 MiB Allgather 6.0-6.8 GB/s busbw in rounds of 128 KiB, 11.5-12.7 in
+// 256 KiB, 12.0-15.2 in 512 KiB, Gather 9.3-9.6, 17.2-19.3 and
+// 20.7-22.7; larger ones lost too: 16 MiB Allgather 4.3-4.6 in rounds of
+// 2 MiB against 4.3-6.3, Gather 8.5-9.0 against 10.4-12.9. Only the
+// 64 MiB Gather, which streams from memory, went better in rounds of a
+// quarter of a rank's part: 8.0-8.1 against 6.3-6.6 (2026-11-26, three
+// alternating rounds each).
+const gatherRound = 512 << 10
+
 // segView is b, memory of a segment, as a []T. Segment memory is shared
 // with other processes, so it must be used in place, never through
 // codec's views, which copy in purego builds. Slots start on page
@@ -57,14 +68,6 @@ func segView[T codec.Elem](b []byte) []T {
 		return nil
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
-}
-
-// streamRound is how many of n elements Gather moves per round, at most
-// most: a quarter of n, so that copying in and copying out overlap over
-// four rounds at least, but no fewer than 64 KiB, below which a round's
-// waits cost more than the overlap gains.
-func streamRound(most, n, size int) int {
-	return min(most, max((n+3)/4, (64<<10)/size))
 }
 
 // segBegin starts the call's operation on s, in its turn.
@@ -425,7 +428,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if direct {
 		return gatherDirect(k, &op, bufs, root)
 	}
-	per := streamRound(s.SlotBytes()/k.size, n, k.size)
+	per := min(s.SlotBytes(), gatherRound) / k.size
 	off := 0
 	for {
 		m := min(per, n-off)
