@@ -4,11 +4,8 @@ import (
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
-	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
-	"github.com/gocoll/gocoll/internal/ops"
-	"github.com/gocoll/gocoll/internal/race"
 )
 
 // Direct algorithms: where every rank's buffers of a Shm call lie in
@@ -61,13 +58,10 @@ func (k *call[T]) direct(op *core.SegmentOp, peer int) ([][2][]byte, bool, error
 	return bufs, ok, nil
 }
 
-// lent ends a direct operation for a rank whose buffers others use, read
-// the ones they read and written those they wrote: it says its own work
-// is done and waits for everyone's. It tells the race detector what the
-// others did to the buffers through their own mappings, where it cannot
-// see it, as this goroutine's doing during the call, so that a program
-// that touches a buffer while its call runs is caught.
-func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
+// lent ends a direct operation for a rank whose buffers others use: it
+// says its own work is done and waits for everyone's, after which nobody
+// reads or writes its buffers.
+func (k *call[T]) lent(op *core.SegmentOp) error {
 	if _, err := op.Next(); err != nil {
 		return k.wrap(-1, err)
 	}
@@ -75,8 +69,16 @@ func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
 	}
-	race.Read(read)
-	race.Write(written)
+	return nil
+}
+
+// used ends a direct operation for a rank whose buffers nobody uses: it
+// says its work on the others' is done and goes, without waiting.
+func (k *call[T]) used(op *core.SegmentOp) error {
+	if _, err := op.Next(); err != nil {
+		return k.wrap(-1, err)
+	}
+	op.Done()
 	return nil
 }
 
@@ -94,16 +96,13 @@ func (k *call[T]) lent(op *core.SegmentOp, read, written []byte) error {
 // that the calls across hosts match whichever way each host went.
 func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, me int, h *core.Hierarchy, per int) (err error) {
 	p, n := len(bufs), k.me.Count
-	owners, across, round := p, k.op, n
+	owners, round := p, n
 	if h != nil {
 		owners, round = h.Shards, per
-		if kernel.ID(across) == ops.Avg {
-			across = codec.Sum // Avg divides once, at the end of the whole call
-		}
 	}
 	defer func() {
 		if err == nil {
-			err = k.lent(op, bufs[me][0], recvOf(bufs[me]))
+			err = k.lent(op)
 		}
 	}()
 	defer k.recoverOp(&err)
@@ -121,8 +120,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 			continue
 		}
 		k.combineDirect(bufs, lo, hi)
-		acc := segView[T](recvOf(bufs[0]))[lo:hi]
-		if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
+		if err := k.acrossHosts(h, segView[T](recvOf(bufs[0]))[lo:hi]); err != nil {
 			return err
 		}
 		k.copyOutDirect(bufs, lo, hi)
@@ -168,7 +166,7 @@ func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2
 	m := len(recv)
 	defer func() {
 		if err == nil {
-			err = k.lent(op, bufs[me][0], nil)
+			err = k.lent(op)
 		}
 	}()
 	defer k.recoverOp(&err)
@@ -188,14 +186,10 @@ func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2
 func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
 	me := k.c.Rank()
 	if me == root {
-		return k.lent(op, bufs[me][0], nil)
+		return k.lent(op)
 	}
 	copy(bufs[me][0], bufs[root][0])
-	if _, err := op.Next(); err != nil {
-		return k.wrap(-1, err)
-	}
-	op.Done()
-	return nil
+	return k.used(op)
 }
 
 // gatherDirect: every rank copies its send buffer into its block of
@@ -207,16 +201,12 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 	if root >= 0 {
 		copy(bufs[root][1][me*n:], bufs[me][0])
 		if me == root {
-			return k.lent(op, nil, bufs[me][1])
+			return k.lent(op)
 		}
-		if _, err := op.Next(); err != nil {
-			return k.wrap(-1, err)
-		}
-		op.Done()
-		return nil
+		return k.used(op)
 	}
 	for r := range bufs {
 		copy(bufs[me][1][r*n:], bufs[r][0])
 	}
-	return k.lent(op, bufs[me][0], nil)
+	return k.lent(op)
 }

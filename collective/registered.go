@@ -25,9 +25,12 @@ var ErrNoSharedMemory = shmem.ErrNoSpace
 // inside each host (calls of 16 KiB and more; smaller ones gain nothing).
 // When any buffer of any rank lies elsewhere, every rank takes the
 // segment's path, so registered and ordinary buffers mix freely; no rank
-// needs to know what the others passed. The memory belongs to the process, not to a communicator: it
-// serves every communicator of the host (sub-communicators too) and stays
-// valid after they close, until Free.
+// needs to know what the others passed. The memory belongs to the
+// process, not to a communicator: it serves every communicator of the
+// host (sub-communicators too) and stays valid after they close, until
+// Free. The race detector does not see it: it tracks only the Go heap,
+// so a program that touches a registered buffer while a call on it runs
+// is not reported under -race.
 //
 // Alloc fails with an error wrapping errors.ErrUnsupported where shared
 // memory is not available (systems other than Linux), ErrNoSharedMemory

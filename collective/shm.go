@@ -187,12 +187,9 @@ func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, fro
 	if err := op.WaitIn(); err != nil {
 		return k.wrap(-1, err)
 	}
-	owners, across := p, k.op
+	owners := p
 	if h != nil {
 		owners = h.Shards
-		if kernel.ID(across) == ops.Avg {
-			across = codec.Sum // Avg divides once, at the end of the whole call
-		}
 	}
 	if me < owners {
 		lo, hi := segShare(m, owners, me, k.size)
@@ -201,7 +198,7 @@ func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, fro
 			return err
 		}
 		if h != nil {
-			if err := Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, across); err != nil {
+			if err := k.acrossHosts(h, acc); err != nil {
 				return err
 			}
 		}
@@ -214,6 +211,17 @@ func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, fro
 		copy(part, segView[T](s.Slot(0, half)))
 	}
 	return nil
+}
+
+// acrossHosts allreduces acc, a share of a hierarchy h's node combined
+// inside the host, with its peers on the other hosts (h.Cross). Avg sums
+// there: it divides once, at the end of the whole call.
+func (k *call[T]) acrossHosts(h *core.Hierarchy, acc []T) error {
+	op := k.op
+	if kernel.ID(op) == ops.Avg {
+		op = codec.Sum
+	}
+	return Allreduce(k.ctx, (*comm.Comm)(h.Cross), acc, op)
 }
 
 // reduceOwned is a round of a commutative Allreduce through the slots in
@@ -277,17 +285,11 @@ func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) 
 // reduceFast is reduceShm through the fast lines: each rank that wants
 // the result combines every rank's line, in rank order, into its buf.
 func reduceFast[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root int) error {
-	return k.overLines(s, send, func(lines [][]byte) (err error) {
+	return k.overLines(s, send, func(lines [][]byte) error {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
-		defer k.recoverOp(&err)
-		n := len(buf)
-		copy(buf, segView[T](lines[0])[:n])
-		for q := 1; q < len(lines); q++ {
-			kernel.Reduce(k.op, buf, segView[T](lines[q])[:n])
-		}
-		return nil
+		return k.combineLines(buf, lines, 0)
 	})
 }
 
@@ -319,15 +321,20 @@ func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root 
 
 // reduceScatterFast is reduceScatterShm through the fast lines.
 func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
-	return k.overLines(s, send, func(lines [][]byte) (err error) {
-		defer k.recoverOp(&err)
-		m, me := len(recv), s.Rank()
-		copy(recv, segView[T](lines[0])[me*m:(me+1)*m])
-		for q := 1; q < len(lines); q++ {
-			kernel.Reduce(k.op, recv, segView[T](lines[q])[me*m:(me+1)*m])
-		}
-		return nil
+	return k.overLines(s, send, func(lines [][]byte) error {
+		return k.combineLines(recv, lines, s.Rank()*len(recv))
 	})
+}
+
+// combineLines sets acc to the combination, in rank order, of the
+// len(acc) elements from element at of every rank's fast line.
+func (k *call[T]) combineLines(acc []T, lines [][]byte, at int) (err error) {
+	defer k.recoverOp(&err)
+	copy(acc, segView[T](lines[0])[at:at+len(acc)])
+	for q := 1; q < len(lines); q++ {
+		kernel.Reduce(k.op, acc, segView[T](lines[q])[at:at+len(acc)])
+	}
+	return nil
 }
 
 // combine combines into acc, which holds elements lo to hi of rank

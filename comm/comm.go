@@ -119,7 +119,8 @@ func (c *Comm) Abort(err error) {
 // goodbye to every peer this rank sent to, closes its links and, on rank
 // 0, keeps the rendezvous up until the other ranks have closed too (or the
 // timeout passes; after a lost rank, rank 0 has closed the rendezvous
-// already, when it told the others of the loss). Closing a communicator made by Split only retires it.
+// already, when it told the others of the loss). Closing a communicator
+// made by Split only retires it.
 // Close is idempotent.
 func (c *Comm) Close() error {
 	return c.core().Close()
