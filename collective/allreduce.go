@@ -40,8 +40,11 @@ func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op code
 // Hierarchical) the algorithms read send where they would have read recv
 // and never copy it whole, and with both buffers from Alloc on every rank
 // each element of send is read once by the rank that combines it and the
-// result written once into each recv. The other algorithms copy send into
-// recv first.
+// result written once into each recv. Over links, Ring, RingChunked and
+// Rabenseifner send this rank's data from send and receive the first
+// partial sums straight into recv, so send is never copied whole either;
+// RecursiveDoubling and Tree, made for small buffers, copy send into recv
+// first.
 func AllreduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
 	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(recv), -1, opts)
 	if err != nil {
@@ -76,8 +79,7 @@ func (k *call[T]) allreduce(send, buf []T) error {
 		h := k.c.Hierarchy()
 		err = reduceShm(k, h.Node.Segment(), send, buf, -1, h)
 	default:
-		copyApart(buf, send)
-		err = k.allreduceInPlace(buf)
+		err = k.allreduceLinks(send, buf)
 	}
 	if err != nil {
 		return err
@@ -86,21 +88,27 @@ func (k *call[T]) allreduce(send, buf []T) error {
 	return nil
 }
 
-// allreduceInPlace runs the chosen algorithm over links on buf.
-func (k *call[T]) allreduceInPlace(buf []T) error {
+// allreduceLinks runs the chosen algorithm over links, from send into
+// buf. The ring and Rabenseifner read send where they first need this
+// rank's data and never copy it whole; the others, made for small
+// buffers, copy it into buf first.
+func (k *call[T]) allreduceLinks(send, buf []T) error {
 	switch k.me.Algorithm {
 	case Ring:
-		return allreduceRing(k, buf, len(buf))
+		return allreduceRing(k, send, buf, len(buf))
 	case RingChunked:
-		return allreduceRing(k, buf, k.cfg.chunkElems(k.size))
+		return allreduceRing(k, send, buf, k.cfg.chunkElems(k.size))
 	case Rabenseifner:
 		k.keep = false
-		lo, hi, err := reduceScatterHalving(k, buf, 0)
+		lo, hi, err := reduceScatterHalving(k, send, buf, 0)
 		if err != nil {
 			return err
 		}
 		k.keep = true
 		return allgatherDoubling(k, buf, lo, hi, halvingSteps)
+	}
+	copyApart(buf, send)
+	switch k.me.Algorithm {
 	case Tree:
 		k.keep = false
 		if err := reduceTree(k, buf, 0, 0); err != nil {
@@ -138,7 +146,7 @@ func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
 			}
 			newRank = -1
 		} else {
-			if err := k.recvReduce(me-1, 0, buf, 0, false); err != nil {
+			if err := k.recvReduce(me-1, 0, buf, buf, 0, false); err != nil {
 				return err
 			}
 			newRank = me / 2
@@ -183,17 +191,24 @@ func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
 // block moves in chunks of at most chunk elements, all of a step's
 // receives posted before its sends, so a chunk is reduced while the next
 // one is still on the wire. Every block is reduced once, in one fixed
-// order, and then copied, so all ranks end with the same bits.
-func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
+// order, and then copied, so all ranks end with the same bits. This
+// rank's data are in from, which is buf itself or a send buffer the ring
+// only reads: each block's first sum lands in buf.
+func allreduceRing[T codec.Elem](k *call[T], from, buf []T, chunk int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	if p == 1 {
+		copyApart(buf, from)
 		return nil
 	}
 	right, left := (me+1)%p, (me+p-1)%p
 	n := len(buf)
 	maxBlock := (n + p - 1) / p
 	chunk = capChunk(chunk, maxBlock)
-	tmp, sb := scratch[T](maxBlock)
+	var tmp []T
+	var sb scratchBuf
+	if sameSlice(from, buf) {
+		tmp, sb = scratch[T](maxBlock)
+	}
 	defer sb.release()
 	// With a lossy codec the allgather sends every block in wire bytes
 	// made before it: its first, this rank's own, encoded by the last
@@ -215,7 +230,7 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 		if s == p-2 {
 			st.encode = wires[0]
 		}
-		if err := ringStep(k, buf, tmp, s, right, left, st, true); err != nil {
+		if err := ringStep(k, from, buf, tmp, s, right, left, st, true); err != nil {
 			return err
 		}
 	}
@@ -226,7 +241,7 @@ func allreduceRing[T codec.Elem](k *call[T], buf []T, chunk int) error {
 		// false); without one there is nothing to round.
 		st := ringStepOf(n, p, me+1, s, chunk)
 		st.sendWire, st.recvWire = wires[s%2], wires[(s+1)%2]
-		if err := ringStep(k, buf, tmp, p-1+s, right, left, st, false); err != nil {
+		if err := ringStep(k, from, buf, tmp, p-1+s, right, left, st, false); err != nil {
 			return err
 		}
 	}
@@ -269,19 +284,24 @@ func wireOf(w []byte, base, lo, hi int) []byte {
 
 // ringStep sends st's send block to right and receives its receive block
 // from left, chunk by chunk, with up to ringWindow receives posted ahead:
-// chunk i is sent, then chunk i is received (and, with reduce, added
-// from tmp into buf) while later chunks are still on the wire. Each rank
-// sends its first chunk without waiting, so the ring always moves, and
-// no more than ringWindow chunks per link arrive before their receive.
-func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, right, left int, st ringBlocks, reduce bool) error {
+// chunk i is sent, then chunk i is received (and, with reduce, combined
+// with this rank's own elements of it, from from, into buf) while later
+// chunks are still on the wire. Each rank sends its first chunk without
+// waiting, so the ring always moves, and no more than ringWindow chunks
+// per link arrive before their receive. The blocks sent come from buf,
+// but for the first step's, this rank's own block, from from. In place
+// (from is buf) a chunk to be reduced lands in tmp, otherwise in buf.
+func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left int, st ringBlocks, reduce bool) error {
 	nSend, nRecv := st.chunks(st.sendHi-st.sendLo), st.chunks(st.recvHi-st.recvLo)
 	var ins [ringWindow]inbound
 	defer withdrawAll(ins[:])
-	// dst is where chunk i of the receive lands: its place in buf, or in
-	// tmp when it is to be reduced into buf.
+	out := buf
+	if step == 0 {
+		out = from
+	}
 	dst := func(i int) ([]T, int, int) {
 		lo, hi := chunkBounds(st.recvLo, st.recvHi, st.chunk, i)
-		if reduce {
+		if reduce && tmp != nil {
 			return tmp[lo-st.recvLo : hi-st.recvLo], lo, hi
 		}
 		return buf[lo:hi], lo, hi
@@ -303,7 +323,7 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, right, left int, st 
 			if st.sendWire != nil {
 				err = k.sendWire(right, step*ringMaxChunks+i, hi-lo, lo, k.cfg.codec, wireOf(st.sendWire, st.sendLo, lo, hi))
 			} else {
-				err = k.send(right, step*ringMaxChunks+i, buf[lo:hi], lo)
+				err = k.send(right, step*ringMaxChunks+i, out[lo:hi], lo)
 			}
 			if err != nil {
 				return err
@@ -315,7 +335,7 @@ func ringStep[T codec.Elem](k *call[T], buf, tmp []T, step, right, left int, st 
 		got, lo, hi := dst(i)
 		var err error
 		if reduce {
-			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, got, true, wireOf(st.encode, st.recvLo, lo, hi))
+			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, from[lo:hi], got, true, wireOf(st.encode, st.recvLo, lo, hi))
 		} else {
 			err = k.await(&ins[i%ringWindow], left, got, lo)
 		}

@@ -225,17 +225,34 @@ func (k *call[T]) header(step, n, off int) wire.Header {
 	return h
 }
 
-// recvReduce receives step step from peer and reduces it into dst: dst =
-// dst ∘ received when the peer's data comes after this rank's in rank
-// order (peerIsRight), received ∘ dst otherwise.
-func (k *call[T]) recvReduce(peer, step int, dst []T, off int, peerIsRight bool) error {
-	tmp, buf := scratch[T](len(dst))
+// recvReduce receives step step from peer and combines it with mine into
+// dst: dst = mine ∘ received when the peer's data comes after this rank's
+// in rank order (peerIsRight), received ∘ mine otherwise. mine is dst
+// itself, or a send buffer apart from it that the call leaves unchanged;
+// then the message lands in dst, and no scratch and no copy of mine are
+// needed.
+func (k *call[T]) recvReduce(peer, step int, dst, mine []T, off int, peerIsRight bool) error {
+	got := dst
+	var buf scratchBuf
+	if sameSlice(dst, mine) {
+		got, buf = scratch[T](len(dst))
+	}
 	defer buf.release()
-	in, err := k.irecv(peer, step, tmp)
+	in, err := k.irecv(peer, step, got)
 	if err != nil {
 		return err
 	}
-	return k.awaitReduce(&in, peer, dst, off, tmp, peerIsRight, nil)
+	return k.awaitReduce(&in, peer, dst, off, mine, got, peerIsRight, nil)
+}
+
+// reduceMine leaves mine ∘ got (peerIsRight) or got ∘ mine in dst, which
+// is one of the two: mine when the peer's data was received apart, got
+// when it was received in place of an out-of-place call's own data.
+func (k *call[T]) reduceMine(dst, mine, got []T, peerIsRight bool) error {
+	if sameSlice(dst, mine) {
+		return k.reduce(dst, got, peerIsRight)
+	}
+	return k.reduce(dst, mine, !peerIsRight)
 }
 
 // reduce combines src into dst: dst = dst ∘ src when src is the right

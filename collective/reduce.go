@@ -94,7 +94,7 @@ func reduceTree[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 				break
 			}
 		}
-		if err = k.recvReduce(child, step0+level, acc, 0, true); err != nil {
+		if err = k.recvReduce(child, step0+level, acc, acc, 0, true); err != nil {
 			break
 		}
 	}

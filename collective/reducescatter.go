@@ -91,8 +91,8 @@ func reduceScatterRing[T codec.Elem](k *call[T], send, recv []T) error {
 	return nil
 }
 
-// reduceScatterRecursive copies send into a scratch buffer, runs
-// reduceScatterHalving on it, and then moves every complete block from
+// reduceScatterRecursive runs reduceScatterHalving from send into a
+// scratch buffer, and then moves every complete block from
 // the rank that holds it to the rank it belongs to: nothing moves when p
 // is a power of two and the op is commutative, block 2i moves from rank
 // 2i+1 to rank 2i for the ranks removed by the fold, and with a
@@ -101,8 +101,7 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 	me, m := k.c.Rank(), len(recv)
 	work, wb := scratch[T](len(send))
 	defer wb.release()
-	copy(work, send)
-	if _, _, err := reduceScatterHalving(k, work, 0); err != nil {
+	if _, _, err := reduceScatterHalving(k, send, work, 0); err != nil {
 		return err
 	}
 	g := newHalving(k)
@@ -132,9 +131,9 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 	return k.await(&in, from, recv, me*m)
 }
 
-// reduceScatterHalving is recursive halving, in place: buf holds this
-// rank's n = len(buf) elements, seen as p blocks block(n, p, i); on
-// return buf[lo:hi] holds the blocks this rank owns, each combined over
+// reduceScatterHalving is recursive halving: from holds this rank's n =
+// len(buf) elements, seen as p blocks block(n, p, i); on return
+// buf[lo:hi] holds the blocks this rank owns, each combined over
 // all p ranks (without Finish: Avg is still a sum). Every rank must pass
 // the same n. It is correct for any p >= 1 and any n, also n < p (empty
 // blocks still exchange empty messages).
@@ -166,16 +165,23 @@ func reduceScatterRecursive[T codec.Elem](k *call[T], send, recv []T) error {
 // the same bits. Blocks are cut at any element, as codec.NewOp allows.
 // Steps: step0 for the fold, step0+1+j for the j-th halving exchange, all
 // below step0+halvingSteps.
-func reduceScatterHalving[T codec.Elem](k *call[T], buf []T, step0 int) (lo, hi int, err error) {
+//
+// This rank's data are in from, which is buf itself or a send buffer
+// that is only read: the first exchange sends its half from from and
+// receives the partner's half of the rest straight into buf, where it is
+// combined with from's, so that from is never copied whole. Only the
+// owned range of buf holds the result; the rest of it is scratch.
+func reduceScatterHalving[T codec.Elem](k *call[T], from, buf []T, step0 int) (lo, hi int, err error) {
 	me, n := k.c.Rank(), len(buf)
 	g := newHalving(k)
 	if me < 2*g.rem {
 		if me%2 == 0 {
-			return 0, 0, k.send(me+1, step0, buf, 0)
+			return 0, 0, k.send(me+1, step0, from, 0)
 		}
-		if err := k.recvReduce(me-1, step0, buf, 0, false); err != nil {
+		if err := k.recvReduce(me-1, step0, buf, from, 0, false); err != nil {
 			return 0, 0, err
 		}
+		from = buf
 	}
 	v := g.virtual(me)
 	role := g.role(v)
@@ -183,7 +189,11 @@ func reduceScatterHalving[T codec.Elem](k *call[T], buf []T, step0 int) (lo, hi 
 	if g.lg > 0 {
 		mid := g.pof2 / 2
 		half := max(g.start(n, mid), n-g.start(n, mid))
-		tmp, tb := scratch[T](half)
+		var tmp []T
+		var tb scratchBuf
+		if sameSlice(from, buf) || g.lg > 1 {
+			tmp, tb = scratch[T](half)
+		}
 		defer tb.release()
 		for j := range g.lg {
 			mid := (wlo + whi) / 2
@@ -195,17 +205,23 @@ func reduceScatterHalving[T codec.Elem](k *call[T], buf []T, step0 int) (lo, hi 
 			peer := g.real(pv)
 			ka, kb := g.start(n, klo), g.start(n, khi)
 			sa, sb := g.start(n, slo), g.start(n, shi)
-			got := tmp[:kb-ka]
-			if err := k.sendRecv(peer, step0+1+j, buf[sa:sb], sa, peer, step0+1+j, got, ka); err != nil {
+			got := buf[ka:kb]
+			if sameSlice(from, buf) {
+				got = tmp[:kb-ka]
+			}
+			if err := k.sendRecv(peer, step0+1+j, from[sa:sb], sa, peer, step0+1+j, got, ka); err != nil {
 				return 0, 0, err
 			}
-			if err := k.reduce(buf[ka:kb], got, pv > v); err != nil {
+			if err := k.reduceMine(buf[ka:kb], from[ka:kb], got, pv > v); err != nil {
 				return 0, 0, err
 			}
 			wlo, whi = klo, khi
+			from = buf
 		}
 	}
-	return g.start(n, wlo), g.start(n, whi), nil
+	lo, hi = g.start(n, wlo), g.start(n, whi)
+	copyApart(buf[lo:hi], from[lo:hi]) // with no exchange at all (p == 1)
+	return lo, hi, nil
 }
 
 // halvingSteps bounds the step numbers that reduceScatterHalving and

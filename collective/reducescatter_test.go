@@ -168,15 +168,26 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 		want := reference(op, inputs)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) (err error) {
 			me := c.Rank()
-			buf := slices.Clone(inputs[me])
+			// Every other rank out of place, from a send buffer that must
+			// stay as it was.
+			from := slices.Clone(inputs[me])
+			buf := from
+			if (me+count)%2 == 1 {
+				buf = make([]T, count)
+			}
 			k, err := begin[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, nil)
 			if err != nil {
 				return err
 			}
 			defer k.leave(&err)
-			lo, hi, err := reduceScatterHalving(&k, buf, 0)
+			lo, hi, err := reduceScatterHalving(&k, from, buf, 0)
 			if err != nil {
 				return err
+			}
+			if !sameSlice(from, buf) {
+				if err := equalBits(from, inputs[me]); err != nil {
+					return fmt.Errorf("send buffer changed: %w", err)
+				}
 			}
 			// The documented ownership: the blocks owned(me), complete. A
 			// wrong one is reported after the doubling, which the other

@@ -184,36 +184,44 @@ func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, er
 	return n, h, k.check(peer, n, &h, want, off, err)
 }
 
-// awaitReduce waits for in, the receive from peer posted for tmp, checks
-// it, and reduces its elements into dst (see reduce): the elements at
-// offset off of the operation's buffer, len(tmp) == len(dst). A lossy
-// codec's payload is decoded a few KiB at a time, each piece reduced
-// while it is still in the cache, instead of decoding it all into tmp
-// and reading it back. With encode set (a lossy codec's wire bytes for
-// dst's elements), each reduced piece is also encoded into encode and
-// rounded to what it decodes to, again while in the cache: the bytes a
-// ring sends its reduced block in, and the block as every rank will
-// hold it.
-func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, tmp []T, peerIsRight bool, encode []byte) error {
+// awaitReduce waits for in, the receive from peer posted for got, checks
+// it, and combines its elements with mine into dst (see reduceMine): the
+// elements at offset off of the operation's buffer; dst is mine or got,
+// all three of one length. A lossy codec's payload is decoded a few KiB
+// at a time, each piece reduced while it is still in the cache, instead
+// of decoding it all and reading it back. With encode set (a lossy
+// codec's wire bytes for dst's elements), each reduced piece is also
+// encoded into encode and rounded to what it decodes to, again while in
+// the cache: the bytes a ring sends its reduced block in, and the block
+// as every rank will hold it.
+func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte) error {
 	if !k.cfg.codec.Lossy() {
-		if err := k.await(in, peer, tmp, off); err != nil {
+		if err := k.await(in, peer, got, off); err != nil {
 			return err
 		}
-		return k.reduce(dst, tmp, peerIsRight)
+		return k.reduceMine(dst, mine, got, peerIsRight)
 	}
 	defer in.withdraw()
 	_, h, err := k.arrive(in, peer, len(dst), off)
 	if err != nil {
 		return err
 	}
-	blk, sb := scratch[T](decodeBlock)
+	var blk []T
+	var sb scratchBuf
+	if !sameSlice(dst, got) {
+		blk, sb = scratch[T](decodeBlock)
+	}
 	defer sb.release()
 	for lo := 0; lo < len(dst); lo += decodeBlock {
 		hi := min(lo+decodeBlock, len(dst))
+		piece := dst[lo:hi]
+		if blk != nil {
+			piece = blk[:hi-lo]
+		}
 		// check has held the payload to 2 bytes an element, so Decode
 		// cannot fail.
-		_ = kernel.Decode(h.Codec, blk[:hi-lo], in.b[2*lo:2*hi])
-		if err := k.reduce(dst[lo:hi], blk[:hi-lo], peerIsRight); err != nil {
+		_ = kernel.Decode(h.Codec, piece, in.b[2*lo:2*hi])
+		if err := k.reduceMine(dst[lo:hi], mine[lo:hi], piece, peerIsRight); err != nil {
 			return err
 		}
 		if encode != nil {
