@@ -140,11 +140,13 @@ func allBelow4[U uint32 | uint64](a0, a1, a2, a3, span U) bool {
 	return max(a0, a1, a2, a3) < span
 }
 
-// encodeFP16F32 is codec.Float16FromFloat32 of each src[i] as float32 bits.
+// encodeFP16F32 is codec.Float16FromFloat32 of each src[i] as float32 bits:
+// with the F16C kernel (kernels_amd64.s) where it runs, else, and for the
+// last elements, four at a time.
 func encodeFP16F32(dst []uint16, src []uint32) {
 	dst = dst[:len(src)]
 	const lo, span = half.F32HalfMinNormal, half.F32HalfOverflow - half.F32HalfMinNormal
-	i := 0
+	i := encodeFP16Asm(dst, src) // where there is an assembly kernel
 	for ; i+4 <= len(src); i += 4 {
 		s, d := src[i:i+4:i+4], dst[i:i+4:i+4]
 		a0, a1, a2, a3 := s[0]&0x7fffffff, s[1]&0x7fffffff, s[2]&0x7fffffff, s[3]&0x7fffffff
@@ -189,11 +191,13 @@ func roundFP16F32(buf []uint32) {
 	}
 }
 
-// decodeFP16F32 is codec.Float16.Float32 into float32 bits. Its conversion
-// has no branch and inlines; a fast path for normal values gains little.
+// decodeFP16F32 is codec.Float16.Float32 into float32 bits: with the F16C
+// kernel where it runs, else, and for the last elements, one at a time.
+// The conversion has no branch and inlines; a fast path for normal values
+// gains little.
 func decodeFP16F32(dst []uint32, src []uint16) {
 	src = src[:len(dst)]
-	for i := range dst {
+	for i := decodeFP16Asm(dst, src); i < len(dst); i++ {
 		dst[i] = math.Float32bits(codec.Float16(src[i]).Float32())
 	}
 }

@@ -97,6 +97,15 @@ detector, which cannot see memory accesses made by assembly and checks the
 Go loops instead. Long slices are reduced 64 KiB at a time, so the
 goroutine stays preemptible.
 
+The lossy codecs' conversions of float32 run assembly too: BF16 with
+AVX2 integer instructions, FP16 with F16C's VCVTPS2PH and VCVTPH2PS (on
+CPUs with AVX2 and F16C), about 20 GB/s each way on data in cache against
+2 GB/s for FP16's Go loops (BenchmarkEncode, BenchmarkDecode). They give
+the Go conversions' bits for every input: VCVTPS2PH rounds as its
+immediate says, to nearest even, whatever MXCSR holds, and where
+VCVTPH2PS would make a signalling NaN quiet the kernel puts back the
+NaN as codec.Float16.Float32 keeps it.
+
 The half-precision kernels convert every element and run several times
 slower per byte than float32 ones (BenchmarkSum measures both), so a
 collective that sends float32 data as BF16 should reduce in float32 and

@@ -53,3 +53,17 @@ func encodeBF16F32AVX2(dst []uint16, src []uint32)
 //
 //go:noescape
 func decodeBF16F32AVX2(dst []uint32, src []uint16)
+
+// encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32
+// with bits src[i], as encodeFP16F32, for every i < len(src) rounded
+// down to a multiple of 16. dst must be at least as long as src.
+//
+//go:noescape
+func encodeFP16F32F16C(dst []uint16, src []uint32)
+
+// decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16
+// src[i], as decodeFP16F32, for every i < len(dst) rounded down to a
+// multiple of 16. src must be at least as long as dst.
+//
+//go:noescape
+func decodeFP16F32F16C(dst []uint32, src []uint16)

@@ -409,3 +409,79 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func encodeFP16F32F16C(dst []uint16, src []uint32)
+// Requires: AVX, F16C
+TEXT ·encodeFP16F32F16C(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VMOVDQU   (CX), Y0
+	VMOVDQU   32(CX), Y1
+	VCVTPS2PH $0x00, Y0, (AX)
+	VCVTPS2PH $0x00, Y1, 16(AX)
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func decodeFP16F32F16C(dst []uint32, src []uint16)
+// Requires: AVX, AVX2, F16C
+TEXT ·decodeFP16F32F16C(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         dst_len+8(FP), DX
+	MOVL         $0x00007fff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00007c00, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x7f800000, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00008000, BX
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VCVTPH2PS (CX), Y4
+	VPMOVZXWD (CX), Y5
+	VPAND     Y0, Y5, Y6
+	VPCMPGTD  Y1, Y6, Y7
+	VPSLLD    $0x0d, Y6, Y6
+	VPOR      Y2, Y6, Y6
+	VPAND     Y3, Y5, Y5
+	VPSLLD    $0x10, Y5, Y5
+	VPOR      Y5, Y6, Y6
+	VPBLENDVB Y7, Y6, Y4, Y4
+	VCVTPH2PS 16(CX), Y5
+	VPMOVZXWD 16(CX), Y6
+	VPAND     Y0, Y6, Y7
+	VPCMPGTD  Y1, Y7, Y8
+	VPSLLD    $0x0d, Y7, Y7
+	VPOR      Y2, Y7, Y7
+	VPAND     Y3, Y6, Y6
+	VPSLLD    $0x10, Y6, Y6
+	VPOR      Y6, Y7, Y7
+	VPBLENDVB Y8, Y7, Y5, Y5
+	VMOVDQU   Y4, (AX)
+	VMOVDQU   Y5, 32(AX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET

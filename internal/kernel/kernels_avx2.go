@@ -14,6 +14,10 @@ import (
 // reports AVX2 only if the OS also saves the YMM registers.
 var useAVX2 = cpu.X86.HasAVX2
 
+// useF16C selects the binary16 conversion kernels, which use F16C's
+// conversions beside AVX2's integer instructions.
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
 // chunkBytes is the most of dst that one call of an assembly kernel
 // reduces. The scheduler cannot preempt a goroutine inside an assembly
 // function, so a long slice is cut into calls of a few microseconds each
@@ -97,6 +101,22 @@ func decodeBF16Asm(dst []uint32, src []uint16) int {
 		return 0
 	}
 	return inChunks(dst, src, decodeBF16F32AVX2)
+}
+
+// encodeFP16Asm is encodeBF16Asm for encodeFP16F32F16C: 0 without F16C.
+func encodeFP16Asm(dst []uint16, src []uint32) int {
+	if !useF16C {
+		return 0
+	}
+	return inChunks(dst, src, encodeFP16F32F16C)
+}
+
+// decodeFP16Asm is encodeBF16Asm for decodeFP16F32F16C.
+func decodeFP16Asm(dst []uint32, src []uint16) int {
+	if !useF16C {
+		return 0
+	}
+	return inChunks(dst, src, decodeFP16F32F16C)
 }
 
 // inChunks runs a conversion kernel, which converts 16 elements at a

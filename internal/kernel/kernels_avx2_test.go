@@ -28,4 +28,12 @@ func TestAsmSwitch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { require.Equal(t, useAVX2, tc.has) })
 	}
 	require.False(t, sumAsm[uint32](nil, nil), "a kernel for a type without one")
+
+	require.Equal(t, cpu.X86.HasAVX2 && cpu.X86.HasF16C, useF16C)
+	want := 0
+	if useF16C {
+		want = 16
+	}
+	require.Equal(t, want, encodeFP16Asm(make([]uint16, 17), make([]uint32, 17)), "binary16 encoding kernel")
+	require.Equal(t, want, decodeFP16Asm(make([]uint32, 17), make([]uint16, 17)), "binary16 decoding kernel")
 }

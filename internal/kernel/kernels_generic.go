@@ -18,3 +18,9 @@ func encodeBF16Asm(dst []uint16, src []uint32) int { return 0 }
 
 // decodeBF16Asm decodes nothing: decodeBF16F32's Go loop does it all.
 func decodeBF16Asm(dst []uint32, src []uint16) int { return 0 }
+
+// encodeFP16Asm encodes nothing: encodeFP16F32's Go loop does it all.
+func encodeFP16Asm(dst []uint16, src []uint32) int { return 0 }
+
+// decodeFP16Asm decodes nothing: decodeFP16F32's Go loop does it all.
+func decodeFP16Asm(dst []uint32, src []uint16) int { return 0 }

@@ -73,6 +73,8 @@ func main() {
 	}
 	encodeBF16()
 	decodeBF16()
+	encodeFP16()
+	decodeFP16()
 	Generate()
 }
 
@@ -158,15 +160,8 @@ func encodeBF16() {
 	src := Load(Param("src").Base(), GP64())
 	n := Load(Param("src").Len(), GP64())
 
-	broadcast := func(v uint32) reg.VecVirtual {
-		g, x, y := GP32(), XMM(), YMM()
-		MOVL(U32(v), g)
-		VMOVD(g, x)
-		VPBROADCASTD(x, y)
-		return y
-	}
-	abs, inf := broadcast(0x7fffffff), broadcast(0x7f800000)
-	half, one, quiet := broadcast(0x7fff), broadcast(1), broadcast(0x40)
+	abs, inf := broadcast32(0x7fffffff), broadcast32(0x7f800000)
+	half, one, quiet := broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
 
 	// round leaves in r the bfloat16 of each lane of x, zero-extended.
 	round := func(x, r reg.VecVirtual) {
@@ -227,6 +222,102 @@ func decodeBF16() {
 	VPMOVZXWD(Mem{Base: src, Disp: 16}, y1)
 	VPSLLD(U8(16), y0, y0)
 	VPSLLD(U8(16), y1, y1)
+	VMOVDQU(y0, Mem{Base: dst})
+	VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+	ADDQ(U32(32), src)
+	ADDQ(U32(64), dst)
+	SUBQ(U32(16), n)
+	JMP(LabelRef("loop"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// broadcast32 returns a vector register holding v in each 32-bit lane.
+func broadcast32(v uint32) reg.VecVirtual {
+	g, x, y := GP32(), XMM(), YMM()
+	MOVL(U32(v), g)
+	VMOVD(g, x)
+	VPBROADCASTD(x, y)
+	return y
+}
+
+// encodeFP16 emits encodeFP16F32F16C, the kernel of encodeFP16F32: 16
+// float32 values at a time converted by the F16C instruction VCVTPS2PH,
+// with its rounding given in the instruction (to nearest, ties to even)
+// rather than taken from MXCSR. Its results are codec.Float16FromFloat32's
+// for every input: gradual underflow, overflow to Inf from 65520 up, and
+// a NaN kept with its sign and top payload bits and made quiet.
+func encodeFP16() {
+	TEXT("encodeFP16F32F16C", NOSPLIT, "func(dst []uint16, src []uint32)")
+	Pragma("noescape")
+	Doc(
+		"encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32",
+		"with bits src[i], as encodeFP16F32, for every i < len(src) rounded",
+		"down to a multiple of 16. dst must be at least as long as src.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("src").Len(), GP64())
+	const toNearestEven = 0 // bit 2 clear: the rounding of bits 0-1, not MXCSR's
+	Label("loop")
+	CMPQ(n, U32(16))
+	JB(LabelRef("done"))
+	x0, x1 := YMM(), YMM()
+	VMOVDQU(Mem{Base: src}, x0)
+	VMOVDQU(Mem{Base: src, Disp: 32}, x1)
+	VCVTPS2PH(U8(toNearestEven), x0, Mem{Base: dst})
+	VCVTPS2PH(U8(toNearestEven), x1, Mem{Base: dst, Disp: 16})
+	ADDQ(U32(64), src)
+	ADDQ(U32(32), dst)
+	SUBQ(U32(16), n)
+	JMP(LabelRef("loop"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// decodeFP16 emits decodeFP16F32F16C, the kernel of decodeFP16F32: 16
+// binary16 values at a time widened by VCVTPH2PS, which is exact for
+// every number. It makes a signalling NaN quiet, where
+// codec.Float16.Float32 keeps a NaN's payload as it is, so lanes holding
+// a NaN take codec.Float16.Float32's bits instead: the sign, the float32
+// exponent of ones and the payload shifted into place.
+func decodeFP16() {
+	TEXT("decodeFP16F32F16C", NOSPLIT, "func(dst []uint32, src []uint16)")
+	Pragma("noescape")
+	Doc(
+		"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
+		"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
+		"multiple of 16. src must be at least as long as dst.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("dst").Len(), GP64())
+	abs, inf, exp32, sign := broadcast32(0x7fff), broadcast32(0x7c00), broadcast32(0x7f800000), broadcast32(0x8000)
+
+	// widen leaves in r the float32 bits of the 8 binary16 values at m.
+	widen := func(m Mem, r reg.VecVirtual) {
+		w, a, nan, s := YMM(), YMM(), YMM(), YMM()
+		VCVTPH2PS(m, r)
+		VPMOVZXWD(m, w)       // the binary16 bits, one a lane
+		VPAND(abs, w, a)      // |x|
+		VPCMPGTD(inf, a, nan) // all ones where |x| > Inf: a NaN
+		VPSLLD(U8(13), a, a)  // exponent and payload into the float32 fields
+		VPOR(exp32, a, a)     // the exponent all ones
+		VPAND(sign, w, s)     // the sign
+		VPSLLD(U8(16), s, s)  // into bit 31
+		VPOR(s, a, a)         // the NaN as codec.Float16.Float32 makes it
+		VPBLENDVB(nan, a, r, r)
+	}
+	Label("loop")
+	CMPQ(n, U32(16))
+	JB(LabelRef("done"))
+	y0, y1 := YMM(), YMM()
+	widen(Mem{Base: src}, y0)
+	widen(Mem{Base: src, Disp: 16}, y1)
 	VMOVDQU(y0, Mem{Base: dst})
 	VMOVDQU(y1, Mem{Base: dst, Disp: 32})
 	ADDQ(U32(32), src)
