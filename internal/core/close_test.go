@@ -11,8 +11,9 @@ import (
 
 // TestCloseWithLateLink makes the accept loop get a link only after Close
 // has closed the inbound links, as happens when a peer dials just as a
-// rank closes: Close must close that link too and return while the peer
-// keeps its end open.
+// rank closes: Close must answer that link with its goodbye, close it and
+// return while the peer keeps its end open, and the peer's dial fails
+// saying that the rank closed.
 func TestCloseWithLateLink(t *testing.T) {
 	cs, err := NewLocal(2, WithTransport("tcp"), WithTimeout(20*time.Second))
 	require.NoError(t, err)
@@ -27,8 +28,10 @@ func TestCloseWithLateLink(t *testing.T) {
 		}
 		once.Do(func() { close(inboxesClosed) })
 	}
+	held := make(chan struct{})
 	testHookAfterAccept = func(ep *endpoint) {
 		if ep == late {
+			close(held)
 			select {
 			case <-inboxesClosed:
 			case <-time.After(10 * time.Second):
@@ -42,10 +45,14 @@ func TestCloseWithLateLink(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Rank 0 opens a link to rank 1 and sends nothing on it; rank 1's
-	// accept loop holds it at the hook.
-	_, err = cs[0].ep.linkTo(ctx, 1)
-	require.NoError(t, err)
+	// Rank 0 opens a link to rank 1, whose accept loop holds it at the
+	// hook, unanswered.
+	dialed := make(chan error, 1)
+	go func() {
+		_, err := cs[0].ep.linkTo(ctx, 1)
+		dialed <- err
+	}()
+	<-held
 	closed := make(chan error, 1)
 	go func() { closed <- cs[1].Close() }()
 	select {
@@ -54,4 +61,5 @@ func TestCloseWithLateLink(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("rank 1's Close waits for a link it accepted after closing its inbound links")
 	}
+	require.ErrorIs(t, <-dialed, ErrPeerClosed)
 }

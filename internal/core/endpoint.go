@@ -23,11 +23,14 @@ import (
 // its failure state. The world communicator and every communicator split
 // from it share one endpoint, and so share its links.
 //
-// Links are used one way: a rank sends only on links it dialed and
-// receives only on links it accepted. Two ranks that both start talking at
-// once therefore never race to set up "the" connection between them (the
-// head-to-head case that MPI libraries resolve with tie-break protocols),
-// and a link exists only in a direction that carries traffic.
+// Two ranks talk over one link, both ways: the rank that first needs it
+// dials, and the other adopts it (see linkTo and adopt). Over TCP that
+// halves the packets of an exchange, since each message carries the
+// acknowledgement of the one that came the other way; with a link each
+// way every message drew a bare acknowledgement of its own. When both
+// ranks dial at once, the lower rank's link is kept: the higher rank
+// adopts it, and the lower rank declines the other (wire.Hello), before
+// anything is sent on either.
 type endpoint struct {
 	rank, size int
 	opts       Options
@@ -70,8 +73,14 @@ type endpoint struct {
 }
 
 type peer struct {
-	mu   sync.Mutex // held while dialing
+	mu   sync.Mutex // held while dialing: one dial at a time
 	link atomic.Pointer[outLink]
+
+	// pair decides which link is the pair's: it guards dialing, and
+	// link's one store, after which linked is closed.
+	pair    sync.Mutex
+	dialing bool
+	linked  chan struct{}
 }
 
 type outLink struct{ transport.Link }
@@ -94,6 +103,9 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 		inboxes:    make([]inbox, size),
 		callTables: make(map[uint64]*callTable),
 		failed:     make(chan struct{}),
+	}
+	for i := range ep.peers {
+		ep.peers[i].linked = make(chan struct{})
 	}
 	ep.wg.Add(2)
 	go ep.acceptLoop(links.ln)
@@ -144,36 +156,59 @@ func (ep *endpoint) acceptLoop(ln transport.Listener) {
 			l.Close()
 			continue
 		}
-		ib := &ep.inboxes[src]
-		ib.mu.Lock()
-		// Accept may hand out a link that arrived just before close shut
-		// the listener. Close closes the links it finds under each
-		// inbox's lock after it set closing; one registered later would
-		// hold Close until the peer hung up, so it is closed here.
-		late := ep.closing.Load()
-		dup := ib.link != nil
-		if !dup && !late {
-			ib.link = l
+		if ep.adopt(src, l) {
+			ep.readFrom(src, l)
 		}
-		ib.mu.Unlock()
-		if late {
-			l.Close()
-			continue
-		}
-		if dup {
-			ep.log.Warn("refusing a second link from the same rank", "peer", src)
-			l.Close()
-			continue
-		}
-		ep.wg.Add(1)
-		if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
-			pl.SetSpin(ep.opts.spin, ep.opts.yield)
-			p := &polled{link: testHookPolled(pl)}
-			ib.polled.Store(p)
-			go ep.pollLoop(src, p)
-		} else {
-			go ep.readLoop(src, l)
-		}
+	}
+}
+
+// adopt answers the link l that rank src dialed (wire.Hello) and reports
+// whether l is now the pair's link, the one this rank sends to src on
+// and reads from it. It declines l when the pair has a link already, or
+// when this rank, the lower of the two, is dialing src itself: src then
+// adopts that one. A rank that is closing answers with its goodbye.
+func (ep *endpoint) adopt(src int, l transport.Link) bool {
+	p := &ep.peers[src]
+	p.pair.Lock()
+	defer p.pair.Unlock()
+	answer := wire.Hello(p.link.Load() == nil && !(p.dialing && ep.rank < src))
+	if ep.closing.Load() {
+		answer = goodbyeFrame
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+	defer cancel()
+	if l.WriteMessage(ctx, answer, nil) != nil || answer.Flags&wire.FlagHello == 0 || !answer.HelloAccepted() {
+		l.Close()
+		return false
+	}
+	p.link.Store(&outLink{l})
+	close(p.linked)
+	return true
+}
+
+// readFrom starts the goroutine that reads the pair's link l from src,
+// unless this rank is closing, which closes l instead.
+func (ep *endpoint) readFrom(src int, l transport.Link) {
+	ib := &ep.inboxes[src]
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	// A link that arrives just before close shut the listener, or one
+	// dialed while it closes, is closed here: Close closes the links it
+	// finds under each inbox's lock after it set closing, and one
+	// registered later would hold Close until the peer hung up.
+	if ep.closing.Load() {
+		l.Close()
+		return
+	}
+	ib.link = l
+	ep.wg.Add(1)
+	if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
+		pl.SetSpin(ep.opts.spin, ep.opts.yield)
+		p := &polled{link: testHookPolled(pl)}
+		ib.polled.Store(p)
+		go ep.pollLoop(src, p)
+	} else {
+		go ep.readLoop(src, l)
 	}
 }
 
@@ -634,8 +669,8 @@ func (g *sendGuard) disarm() bool {
 	return true
 }
 
-// linkTo returns the link that carries messages to dst, dialing it on
-// first use.
+// linkTo returns the pair's link to dst, dialing it on first use. A dial
+// that dst declines (see adopt) waits for the link dst dials instead.
 func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error) {
 	p := &ep.peers[dst]
 	if o := p.link.Load(); o != nil {
@@ -643,7 +678,11 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if o := p.link.Load(); o != nil {
+	p.pair.Lock()
+	o := p.link.Load()
+	p.dialing = o == nil
+	p.pair.Unlock()
+	if o != nil {
 		return o.Link, nil
 	}
 	if ep.opts.timeout > 0 {
@@ -652,15 +691,64 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 		defer cancel()
 	}
 	l, err := ep.dial(ctx, dst)
-	if err != nil {
+	accepted := false
+	if err == nil {
+		accepted, err = ep.hello(ctx, dst, l)
+	}
+	p.pair.Lock()
+	p.dialing = false
+	closing := ep.closing.Load()
+	if accepted && !closing {
+		// dst accepted the link, so the pair had none: dst adopts none
+		// while this rank dials, and declines a second one.
+		p.link.Store(&outLink{l})
+		close(p.linked)
+	}
+	p.pair.Unlock()
+	switch {
+	case err != nil:
+		if l != nil {
+			l.Close()
+		}
 		return nil, ep.dialFailed(ctx, dst, err)
-	}
-	if ep.closing.Load() {
-		l.Close()
+	case accepted && closing:
+		// Close has said its goodbyes on the links it found; dst adopted
+		// this one and hears it here.
+		ep.sayLast(l, goodbyeFrame, nil)
 		return nil, ErrClosed
+	case accepted:
+		ep.readFrom(dst, l)
+		return l, nil
 	}
-	p.link.Store(&outLink{l})
-	return l, nil
+	l.Close()
+	select {
+	case <-p.linked:
+		return p.link.Load().Link, nil
+	case <-ep.failed:
+		return nil, ep.err()
+	case <-ctx.Done():
+		return nil, ep.dialFailed(ctx, dst, fmt.Errorf("rank %d declined this rank's link for its own, which has not come", dst))
+	}
+}
+
+// hello reads dst's answer to the link l this rank dialed (wire.Hello).
+// A dst that closes answers with its goodbye, or not at all.
+func (ep *endpoint) hello(ctx context.Context, dst int, l transport.Link) (bool, error) {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var h wire.Header
+	err := l.ReadHeader(&h)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false, context.Cause(ctx)
+	case err != nil:
+		return false, err
+	case h.Flags&wire.FlagGoodbye != 0:
+		return false, fmt.Errorf("%w: rank %d", ErrPeerClosed, dst)
+	case h.Flags&wire.FlagHello == 0:
+		return false, fmt.Errorf("%w: rank %d's first frame on a new link is a %s frame, not its answer to the dial", wire.ErrBadHeader, dst, h.Kind)
+	}
+	return h.HelloAccepted(), nil
 }
 
 // dialFailed turns the failure to open a link to dst into the error of
@@ -675,7 +763,7 @@ func (ep *endpoint) dialFailed(ctx context.Context, dst int, err error) error {
 		return ErrClosed
 	case ep.err() != nil:
 		return ep.err()
-	case errors.Is(err, ErrRefused):
+	case errors.Is(err, ErrRefused), errors.Is(err, ErrPeerClosed):
 		return err
 	case errors.Is(context.Cause(ctx), ErrTimeout):
 		return ep.silent(dst, fmt.Sprintf("no link to rank %d within %v: %v", dst, ep.opts.timeout, err))
@@ -710,20 +798,21 @@ func (ep *endpoint) close() error {
 		if failure := failurePayload(ep.err()); failure != nil {
 			last, payload = failureHeader(failure), failure
 		} else {
-			last = wire.Header{Kind: wire.KindControl, Flags: wire.FlagGoodbye, DType: kernel.Uint8, Root: -1}
+			last = goodbyeFrame
 		}
 		ep.closing.Store(true)
-		ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
 		for i := range ep.peers {
+			// Once closing is set, under pair, no link becomes the pair's:
+			// adopt answers with a goodbye, and linkTo says it on a link
+			// it dialed that is accepted now.
 			p := &ep.peers[i]
-			p.mu.Lock()
-			if o := p.link.Load(); o != nil {
-				_ = o.WriteMessage(ctx, last, payload)
-				o.Close()
+			p.pair.Lock()
+			o := p.link.Load()
+			p.pair.Unlock()
+			if o != nil {
+				ep.sayLast(o, last, payload)
 			}
-			p.mu.Unlock()
 		}
-		cancel()
 
 		if ep.release != nil {
 			ctx, cancel := ep.withTimeout(context.Background())
@@ -750,6 +839,15 @@ func (ep *endpoint) close() error {
 	return ep.closeErr
 }
 
+// sayLast sends the last frame on l, a goodbye or a failure, and closes
+// it.
+func (ep *endpoint) sayLast(l transport.Link, h wire.Header, payload []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
+	defer cancel()
+	_ = l.WriteMessage(ctx, h, payload)
+	l.Close()
+}
+
 // withTimeout bounds ctx by the communicator's timeout. It allocates, so it
 // serves the setup paths, not the per-message ones.
 func (ep *endpoint) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -758,6 +856,9 @@ func (ep *endpoint) withTimeout(ctx context.Context) (context.Context, context.C
 	}
 	return context.WithTimeoutCause(ctx, ep.opts.timeout, ErrTimeout)
 }
+
+// goodbyeFrame says that its sender closes its communicator cleanly.
+var goodbyeFrame = wire.Header{Kind: wire.KindControl, Flags: wire.FlagGoodbye, DType: kernel.Uint8, Root: -1}
 
 func addrKey(rank int) string { return "addr/" + strconv.Itoa(rank) }
 func hostKey(rank int) string { return "host/" + strconv.Itoa(rank) }

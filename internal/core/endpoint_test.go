@@ -105,7 +105,7 @@ func TestBrokenLinkFailsEveryCall(t *testing.T) {
 }
 
 // TestLinksAreLazy: a job that has not talked has no links; a message
-// opens exactly one link, in the direction it travels.
+// opens exactly one link, which both ranks send on and read.
 func TestLinksAreLazy(t *testing.T) {
 	for _, tr := range []string{"mem", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
@@ -142,9 +142,11 @@ func TestLinksAreLazy(t *testing.T) {
 			_, err = cs[6].Recv(ctx, 3, 0, make([]byte, 1))
 			require.NoError(t, err)
 			out, in = links()
-			require.Equal(t, 1, out, "dialed links")
-			require.Equal(t, 1, in, "accepted links")
+			require.Equal(t, 2, out, "links sent on")
+			require.Equal(t, 2, in, "links read")
 			require.NotNil(t, cs[3].ep.peers[6].link.Load())
+			require.True(t, cs[3].ep.peers[6].link.Load().Link == cs[3].ep.inboxes[6].link, "rank 3 reads the link it sends on")
+			require.True(t, cs[6].ep.peers[3].link.Load().Link == cs[6].ep.inboxes[3].link, "rank 6 reads the link it sends on")
 		})
 	}
 }
@@ -258,4 +260,131 @@ func TestBadHeaderIsTheCallersError(t *testing.T) {
 	buf := make([]byte, 4)
 	_, err = cs[1].Recv(ctx, 0, 0, buf)
 	require.NoError(t, err)
+}
+
+// onePairLink requires that every rank of cs that has a link to another
+// sends on the link it reads from that rank, and returns how many such
+// links the job holds, counting each end.
+func onePairLink(t *testing.T, cs []*Comm) int {
+	t.Helper()
+	ends := 0
+	for _, c := range cs {
+		for j := range c.ep.peers {
+			o := c.ep.peers[j].link.Load()
+			ib := &c.ep.inboxes[j]
+			ib.mu.Lock()
+			in := ib.link
+			ib.mu.Unlock()
+			if o == nil {
+				require.Nil(t, in, "rank %d reads a link from rank %d that it does not send on", c.Rank(), j)
+				continue
+			}
+			require.True(t, o.Link == in, "rank %d sends to rank %d on another link than it reads", c.Rank(), j)
+			ends++
+		}
+	}
+	return ends
+}
+
+// TestHeadToHeadDial: two ranks that dial each other at once keep one
+// link, the lower rank's. Rank 1 dials first and rank 0's accept loop
+// holds that link unanswered while rank 0 dials rank 1, which adopts rank
+// 0's link; rank 0 then declines rank 1's, and rank 1's dial returns rank
+// 0's link.
+func TestHeadToHeadDial(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			cs, err := NewLocal(2, WithTransport(tr), WithTimeout(20*time.Second))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			held, release := make(chan struct{}), make(chan struct{})
+			testHookAfterAccept = func(ep *endpoint) {
+				if ep == cs[0].ep {
+					close(held)
+					<-release
+				}
+			}
+			defer func() { testHookAfterAccept = func(*endpoint) {} }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+
+			fromRank1 := make(chan error, 1)
+			go func() {
+				_, err := cs[1].ep.linkTo(ctx, 0)
+				fromRank1 <- err
+			}()
+			<-held
+			l, err := cs[0].ep.linkTo(ctx, 1)
+			require.NoError(t, err, "rank 0's dial, which rank 1 adopts")
+			close(release)
+			require.NoError(t, <-fromRank1, "rank 1's dial, declined for rank 0's")
+			require.True(t, cs[1].ep.peers[0].link.Load().Link.Peer() == 0)
+			require.True(t, cs[0].ep.peers[1].link.Load().Link == l, "rank 0 kept its own link")
+			require.Equal(t, 2, onePairLink(t, cs), "link ends")
+
+			for _, d := range [][2]int{{0, 1}, {1, 0}} {
+				require.NoError(t, cs[d[0]].Send(ctx, d[1], 7, []byte("hi")))
+				_, err := cs[d[1]].Recv(ctx, d[0], 7, make([]byte, 2))
+				require.NoError(t, err, "rank %d to rank %d", d[0], d[1])
+			}
+		})
+	}
+}
+
+// TestEveryoneDialsAtOnce: the ranks of a job all send to each other at
+// once before any link exists, so that most pairs dial head to head; every
+// message arrives, in order, and each pair ends with one link.
+func TestEveryoneDialsAtOnce(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			const n, msgs = 8, 20
+			cs, err := NewLocal(n, WithTransport(tr), WithTimeout(time.Minute))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			ctx := context.Background()
+			errs := make(chan error, n)
+			for _, c := range cs {
+				go func() {
+					errs <- func() error {
+						for i := range msgs {
+							for d := range n {
+								if d != c.Rank() {
+									if err := c.Send(ctx, d, 3, []byte{byte(i)}); err != nil {
+										return err
+									}
+								}
+							}
+						}
+						b := make([]byte, 1)
+						for s := range n {
+							for i := range msgs {
+								if s == c.Rank() {
+									break
+								}
+								if _, err := c.Recv(ctx, s, 3, b); err != nil {
+									return err
+								}
+								if b[0] != byte(i) {
+									return fmt.Errorf("rank %d got message %d from rank %d where %d was due", c.Rank(), b[0], s, i)
+								}
+							}
+						}
+						return nil
+					}()
+				}()
+			}
+			for range n {
+				require.NoError(t, <-errs)
+			}
+			require.Equal(t, n*(n-1), onePairLink(t, cs), "link ends")
+		})
+	}
 }

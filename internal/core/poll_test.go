@@ -237,17 +237,19 @@ func tcpJob(t *testing.T, n int, opts ...Option) []*Comm {
 
 // spinningPair is a tcpJob of two ranks that spin as long as they may,
 // whose polled links are read through testPollers; polled returns the
-// last one made, once a message has opened it.
+// one through which rank 0 reads rank 1, once a message has opened it.
 func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
 	t.Helper()
-	var last atomic.Pointer[testPoller]
+	var fromRank1 atomic.Pointer[testPoller]
 	testHookPolled = func(l transport.Poller) transport.Poller {
 		p := &testPoller{Poller: l}
-		last.Store(p)
+		if l.Peer() == 1 {
+			fromRank1.Store(p)
+		}
 		return p
 	}
 	t.Cleanup(func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } })
-	return tcpJob(t, 2, WithSpin(MaxSpin)), last.Load
+	return tcpJob(t, 2, WithSpin(MaxSpin)), fromRank1.Load
 }
 
 // testPoller is a polled link whose Poll fails once fail is set, and that

@@ -111,9 +111,31 @@ const (
 	// must agree on it as on the codec; a receiver compares it with its
 	// own call's.
 	FlagNoReceipts
+	// FlagHello marks the first frame on a link, the accepting rank's
+	// answer to the dialing one (see Hello): whether the two ranks use
+	// this link, both ways, or the one the accepting rank is dialing. It
+	// is a control frame without payload.
+	FlagHello
 
-	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe | FlagNoReceipts
+	knownFlags = FlagGoodbye | FlagAbort | FlagLast | FlagProbe | FlagNoReceipts | FlagHello
 )
+
+// Hello is the frame a rank that accepted a link sends first on it.
+// accepted says that the link is the pair's: both ranks send on it from
+// now on. Otherwise nothing else follows on it, and the dialing rank
+// waits for the link the accepting rank dials it on instead (two ranks
+// that dial each other at once keep the lower rank's link).
+func Hello(accepted bool) Header {
+	h := Header{Kind: KindControl, Flags: FlagHello, DType: kernel.Uint8, Root: -1}
+	if accepted {
+		h.Count = 1
+	}
+	return h
+}
+
+// HelloAccepted reports what a Hello frame h says: whether its link was
+// accepted.
+func (h *Header) HelloAccepted() bool { return h.Count == 1 }
 
 // Header is the fixed-size header in front of every message. All fields
 // travel little-endian at fixed offsets:
@@ -125,8 +147,9 @@ const (
 // Validate holds the fields to these rules, so a receiver can trust them
 // once a header has passed:
 //
-//   - FlagGoodbye and FlagAbort only on KindControl frames, never both; a
-//     goodbye has no payload.
+//   - FlagGoodbye, FlagAbort and FlagHello only on KindControl frames, at
+//     most one of them; a goodbye has no payload, nor has a hello, whose
+//     Count is 0 or 1.
 //   - Seq is nonzero exactly on the frames of collectives and Split, and
 //     only those frames may be probes (FlagProbe), which have no payload.
 //   - Algorithm is a known one, and AlgoAuto on Send, control and Split
@@ -279,12 +302,16 @@ func (h *Header) validateCodec(size uint64) error {
 // validateKind checks the fields whose meaning depends on Kind: which
 // flags, op and root a frame of that kind may carry.
 func (h *Header) validateKind() error {
-	if h.Flags&(FlagGoodbye|FlagAbort) != 0 {
+	if h.Flags&(FlagGoodbye|FlagAbort|FlagHello) != 0 {
 		switch {
 		case h.Kind != KindControl:
-			return fmt.Errorf("%w: goodbye or abort flag on %s frame", ErrBadHeader, h.Kind)
+			return fmt.Errorf("%w: goodbye, abort or hello flag on %s frame", ErrBadHeader, h.Kind)
 		case h.Flags&FlagGoodbye != 0 && h.Flags&FlagAbort != 0:
 			return fmt.Errorf("%w: goodbye and abort flags together", ErrBadHeader)
+		case h.Flags&FlagHello != 0 && h.Flags&(FlagGoodbye|FlagAbort) != 0:
+			return fmt.Errorf("%w: hello flag with a goodbye or abort flag", ErrBadHeader)
+		case h.Flags&FlagHello != 0 && (h.Length != 0 || h.Count > 1):
+			return fmt.Errorf("%w: hello frame with %d payload bytes and count %d", ErrBadHeader, h.Length, h.Count)
 		}
 	}
 	switch reduces := kindReduces(h.Kind); {

@@ -151,10 +151,14 @@ func TestHeaderValidate(t *testing.T) {
 		},
 			"goodbye frame with 1 payload bytes"},
 		{"root below -1", func(h *Header) { h.Root = -2 }, "root -2"},
-		{"goodbye on a collective", func(h *Header) { h.Flags, h.Length = FlagGoodbye, 0 }, "goodbye or abort flag on Allreduce frame"},
-		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags, h.Seq = KindSend, ops.None, FlagAbort, 0 }, "goodbye or abort flag on Send frame"},
+		{"goodbye on a collective", func(h *Header) { h.Flags, h.Length = FlagGoodbye, 0 }, "abort or hello flag on Allreduce frame"},
+		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags, h.Seq = KindSend, ops.None, FlagAbort, 0 }, "abort or hello flag on Send frame"},
 		{"goodbye and abort", func(h *Header) { *h = Header{Flags: FlagGoodbye | FlagAbort, Kind: KindControl, DType: kernel.Uint8} },
 			"goodbye and abort flags together"},
+		{"hello on a collective", func(h *Header) { h.Flags = FlagHello }, "abort or hello flag on Allreduce frame"},
+		{"hello and goodbye", func(h *Header) { *h = Hello(true); h.Flags |= FlagGoodbye }, "hello flag with a goodbye or abort flag"},
+		{"hello with payload", func(h *Header) { *h = Hello(true); h.Length, h.Count = 1, 1 }, "hello frame with 1 payload bytes"},
+		{"hello with a count above 1", func(h *Header) { *h = Hello(true); h.Count = 2 }, "hello frame with 0 payload bytes and count 2"},
 		{"reduction without op", func(h *Header) { h.Op = ops.None }, "Allreduce frame without an op"},
 		{"reduce without op", func(h *Header) { h.Kind, h.Op, h.Root = KindReduce, ops.None, 0 }, "Reduce frame without an op"},
 		{"op on bcast", func(h *Header) { h.Kind, h.Root = KindBcast, 0 }, "op sum on Bcast frame"},
@@ -245,4 +249,21 @@ func TestHeaderString(t *testing.T) {
 	require.Equal(t, "Allreduce comm=0x9 seq=4 tag=-8 100×float32 root=-1 len=40 off=10 op=sum algo=ring flags=0x0", h.String())
 	require.Equal(t, "Kind(200)", Kind(200).String())
 	require.Equal(t, "op(99)", ops.ID(99).String())
+}
+
+// TestHello: both answers of a hello frame are valid headers that survive
+// the wire and say what they were made to say.
+func TestHello(t *testing.T) {
+	for _, accepted := range []bool{true, false} {
+		t.Run(fmt.Sprint("accepted=", accepted), func(t *testing.T) {
+			h := Hello(accepted)
+			require.NoError(t, h.Validate())
+			var b [HeaderSize]byte
+			h.MarshalTo(&b)
+			var got Header
+			require.NoError(t, got.Unmarshal(&b))
+			require.Equal(t, h, got)
+			require.Equal(t, accepted, got.HelloAccepted())
+		})
+	}
 }
