@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,13 @@ func TestMain(m *testing.M) {
 		fmt.Printf("secret=%s\n", os.Getenv("GOCOLL_SECRET"))
 	case "abort", "lost-host":
 		os.Exit(commJob(os.Getenv(roleVar)))
+	case "init-close":
+		c, err := comm.Init(context.Background())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "init:", err)
+			os.Exit(2)
+		}
+		c.Close()
 	case "hello":
 		fmt.Printf("hello from %s of %s\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"))
 		os.Exit(0)
@@ -108,6 +116,38 @@ func TestRunPrefixesEachRank(t *testing.T) {
 	require.Zero(t, code, errOut)
 	for r := range 3 {
 		require.Contains(t, out, fmt.Sprintf("[%d] hello from %d of 3\n", r, r))
+	}
+}
+
+// TestBoundRanksSpinOnTheirCores: ranks that gocoll run binds to a core
+// each keep their core while they spin. Each rank's process may run on one
+// CPU then, which counted as the host's CPUs made every bound job of two
+// ranks or more look oversubscribed, and its spinning waits hand the CPU
+// over between looks. Without binding, as many ranks as CPUs are not
+// crowded either, and one more are.
+func TestBoundRanksSpinOnTheirCores(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cpus := runtime.NumCPU()
+	if cpus < 2 {
+		t.Skip("one CPU: two ranks cannot each have a core of their own")
+	}
+	t.Setenv("GOCOLL_DEBUG", "1")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		crowded bool
+	}{
+		{"bound", []string{"-n", "2", "--bind-to", "core"}, false},
+		{"unbound", []string{"-n", "2", "--bind-to", "none"}, false},
+		{"oversubscribed", []string{"-n", strconv.Itoa(cpus + 1)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runGocoll(t, "init-close", append(append([]string{"run"}, tc.args...), exe)...)
+			require.Zero(t, code, errOut)
+			want := fmt.Sprintf(`"spinning hands the CPU over"=%v`, tc.crowded)
+			require.Equal(t, tc.args[1], strconv.Itoa(strings.Count(errOut, want)), "ranks that logged %s in:\n%s", want, errOut)
+		})
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,7 +94,7 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	// needs: spinning then made small collectives two to three times
 	// slower (np=4 on 2 CPUs). Such ranks hand the CPU over between
 	// looks instead, as Open MPI's do when oversubscribed.
-	o.yield = peers.ranksOnHost(rank) > runtime.NumCPU()
+	o.yield = peers.crowded(rank)
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
 		links: links, shm: shm, linkCfg: cfg, store: store, peerTable: peers,
@@ -107,6 +106,8 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	for i := range ep.peers {
 		ep.peers[i].linked = make(chan struct{})
 	}
+	ep.log.Debug("waits spin", "ranks on this host", peers.ranksOnHost(rank),
+		"their CPUs", peers.cpusOnHost(rank), "spinning hands the CPU over", o.yield)
 	ep.wg.Add(2)
 	go ep.acceptLoop(links.ln)
 	go ep.watchStore()

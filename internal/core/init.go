@@ -223,10 +223,12 @@ func start(ctx context.Context, rank, size int, o Options, cfg transport.Config,
 	if o.hostOf != nil {
 		host = o.hostOf(rank)
 	}
-	if err := store.Set(ctx, hostKey(rank), []byte(host+"\n"+strconv.Itoa(os.Getpid())+"\n"+shm.addr)); err != nil {
+	record := strings.Join([]string{host, strconv.Itoa(os.Getpid()), ownCPUs().String(), shm.addr}, "\n")
+	if err := store.Set(ctx, hostKey(rank), []byte(record)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's host: %w", err)
 	}
-	peers := peerTable{addrs: make([]string, size), shmAddrs: make([]string, size), hosts: make([]string, size), pids: make([]int, size)}
+	peers := peerTable{addrs: make([]string, size), shmAddrs: make([]string, size), hosts: make([]string, size),
+		pids: make([]int, size), cpus: make([]cpuSet, size)}
 	for r := range size {
 		v, err := store.Get(ctx, addrKey(r))
 		if err == nil {
@@ -239,11 +241,12 @@ func start(ctx context.Context, rank, size int, o Options, cfg transport.Config,
 			}
 			return nil, fmt.Errorf("looking up rank %d: %w", r, err)
 		}
-		fields := strings.SplitN(string(v), "\n", 3)
+		fields := strings.SplitN(string(v), "\n", 4)
 		peers.hosts[r] = fields[0]
-		if len(fields) == 3 {
+		if len(fields) == 4 {
 			peers.pids[r], _ = strconv.Atoi(fields[1])
-			peers.shmAddrs[r] = fields[2]
+			peers.cpus[r] = parseCPUs(fields[2])
+			peers.shmAddrs[r] = fields[3]
 		}
 	}
 	if o.transport == "shm" {
@@ -260,6 +263,7 @@ type peerTable struct {
 	shmAddrs []string // shared-memory link address, "" for none
 	hosts    []string // host identity (hostIdentity)
 	pids     []int    // process id
+	cpus     []cpuSet // the CPUs the rank may run on
 }
 
 // ranksOnHost counts the ranks that run on rank's host, rank among them.

@@ -227,7 +227,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
-	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, n)
+	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, n > ep.cpusOnHost(ep.rank))
 	return s, nil
 }
 

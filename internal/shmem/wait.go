@@ -70,12 +70,12 @@ type Waiter struct {
 
 // NewWaiter returns a Waiter that polls and yields for spinFor before it
 // first sleeps, and sleeps for sleepFor at most at a time: how late it
-// notices what stop reports when nobody rings its bell. procs is the
-// number of processes that take part in the waits: when they cannot all
-// have a core, the Waiter starts out yielding often.
-func NewWaiter(spinFor, sleepFor time.Duration, procs int) Waiter {
+// notices what stop reports when nobody rings its bell. crowded says that
+// the processes that take part in the waits cannot all have a CPU: the
+// Waiter then starts out yielding often.
+func NewWaiter(spinFor, sleepFor time.Duration, crowded bool) Waiter {
 	w := Waiter{spinFor: spinFor, sleepFor: sleepFor, burst: burstMax}
-	if procs > runtime.NumCPU() {
+	if crowded {
 		w.burst = burstMin
 	}
 	return w

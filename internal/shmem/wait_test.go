@@ -62,7 +62,7 @@ func TestWaiter(t *testing.T) {
 				}
 				return nil
 			}
-			w := NewWaiter(tc.spinFor, 10*time.Millisecond, 2)
+			w := NewWaiter(tc.spinFor, 10*time.Millisecond, false)
 			got, err := w.Wait(&idx, tc.base, tc.need, bell, tc.toGoroutines, stop)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)

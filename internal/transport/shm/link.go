@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -147,6 +148,11 @@ type linkParams struct {
 // newLink makes the link over p.reg and starts its watcher.
 func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 	reg := p.reg
+	// The two processes of a link are crowded when this one may run on
+	// one CPU only. That also holds for processes that a launcher bound
+	// to cores of their own, but a Waiter soon finds out that its yields
+	// return at once and stops yielding often.
+	crowded := runtime.NumCPU() < 2
 	l := &link{
 		conn:           c,
 		peer:           p.peer,
@@ -164,8 +170,8 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 		cookie:         p.cookie,
 		done:           make(chan struct{}),
 		wsem:           writelock.New(),
-		wwait:          shmem.NewWaiter(spinFor, parkTimeout, 2),
-		rwait:          shmem.NewWaiter(spinFor, parkTimeout, 2),
+		wwait:          shmem.NewWaiter(spinFor, parkTimeout, crowded),
+		rwait:          shmem.NewWaiter(spinFor, parkTimeout, crowded),
 	}
 	l.liov[1].Base = &l.cookieBuf[0]
 	l.liov[1].SetLen(len(l.cookieBuf))

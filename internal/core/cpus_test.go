@@ -1,0 +1,71 @@
+package core
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCPUSetString(t *testing.T) {
+	tests := []struct {
+		set  cpuSet
+		want string
+	}{
+		{nil, ""},
+		{cpuSet{0b11}, "3"},
+		{cpuSet{1, 0, 1 << 63, 0, 0}, "1.0.8000000000000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.set.String())
+			got := parseCPUs(tt.want)
+			for len(got) < len(tt.set) {
+				got = append(got, 0)
+			}
+			if tt.set == nil {
+				require.Nil(t, got)
+			} else {
+				require.Equal(t, tt.set, got)
+			}
+		})
+	}
+	require.Nil(t, parseCPUs("1.x"), "garbage is unknown")
+}
+
+// TestCrowded: the ranks of a host are crowded when they outnumber the
+// CPUs of all their sets together, not those of one rank's: ranks that a
+// launcher bound to a core each are not (they spun handing the CPU over
+// while each had its own core, when one process's CPUs were counted).
+func TestCrowded(t *testing.T) {
+	cpu := func(ids ...int) cpuSet {
+		s := make(cpuSet, 1)
+		for _, id := range ids {
+			s[0] |= 1 << id
+		}
+		return s
+	}
+	tests := []struct {
+		name  string
+		hosts []string
+		cpus  []cpuSet
+		want  []bool
+		cpusA int // CPUs of host a, for rank 0
+	}{
+		{"bound to a core each", []string{"a", "a"}, []cpuSet{cpu(0), cpu(1)}, []bool{false, false}, 2},
+		{"bound to one core", []string{"a", "a"}, []cpuSet{cpu(0), cpu(0)}, []bool{true, true}, 1},
+		{"unbound", []string{"a", "a", "a"}, []cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{true, true, true}, 2},
+		{"other hosts apart", []string{"a", "b", "b"}, []cpuSet{cpu(0), cpu(0), cpu(1)}, []bool{false, false, false}, 1},
+		{"a set unknown", []string{"a", "a"}, []cpuSet{cpu(0), nil}, []bool{2 > runtime.NumCPU(), 2 > runtime.NumCPU()}, runtime.NumCPU()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := peerTable{hosts: tt.hosts, cpus: tt.cpus}
+			require.Equal(t, tt.cpusA, p.cpusOnHost(0))
+			for r, want := range tt.want {
+				require.Equal(t, want, p.crowded(r), fmt.Sprint("rank ", r))
+			}
+		})
+	}
+}
