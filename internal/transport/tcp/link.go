@@ -283,6 +283,9 @@ func (l *link) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.done)
+		if l.sock != nil {
+			l.sock.discardUnread()
+		}
 		err = l.conn.Close()
 	})
 	return err

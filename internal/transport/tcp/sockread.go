@@ -145,6 +145,31 @@ func (s *sockReader) read(p []byte) (int, error) {
 	return s.n, nil
 }
 
+// discardUnread reads and drops what the socket holds, without blocking,
+// up to discardMax bytes, before the link closes it: a TCP socket closed
+// with bytes it has not read resets the connection, and a reset throws
+// away what this end has not sent yet (a goodbye, the end of a large
+// message), where closing it empty sends all of that and then its end. A
+// reader busy on the socket at the same time may take some of the bytes;
+// it fails anyway once the link is closed. It uses its own buffer, not
+// the reader's.
+func (s *sockReader) discardUnread() {
+	buf := make([]byte, 64<<10)
+	_ = s.raw.Control(func(fd uintptr) {
+		for range discardMax / len(buf) {
+			n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+				unix.MSG_DONTWAIT, 0, 0)
+			if errno != 0 && errno != unix.EINTR || errno == 0 && n == 0 {
+				return
+			}
+		}
+	})
+}
+
+// discardMax bounds what discardUnread drops: more than a socket's receive
+// buffer holds.
+const discardMax = 64 << 20
+
 // fill reads what the socket holds into the free end of the buffer,
 // first moving the unread bytes to its front when that makes room.
 func (s *sockReader) fill() error {

@@ -336,3 +336,25 @@ func TestLargeReadBypassesBuffer(t *testing.T) {
 	require.NoError(t, b.ReadPayload(dst[off:]))
 	require.Equal(t, payload, dst)
 }
+
+// TestCloseWithUnreadBytes: a link closed while its socket still holds
+// bytes it never read ends cleanly for the peer, after everything the
+// closing end sent. A TCP socket closed with unread bytes resets the
+// connection instead, and a reset throws away what the closing end had
+// not sent yet; the peer found the end of the link as a reset.
+func TestCloseWithUnreadBytes(t *testing.T) {
+	a, b := linktest.Pair(t, &tcp.Transport{})
+	ctx := context.Background()
+	// b's message to a waits unread in a's socket when a closes.
+	require.NoError(t, b.WriteMessage(ctx, header(5), []byte("never")))
+	require.NoError(t, a.WriteMessage(ctx, header(4), []byte("last")))
+	time.Sleep(10 * time.Millisecond) // b's message into a's socket
+	require.NoError(t, a.Close())
+
+	var h wire.Header
+	require.NoError(t, b.ReadHeader(&h))
+	p := make([]byte, 4)
+	require.NoError(t, b.ReadPayload(p))
+	require.Equal(t, "last", string(p))
+	require.ErrorIs(t, b.ReadHeader(&h), io.EOF, "the end of a's link")
+}
