@@ -12,8 +12,10 @@
 //
 // followed by gocoll's own (algo, codec, chunk, min_us, max_us, cpu_us:
 // the CPU time a rank's process spends per call, all its threads, which
-// shows what a rank that spins while it waits pays; p50_us, p99_us: the
-// median and 99th percentile of a rank's calls); ReadCSV
+// shows what a rank that spins while it waits pays, measured on a quarter
+// as many calls again after the timed ones, since reading it delays a
+// call; p50_us, p99_us: the median and 99th percentile of a rank's
+// calls); ReadCSV
 // reads files of either kind. BusFactor gives nccl-tests' bus bandwidth
 // factors, which make the figures of different rank counts comparable.
 //

@@ -40,6 +40,9 @@ func TestIterations(t *testing.T) {
 	for iters, want := range map[int]int{2: 2, 10: 2, 25: 2, 30: 3, 1000: 100} {
 		require.Equal(t, want, Warmup(iters), "warm-up of %d calls", iters)
 	}
+	for iters, want := range map[int]int{2: 1, 7: 1, 8: 2, 1000: 250} {
+		require.Equal(t, want, CPUCalls(iters), "calls that measure the CPU time after %d timed ones", iters)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
