@@ -40,8 +40,8 @@ type endpoint struct {
 	store      *rendezvous.Client
 	peerTable  // what every rank published
 
-	peers   []peer  // outbound, by world rank
-	inboxes []inbox // inbound, by world rank
+	peers   []peer  // the links sent on, by world rank
+	inboxes []inbox // what arrives, by world rank: the same links, read
 
 	callsMu    sync.Mutex
 	callTables map[uint64]*callTable // by communicator id

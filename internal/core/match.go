@@ -66,7 +66,7 @@ type inbox struct {
 	// stalled is non-nil while the reader holds a header it has no room
 	// for; posting a receive pokes it so the reader can retry.
 	stalled chan struct{}
-	// link is the inbound link from this source, once it is connected.
+	// link is the link to this source, read here, once it is connected.
 	link transport.Link
 	// polled is set when the link is one that a waiting caller may read
 	// itself (see poll).
