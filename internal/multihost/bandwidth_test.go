@@ -97,8 +97,11 @@ func iperf3AcrossHosts(t *testing.T) string {
 
 func iperf3Here(t *testing.T) string { return iperf3(t, nil, nil, "127.0.0.1") }
 
-// iperf3 runs a server (once) under the server prefix and a 5 s client
-// to addr under the client prefix and returns the client's rate.
+// iperf3 runs a server under the server prefix and a 5 s client to addr
+// under the client prefix and returns the client's rate. The server
+// serves until the function ends, not once (-1): a client that came
+// before it listened may still have reached it and failed, and a
+// one-off server then quit before the client's retry.
 func iperf3(t *testing.T, server, client []string, addr string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -106,7 +109,7 @@ func iperf3(t *testing.T, server, client []string, addr string) string {
 		argv := append(slices.Clone(prefix), append([]string{"iperf3"}, args...)...)
 		return exec.CommandContext(ctx, argv[0], argv[1:]...)
 	}
-	srv := run(server, "-s", "-1", "-p", "5299")
+	srv := run(server, "-s", "-p", "5299")
 	if err := srv.Start(); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
