@@ -172,13 +172,15 @@ func (ep *endpoint) adopt(src int, l transport.Link) bool {
 	p := &ep.peers[src]
 	p.pair.Lock()
 	defer p.pair.Unlock()
-	answer := wire.Hello(p.link.Load() == nil && !(p.dialing && ep.rank < src))
-	if ep.closing.Load() {
+	closing := ep.closing.Load()
+	accept := !closing && p.link.Load() == nil && !(p.dialing && ep.rank < src)
+	answer := wire.Hello(accept)
+	if closing {
 		answer = goodbyeFrame
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), abortGrace)
 	defer cancel()
-	if l.WriteMessage(ctx, answer, nil) != nil || answer.Flags&wire.FlagHello == 0 || !answer.HelloAccepted() {
+	if l.WriteMessage(ctx, answer, nil) != nil || !accept {
 		l.Close()
 		return false
 	}
@@ -188,17 +190,15 @@ func (ep *endpoint) adopt(src int, l transport.Link) bool {
 }
 
 // readFrom starts the goroutine that reads the pair's link l from src,
-// unless this rank is closing, which closes l instead.
+// unless this rank is closing: Close closes the inboxes' links it finds
+// after it set closing, and the reader of one registered later would hold
+// Close until the peer hung up. l is the pair's link by now, so Close
+// says its goodbye on it and closes it all the same.
 func (ep *endpoint) readFrom(src int, l transport.Link) {
 	ib := &ep.inboxes[src]
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	// A link that arrives just before close shut the listener, or one
-	// dialed while it closes, is closed here: Close closes the links it
-	// finds under each inbox's lock after it set closing, and one
-	// registered later would hold Close until the peer hung up.
 	if ep.closing.Load() {
-		l.Close()
 		return
 	}
 	ib.link = l
