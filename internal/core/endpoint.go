@@ -82,6 +82,12 @@ type peer struct {
 	linked  chan struct{}
 }
 
+// publish makes l the pair's link; the caller holds pair.
+func (p *peer) publish(l transport.Link) {
+	p.link.Store(&outLink{l})
+	close(p.linked)
+}
+
 type outLink struct{ transport.Link }
 
 // closedChan is a ready channel for waits that need not wait.
@@ -184,8 +190,7 @@ func (ep *endpoint) adopt(src int, l transport.Link) bool {
 		l.Close()
 		return false
 	}
-	p.link.Store(&outLink{l})
-	close(p.linked)
+	p.publish(l)
 	return true
 }
 
@@ -702,8 +707,7 @@ func (ep *endpoint) linkTo(ctx context.Context, dst int) (transport.Link, error)
 	if accepted && !closing {
 		// dst accepted the link, so the pair had none: dst adopts none
 		// while this rank dials, and declines a second one.
-		p.link.Store(&outLink{l})
-		close(p.linked)
+		p.publish(l)
 	}
 	p.pair.Unlock()
 	switch {

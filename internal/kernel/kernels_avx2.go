@@ -89,41 +89,32 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 // dst with encodeBF16F32AVX2 and returns how many it encoded: 0 without
 // AVX2.
 func encodeBF16Asm(dst []uint16, src []uint32) int {
-	if !useAVX2 {
-		return 0
-	}
-	return inChunks(dst, src, encodeBF16F32AVX2)
+	return inChunks(useAVX2, dst, src, encodeBF16F32AVX2)
 }
 
 // decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX2.
 func decodeBF16Asm(dst []uint32, src []uint16) int {
-	if !useAVX2 {
-		return 0
-	}
-	return inChunks(dst, src, decodeBF16F32AVX2)
+	return inChunks(useAVX2, dst, src, decodeBF16F32AVX2)
 }
 
 // encodeFP16Asm is encodeBF16Asm for encodeFP16F32F16C: 0 without F16C.
 func encodeFP16Asm(dst []uint16, src []uint32) int {
-	if !useF16C {
-		return 0
-	}
-	return inChunks(dst, src, encodeFP16F32F16C)
+	return inChunks(useF16C, dst, src, encodeFP16F32F16C)
 }
 
 // decodeFP16Asm is encodeBF16Asm for decodeFP16F32F16C.
 func decodeFP16Asm(dst []uint32, src []uint16) int {
-	if !useF16C {
-		return 0
-	}
-	return inChunks(dst, src, decodeFP16F32F16C)
+	return inChunks(useF16C, dst, src, decodeFP16F32F16C)
 }
 
 // inChunks runs a conversion kernel, which converts 16 elements at a
 // time, on the first len(dst) rounded down to 16 elements of dst and src,
 // at most chunkBytes of dst a call as reduceAsm does, and returns how many
-// elements it converted.
-func inChunks[D, S uint16 | uint32](dst []D, src []S, kernel func([]D, []S)) int {
+// elements it converted: none unless the CPU can run the kernel (can).
+func inChunks[D, S uint16 | uint32](can bool, dst []D, src []S, kernel func([]D, []S)) int {
+	if !can {
+		return 0
+	}
 	n := len(dst) &^ 15
 	step := chunkBytes / int(unsafe.Sizeof(dst[0])) // a multiple of 16
 	for i := 0; i < n; i += step {

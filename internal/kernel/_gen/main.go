@@ -149,89 +149,64 @@ func (k kernel) generate() {
 // with its sign and top payload bits and made quiet. It converts the
 // largest multiple of 16 elements and leaves the rest to the Go loop.
 func encodeBF16() {
-	TEXT("encodeBF16F32AVX2", NOSPLIT, "func(dst []uint16, src []uint32)")
-	Pragma("noescape")
-	Doc(
-		"encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32",
-		"with bits src[i], as encodeBF16F32, for every i < len(src) rounded",
-		"down to a multiple of 16. dst must be at least as long as src.",
-	)
-	dst := Load(Param("dst").Base(), GP64())
-	src := Load(Param("src").Base(), GP64())
-	n := Load(Param("src").Len(), GP64())
-
-	abs, inf := broadcast32(0x7fffffff), broadcast32(0x7f800000)
-	half, one, quiet := broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
-
-	// round leaves in r the bfloat16 of each lane of x, zero-extended.
-	round := func(x, r reg.VecVirtual) {
-		t, m, q := YMM(), YMM(), YMM()
-		VPSRLD(U8(16), x, t)  // the kept bits
-		VPAND(one, t, r)      // the lowest of them: odd or even
-		VPADDD(half, r, r)    // just under half a unit, plus one if odd
-		VPADDD(x, r, r)       // carries into the kept bits when rounding up
-		VPSRLD(U8(16), r, r)  // the rounded value
-		VPOR(quiet, t, q)     // a NaN's kept bits, made quiet
-		VPAND(abs, x, m)      // |x|
-		VPCMPGTD(inf, m, m)   // all ones where |x| > Inf: a NaN
-		VPBLENDVB(m, q, r, r) // the NaN's bits there
-	}
-
-	Label("loop")
-	CMPQ(n, U32(16))
-	JB(LabelRef("done"))
-	x0, x1, r0, r1 := YMM(), YMM(), YMM(), YMM()
-	VMOVDQU(Mem{Base: src}, x0)
-	VMOVDQU(Mem{Base: src, Disp: 32}, x1)
-	round(x0, r0)
-	round(x1, r1)
-	// Packing works within each 128-bit half: r0's and r1's first four
-	// words, then their last four. VPERMQ puts the quarters in order.
-	VPACKUSDW(r1, r0, r0)
-	VPERMQ(U8(0xd8), r0, r0)
-	VMOVDQU(r0, Mem{Base: dst})
-	ADDQ(U32(64), src)
-	ADDQ(U32(32), dst)
-	SUBQ(U32(16), n)
-	JMP(LabelRef("loop"))
-
-	Label("done")
-	VZEROUPPER()
-	RET()
+	var abs, inf, half, one, quiet reg.VecVirtual
+	conversion("encodeBF16F32AVX2", "func(dst []uint16, src []uint32)", "src", 64, 32,
+		[]string{
+			"encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32",
+			"with bits src[i], as encodeBF16F32, for every i < len(src) rounded",
+			"down to a multiple of 16. dst must be at least as long as src.",
+		},
+		func() {
+			abs, inf = broadcast32(0x7fffffff), broadcast32(0x7f800000)
+			half, one, quiet = broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
+		},
+		func(src, dst reg.Register) {
+			// round leaves in r the bfloat16 of each lane of x, zero-extended.
+			round := func(x, r reg.VecVirtual) {
+				t, m, q := YMM(), YMM(), YMM()
+				VPSRLD(U8(16), x, t)  // the kept bits
+				VPAND(one, t, r)      // the lowest of them: odd or even
+				VPADDD(half, r, r)    // just under half a unit, plus one if odd
+				VPADDD(x, r, r)       // carries into the kept bits when rounding up
+				VPSRLD(U8(16), r, r)  // the rounded value
+				VPOR(quiet, t, q)     // a NaN's kept bits, made quiet
+				VPAND(abs, x, m)      // |x|
+				VPCMPGTD(inf, m, m)   // all ones where |x| > Inf: a NaN
+				VPBLENDVB(m, q, r, r) // the NaN's bits there
+			}
+			x0, x1, r0, r1 := YMM(), YMM(), YMM(), YMM()
+			VMOVDQU(Mem{Base: src}, x0)
+			VMOVDQU(Mem{Base: src, Disp: 32}, x1)
+			round(x0, r0)
+			round(x1, r1)
+			// Packing works within each 128-bit half: r0's and r1's first four
+			// words, then their last four. VPERMQ puts the quarters in order.
+			VPACKUSDW(r1, r0, r0)
+			VPERMQ(U8(0xd8), r0, r0)
+			VMOVDQU(r0, Mem{Base: dst})
+		})
 }
 
 // decodeBF16 emits decodeBF16F32AVX2, the kernel of decodeBF16F32: each
 // bfloat16 widened to 32 bits and shifted into the top half, 16 at a
 // time.
 func decodeBF16() {
-	TEXT("decodeBF16F32AVX2", NOSPLIT, "func(dst []uint32, src []uint16)")
-	Pragma("noescape")
-	Doc(
-		"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
-		"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
-		"multiple of 16. src must be at least as long as dst.",
-	)
-	dst := Load(Param("dst").Base(), GP64())
-	src := Load(Param("src").Base(), GP64())
-	n := Load(Param("dst").Len(), GP64())
-	Label("loop")
-	CMPQ(n, U32(16))
-	JB(LabelRef("done"))
-	y0, y1 := YMM(), YMM()
-	VPMOVZXWD(Mem{Base: src}, y0)
-	VPMOVZXWD(Mem{Base: src, Disp: 16}, y1)
-	VPSLLD(U8(16), y0, y0)
-	VPSLLD(U8(16), y1, y1)
-	VMOVDQU(y0, Mem{Base: dst})
-	VMOVDQU(y1, Mem{Base: dst, Disp: 32})
-	ADDQ(U32(32), src)
-	ADDQ(U32(64), dst)
-	SUBQ(U32(16), n)
-	JMP(LabelRef("loop"))
-
-	Label("done")
-	VZEROUPPER()
-	RET()
+	conversion("decodeBF16F32AVX2", "func(dst []uint32, src []uint16)", "dst", 32, 64,
+		[]string{
+			"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
+			"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
+			"multiple of 16. src must be at least as long as dst.",
+		},
+		func() {},
+		func(src, dst reg.Register) {
+			y0, y1 := YMM(), YMM()
+			VPMOVZXWD(Mem{Base: src}, y0)
+			VPMOVZXWD(Mem{Base: src, Disp: 16}, y1)
+			VPSLLD(U8(16), y0, y0)
+			VPSLLD(U8(16), y1, y1)
+			VMOVDQU(y0, Mem{Base: dst})
+			VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+		})
 }
 
 // broadcast32 returns a vector register holding v in each 32-bit lane.
@@ -250,33 +225,21 @@ func broadcast32(v uint32) reg.VecVirtual {
 // for every input: gradual underflow, overflow to Inf from 65520 up, and
 // a NaN kept with its sign and top payload bits and made quiet.
 func encodeFP16() {
-	TEXT("encodeFP16F32F16C", NOSPLIT, "func(dst []uint16, src []uint32)")
-	Pragma("noescape")
-	Doc(
-		"encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32",
-		"with bits src[i], as encodeFP16F32, for every i < len(src) rounded",
-		"down to a multiple of 16. dst must be at least as long as src.",
-	)
-	dst := Load(Param("dst").Base(), GP64())
-	src := Load(Param("src").Base(), GP64())
-	n := Load(Param("src").Len(), GP64())
 	const toNearestEven = 0 // bit 2 clear: the rounding of bits 0-1, not MXCSR's
-	Label("loop")
-	CMPQ(n, U32(16))
-	JB(LabelRef("done"))
-	x0, x1 := YMM(), YMM()
-	VMOVDQU(Mem{Base: src}, x0)
-	VMOVDQU(Mem{Base: src, Disp: 32}, x1)
-	VCVTPS2PH(U8(toNearestEven), x0, Mem{Base: dst})
-	VCVTPS2PH(U8(toNearestEven), x1, Mem{Base: dst, Disp: 16})
-	ADDQ(U32(64), src)
-	ADDQ(U32(32), dst)
-	SUBQ(U32(16), n)
-	JMP(LabelRef("loop"))
-
-	Label("done")
-	VZEROUPPER()
-	RET()
+	conversion("encodeFP16F32F16C", "func(dst []uint16, src []uint32)", "src", 64, 32,
+		[]string{
+			"encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32",
+			"with bits src[i], as encodeFP16F32, for every i < len(src) rounded",
+			"down to a multiple of 16. dst must be at least as long as src.",
+		},
+		func() {},
+		func(src, dst reg.Register) {
+			x0, x1 := YMM(), YMM()
+			VMOVDQU(Mem{Base: src}, x0)
+			VMOVDQU(Mem{Base: src, Disp: 32}, x1)
+			VCVTPS2PH(U8(toNearestEven), x0, Mem{Base: dst})
+			VCVTPS2PH(U8(toNearestEven), x1, Mem{Base: dst, Disp: 16})
+		})
 }
 
 // decodeFP16 emits decodeFP16F32F16C, the kernel of decodeFP16F32: 16
@@ -286,42 +249,59 @@ func encodeFP16() {
 // a NaN take codec.Float16.Float32's bits instead: the sign, the float32
 // exponent of ones and the payload shifted into place.
 func decodeFP16() {
-	TEXT("decodeFP16F32F16C", NOSPLIT, "func(dst []uint32, src []uint16)")
+	var abs, inf, exp32, sign reg.VecVirtual
+	conversion("decodeFP16F32F16C", "func(dst []uint32, src []uint16)", "dst", 32, 64,
+		[]string{
+			"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
+			"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
+			"multiple of 16. src must be at least as long as dst.",
+		},
+		func() {
+			abs, inf, exp32, sign = broadcast32(0x7fff), broadcast32(0x7c00), broadcast32(0x7f800000), broadcast32(0x8000)
+		},
+		func(src, dst reg.Register) {
+			// widen leaves in r the float32 bits of the 8 binary16 values at m.
+			widen := func(m Mem, r reg.VecVirtual) {
+				w, a, nan, s := YMM(), YMM(), YMM(), YMM()
+				VCVTPH2PS(m, r)
+				VPMOVZXWD(m, w)       // the binary16 bits, one a lane
+				VPAND(abs, w, a)      // |x|
+				VPCMPGTD(inf, a, nan) // all ones where |x| > Inf: a NaN
+				VPSLLD(U8(13), a, a)  // exponent and payload into the float32 fields
+				VPOR(exp32, a, a)     // the exponent all ones
+				VPAND(sign, w, s)     // the sign
+				VPSLLD(U8(16), s, s)  // into bit 31
+				VPOR(s, a, a)         // the NaN as codec.Float16.Float32 makes it
+				VPBLENDVB(nan, a, r, r)
+			}
+			y0, y1 := YMM(), YMM()
+			widen(Mem{Base: src}, y0)
+			widen(Mem{Base: src, Disp: 16}, y1)
+			VMOVDQU(y0, Mem{Base: dst})
+			VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+		})
+}
+
+// conversion emits a kernel that converts 16 elements a pass, as name
+// with signature sig and the doc comment doc: it loads dst and src and,
+// as n, the length of the parameter nParam, runs setup once (the
+// constants), then body on src and dst while n >= 16, stepping src by
+// srcStep bytes and dst by dstStep. The rest is left to the Go loop.
+func conversion(name, sig, nParam string, srcStep, dstStep int, doc []string, setup func(), body func(src, dst reg.Register)) {
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(
-		"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
-		"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
-		"multiple of 16. src must be at least as long as dst.",
-	)
+	Doc(doc...)
 	dst := Load(Param("dst").Base(), GP64())
 	src := Load(Param("src").Base(), GP64())
-	n := Load(Param("dst").Len(), GP64())
-	abs, inf, exp32, sign := broadcast32(0x7fff), broadcast32(0x7c00), broadcast32(0x7f800000), broadcast32(0x8000)
+	n := Load(Param(nParam).Len(), GP64())
+	setup()
 
-	// widen leaves in r the float32 bits of the 8 binary16 values at m.
-	widen := func(m Mem, r reg.VecVirtual) {
-		w, a, nan, s := YMM(), YMM(), YMM(), YMM()
-		VCVTPH2PS(m, r)
-		VPMOVZXWD(m, w)       // the binary16 bits, one a lane
-		VPAND(abs, w, a)      // |x|
-		VPCMPGTD(inf, a, nan) // all ones where |x| > Inf: a NaN
-		VPSLLD(U8(13), a, a)  // exponent and payload into the float32 fields
-		VPOR(exp32, a, a)     // the exponent all ones
-		VPAND(sign, w, s)     // the sign
-		VPSLLD(U8(16), s, s)  // into bit 31
-		VPOR(s, a, a)         // the NaN as codec.Float16.Float32 makes it
-		VPBLENDVB(nan, a, r, r)
-	}
 	Label("loop")
 	CMPQ(n, U32(16))
 	JB(LabelRef("done"))
-	y0, y1 := YMM(), YMM()
-	widen(Mem{Base: src}, y0)
-	widen(Mem{Base: src, Disp: 16}, y1)
-	VMOVDQU(y0, Mem{Base: dst})
-	VMOVDQU(y1, Mem{Base: dst, Disp: 32})
-	ADDQ(U32(32), src)
-	ADDQ(U32(64), dst)
+	body(src, dst)
+	ADDQ(U32(srcStep), src)
+	ADDQ(U32(dstStep), dst)
 	SUBQ(U32(16), n)
 	JMP(LabelRef("loop"))
 
