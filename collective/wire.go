@@ -41,11 +41,11 @@ func (k *call[T]) encode(s []T) ([]byte, codec.ID, scratchBuf) {
 		return codec.Bytes(s), c, scratchBuf{}
 	}
 	w, wire := scratch[byte](kernel.EncodeScratchLen(c, k.me.DType, len(s)))
-	payload, c := kernel.Encode(c, w, s)
-	if c.Lossy() && k.keep {
-		// Decoding what was just encoded cannot fail.
-		_ = kernel.Decode(c, s, payload)
+	if k.keep {
+		payload, c := kernel.EncodeRounding(c, w, s)
+		return payload, c, wire
 	}
+	payload, c := kernel.Encode(c, w, s)
 	return payload, c, wire
 }
 
@@ -225,8 +225,7 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 			return err
 		}
 		if encode != nil {
-			w, _ := kernel.Encode(h.Codec, encode[2*lo:2*hi], dst[lo:hi])
-			_ = kernel.Decode(h.Codec, dst[lo:hi], w)
+			kernel.EncodeRounding(h.Codec, encode[2*lo:2*hi], dst[lo:hi])
 		}
 	}
 	return nil

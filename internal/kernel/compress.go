@@ -94,6 +94,26 @@ func Encode[T codec.Elem](c codec.ID, dst []byte, src []T) ([]byte, codec.ID) {
 	return out, c
 }
 
+// EncodeRounding is Encode for a sender that keeps the values it sends:
+// with a lossy codec it also replaces src's values by what the payload
+// decodes to (Round), in the same pass over src where a kernel does both
+// (BF16 on float32 with AVX2), so that the sender's copy is bit for bit
+// the receivers'. With any other codec it is Encode.
+func EncodeRounding[T codec.Elem](c codec.ID, dst []byte, src []T) ([]byte, codec.ID) {
+	if !c.Lossy() {
+		return Encode(c, dst, src)
+	}
+	switch s := any(src).(type) {
+	case []float32:
+		encodeRoundHalf(c, dst, s)
+	case []float64:
+		encodeRoundHalf(c, dst, s)
+	default:
+		panic(fmt.Sprintf("codec: %s encoding of %s", c, DTypeOf[T]()))
+	}
+	return dst[:2*len(src)], c
+}
+
 // Decode decodes src, a payload in codec c, into exactly len(dst)
 // elements. It never writes past dst, and a payload of another length or
 // that c cannot have produced is an error wrapping codec.ErrCorrupt, after

@@ -81,6 +81,30 @@ func benchRound[T float](b *testing.B, c codec.ID, src []T) {
 	}
 }
 
+// benchEncodeRounding times what a sender that keeps what it sends
+// does: EncodeRounding, against Encode then Decode of the payload back
+// over the source, which is what it did before.
+func benchEncodeRounding[T float](b *testing.B, c codec.ID, src []T) {
+	dst := make([]byte, EncodeScratchLen(c, DTypeOf[T](), len(src)))
+	buf := make([]T, len(src))
+	copy(buf, src)
+	b.Run("fused", func(b *testing.B) {
+		b.SetBytes(benchBytes)
+		for b.Loop() {
+			EncodeRounding(c, dst, buf)
+		}
+	})
+	b.Run("encode+decode", func(b *testing.B) {
+		b.SetBytes(benchBytes)
+		for b.Loop() {
+			payload, wc := Encode(c, dst, buf)
+			if err := Decode(wc, buf, payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func BenchmarkEncode(b *testing.B) {
 	benchCodecs(b, false, benchEncode[float32])
 	benchCodecs(b, false, benchEncode[float64])
@@ -89,6 +113,12 @@ func BenchmarkEncode(b *testing.B) {
 func BenchmarkDecode(b *testing.B) {
 	benchCodecs(b, false, benchDecode[float32])
 	benchCodecs(b, false, benchDecode[float64])
+}
+
+// BenchmarkEncodeRounding covers the lossy codecs only: for the others
+// EncodeRounding is Encode.
+func BenchmarkEncodeRounding(b *testing.B) {
+	benchCodecs(b, true, benchEncodeRounding[float32])
 }
 
 // BenchmarkRound covers the lossy codecs only: for the others Round does

@@ -82,6 +82,17 @@ func encodeBF16F32(dst []uint16, src []uint32) {
 	}
 }
 
+// encodeRoundBF16F32 is encodeBF16F32 that also sets each src[i] to the
+// float32 bits of dst[i], what the peer decodes: in one pass with the
+// AVX2 kernel where it runs, else, and for the last elements, encoding
+// and then decoding.
+func encodeRoundBF16F32(dst []uint16, src []uint32) {
+	dst = dst[:len(src)]
+	i := encodeRoundBF16Asm(dst, src)
+	encodeBF16F32(dst[i:], src[i:])
+	decodeBF16F32(src[i:], dst[i:])
+}
+
 // roundBF16F32 is codec.BFloat16FromFloat32(v).Float32() in place on float32 bits,
 // the way encodeBF16F32 goes.
 func roundBF16F32(buf []uint32) {

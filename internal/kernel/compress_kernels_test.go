@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
@@ -100,6 +101,11 @@ func TestKernelsMatchScalar(t *testing.T) {
 		checkEncodeKernel(t, in64, encodeBF16F64, scalarEnc64)
 		checkRoundKernel(t, in32, roundBF16F32, func(b uint32) uint32 { return math.Float32bits(codec.BFloat16(scalarEnc32(b)).Float32()) })
 		checkRoundKernel(t, in64, roundBF16F64, func(b uint64) uint64 { return math.Float64bits(codec.BFloat16(scalarEnc64(b)).Float64()) })
+		// encodeRoundBF16F32 must give both: the encoding, and the rounded
+		// values over its source.
+		checkEncodeKernel(t, in32, func(d []uint16, s []uint32) { encodeRoundBF16F32(d, slices.Clone(s)) }, scalarEnc32)
+		checkRoundKernel(t, in32, func(s []uint32) { encodeRoundBF16F32(make([]uint16, len(s)), s) },
+			func(b uint32) uint32 { return math.Float32bits(codec.BFloat16(scalarEnc32(b)).Float32()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint32 { d := make([]uint32, len(s)); decodeBF16F32(d, s); return d },
 			func(w uint16) uint32 { return math.Float32bits(codec.BFloat16(w).Float32()) })
 		checkDecodeKernel(t, words, func(s []uint16) []uint64 { d := make([]float64, len(s)); decodeBF16F64(d, s); return bits64(d) },

@@ -14,6 +14,13 @@ func encodeHalf[F float](c codec.ID, dst []byte, src []F) { encodeHalfPortable(c
 // src[:2*len(dst)].
 func decodeHalf[F float](c codec.ID, dst []F, src []byte) { decodeHalfPortable(c, dst, src) }
 
+// encodeRoundHalf is encodeHalf that also sets src to what dst decodes
+// to.
+func encodeRoundHalf[F float](c codec.ID, dst []byte, src []F) {
+	encodeHalfPortable(c, dst, src)
+	decodeHalfPortable(c, src, dst)
+}
+
 // roundHalf sets every value of buf to what it becomes after a trip
 // through c.
 func roundHalf[F float](c codec.ID, buf []F) { roundHalfPortable(c, buf) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gocoll/gocoll/codec"
@@ -285,6 +286,42 @@ func TestRoundIdempotent(t *testing.T) {
 			require.Equal(t, codec.Bytes(once64), codec.Bytes(twice64))
 		})
 	}
+}
+
+// TestEncodeRounding checks that EncodeRounding is Encode followed by
+// Round: the same payload and codec, and src left as a receiver decodes
+// it, for every codec, both float types, lengths on either side of the
+// kernels' 16-element steps, and a payload buffer that is not 2-byte
+// aligned (the copying loops).
+func TestEncodeRounding(t *testing.T) {
+	for _, c := range codec.IDs() {
+		t.Run(c.String(), func(t *testing.T) {
+			r := elemtest.NewRand(t)
+			for _, n := range []int{0, 1, 15, 16, 17, 1000, 1 << 16} {
+				for _, misaligned := range []bool{false, true} {
+					testEncodeRounding(t, c, elemtest.RandElems[float32](r, n), misaligned)
+					testEncodeRounding(t, c, elemtest.RandElems[float64](r, n), misaligned)
+				}
+			}
+		})
+	}
+}
+
+func testEncodeRounding[F float](t *testing.T, c codec.ID, src []F, misaligned bool) {
+	t.Helper()
+	wantPayload, wantCodec := Encode(c, make([]byte, EncodeScratchLen(c, DTypeOf[F](), len(src))), src)
+	wantPayload = slices.Clone(wantPayload)
+	rounded := slices.Clone(src)
+	Round(c, rounded)
+
+	buf := make([]byte, EncodeScratchLen(c, DTypeOf[F](), len(src))+1)
+	if misaligned {
+		buf = buf[1:]
+	}
+	payload, gotCodec := EncodeRounding(c, buf, src)
+	require.Equal(t, wantCodec, gotCodec, "%d elements", len(src))
+	require.Equal(t, wantPayload, payload, "%d elements", len(src))
+	require.Equal(t, codec.Bytes(rounded), codec.Bytes(src), "%d elements: the sender's copy", len(src))
 }
 
 // lossyTrip is the value v comes back as after a trip through c.

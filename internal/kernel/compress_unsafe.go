@@ -78,6 +78,18 @@ func decodeHalf[F float](c codec.ID, dst []F, src []byte) {
 	}
 }
 
+// encodeRoundHalf is encodeHalf that also sets src to what dst decodes
+// to.
+func encodeRoundHalf[F float](c codec.ID, dst []byte, src []F) {
+	w, ok := wordsOf(dst[:2*len(src)])
+	if s, f32 := any(src).([]float32); ok && f32 && c == codec.BF16 {
+		encodeRoundBF16F32(w, bitsOf[float32, uint32](s))
+		return
+	}
+	encodeHalf(c, dst, src)
+	decodeHalf(c, src, dst)
+}
+
 // roundHalf sets every value of buf to what it becomes after a trip
 // through c.
 func roundHalf[F float](c codec.ID, buf []F) {

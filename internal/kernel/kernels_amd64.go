@@ -47,6 +47,12 @@ func addInt64AVX2(dst []int64, src []int64)
 //go:noescape
 func encodeBF16F32AVX2(dst []uint16, src []uint32)
 
+// encodeRoundBF16F32AVX2 is encodeBF16F32AVX2 that also sets src[i] to
+// the float32 bits of dst[i], as encodeRoundBF16F32.
+//
+//go:noescape
+func encodeRoundBF16F32AVX2(dst []uint16, src []uint32)
+
 // decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16
 // src[i], as decodeBF16F32, for every i < len(dst) rounded down to a
 // multiple of 16. src must be at least as long as dst.

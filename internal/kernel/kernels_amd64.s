@@ -385,6 +385,67 @@ done:
 	VZEROUPPER
 	RET
 
+// func encodeRoundBF16F32AVX2(dst []uint16, src []uint32)
+// Requires: AVX, AVX2
+TEXT ·encodeRoundBF16F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVL         $0x7fffffff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x7f800000, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00007fff, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x00000040, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y4
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VMOVDQU   (CX), Y5
+	VMOVDQU   32(CX), Y6
+	VPSRLD    $0x10, Y5, Y8
+	VPAND     Y3, Y8, Y7
+	VPADDD    Y2, Y7, Y7
+	VPADDD    Y5, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPOR      Y4, Y8, Y8
+	VPAND     Y0, Y5, Y5
+	VPCMPGTD  Y1, Y5, Y5
+	VPBLENDVB Y5, Y8, Y7, Y7
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y3, Y5, Y8
+	VPADDD    Y2, Y8, Y8
+	VPADDD    Y6, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPOR      Y4, Y5, Y5
+	VPAND     Y0, Y6, Y6
+	VPCMPGTD  Y1, Y6, Y6
+	VPBLENDVB Y6, Y5, Y8, Y8
+	VPSLLD    $0x10, Y7, Y5
+	VPSLLD    $0x10, Y8, Y6
+	VMOVDQU   Y5, (CX)
+	VMOVDQU   Y6, 32(CX)
+	VPACKUSDW Y8, Y7, Y7
+	VPERMQ    $0xd8, Y7, Y7
+	VMOVDQU   Y7, (AX)
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func decodeBF16F32AVX2(dst []uint32, src []uint16)
 // Requires: AVX, AVX2
 TEXT ·decodeBF16F32AVX2(SB), NOSPLIT, $0-48

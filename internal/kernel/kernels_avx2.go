@@ -92,6 +92,11 @@ func encodeBF16Asm(dst []uint16, src []uint32) int {
 	return inChunks(useAVX2, dst, src, encodeBF16F32AVX2)
 }
 
+// encodeRoundBF16Asm is encodeBF16Asm for encodeRoundBF16F32AVX2.
+func encodeRoundBF16Asm(dst []uint16, src []uint32) int {
+	return inChunks(useAVX2, dst, src, encodeRoundBF16F32AVX2)
+}
+
 // decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX2.
 func decodeBF16Asm(dst []uint32, src []uint16) int {
 	return inChunks(useAVX2, dst, src, decodeBF16F32AVX2)

@@ -16,6 +16,10 @@ func prodAsm[F float](dst, src []F) bool { return false }
 // encodeBF16Asm encodes nothing: encodeBF16F32's Go loop does it all.
 func encodeBF16Asm(dst []uint16, src []uint32) int { return 0 }
 
+// encodeRoundBF16Asm encodes nothing: encodeRoundBF16F32's Go loops do
+// it all.
+func encodeRoundBF16Asm(dst []uint16, src []uint32) int { return 0 }
+
 // decodeBF16Asm decodes nothing: decodeBF16F32's Go loop does it all.
 func decodeBF16Asm(dst []uint32, src []uint16) int { return 0 }
 

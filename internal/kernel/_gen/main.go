@@ -72,6 +72,7 @@ func main() {
 		k.generate()
 	}
 	encodeBF16()
+	encodeRoundBF16()
 	decodeBF16()
 	encodeFP16()
 	decodeFP16()
@@ -149,13 +150,30 @@ func (k kernel) generate() {
 // with its sign and top payload bits and made quiet. It converts the
 // largest multiple of 16 elements and leaves the rest to the Go loop.
 func encodeBF16() {
+	encodeBF16Kernel("encodeBF16F32AVX2", false, []string{
+		"encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32",
+		"with bits src[i], as encodeBF16F32, for every i < len(src) rounded",
+		"down to a multiple of 16. dst must be at least as long as src.",
+	})
+}
+
+// encodeRoundBF16 emits encodeRoundBF16F32AVX2, the kernel of
+// encodeRoundBF16F32: encodeBF16F32AVX2 that also stores each bfloat16
+// back over its source as the float32 it decodes to, so that a sender
+// that keeps what it sends reads its block once instead of encoding it
+// and then decoding the payload.
+func encodeRoundBF16() {
+	encodeBF16Kernel("encodeRoundBF16F32AVX2", true, []string{
+		"encodeRoundBF16F32AVX2 is encodeBF16F32AVX2 that also sets src[i] to",
+		"the float32 bits of dst[i], as encodeRoundBF16F32.",
+	})
+}
+
+// encodeBF16Kernel emits a bfloat16 encoding kernel named name with the
+// doc comment doc; keep makes it store the rounded values over src too.
+func encodeBF16Kernel(name string, keep bool, doc []string) {
 	var abs, inf, half, one, quiet reg.VecVirtual
-	conversion("encodeBF16F32AVX2", "func(dst []uint16, src []uint32)", "src", 64, 32,
-		[]string{
-			"encodeBF16F32AVX2 sets dst[i] to the bfloat16 nearest to the float32",
-			"with bits src[i], as encodeBF16F32, for every i < len(src) rounded",
-			"down to a multiple of 16. dst must be at least as long as src.",
-		},
+	conversion(name, "func(dst []uint16, src []uint32)", "src", 64, 32, doc,
 		func() {
 			abs, inf = broadcast32(0x7fffffff), broadcast32(0x7f800000)
 			half, one, quiet = broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
@@ -179,6 +197,13 @@ func encodeBF16() {
 			VMOVDQU(Mem{Base: src, Disp: 32}, x1)
 			round(x0, r0)
 			round(x1, r1)
+			if keep {
+				// x0 and x1 are read: they take the decoded values.
+				VPSLLD(U8(16), r0, x0)
+				VPSLLD(U8(16), r1, x1)
+				VMOVDQU(x0, Mem{Base: src})
+				VMOVDQU(x1, Mem{Base: src, Disp: 32})
+			}
 			// Packing works within each 128-bit half: r0's and r1's first four
 			// words, then their last four. VPERMQ puts the quarters in order.
 			VPACKUSDW(r1, r0, r0)
