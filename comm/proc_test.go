@@ -615,21 +615,32 @@ func benchPeer(ctx context.Context, c *comm.Comm, size, iters int, stream bool) 
 	return c.Send(ctx, 0, 0, bufs[0][:min(size, 8)])
 }
 
-// BenchmarkTCPTwoProcess measures point-to-point traffic between this
-// process (rank 0) and a second process (rank 1) over TCP on loopback.
+// BenchmarkTwoProcess measures point-to-point traffic between this
+// process (rank 0) and a second process (rank 1) over each transport two
+// processes of one host can use: TCP on loopback, and shared-memory links
+// (what the default, auto, picks on one host).
 // pingpong: ns/op is one round trip (one-way latency is half of it).
 // stream: rank 0 sends b.N messages back to back and waits for one
 // acknowledgement, like OSU's bandwidth test; MB/s is the bandwidth.
-func BenchmarkTCPTwoProcess(b *testing.B) {
+func BenchmarkTwoProcess(b *testing.B) {
+	for _, tr := range []string{"tcp", "shm"} {
+		b.Run(tr, func(b *testing.B) { benchTwoProcess(b, tr) })
+	}
+}
+
+func benchTwoProcess(b *testing.B, transport string) {
 	exe, err := os.Executable()
 	require.NoError(b, err)
 	port, err := launch.FreePort()
 	require.NoError(b, err)
 	secret := launch.NewSecret()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := map[string]string{"GOCOLL_SIZE": "2", "GOCOLL_ADDR": addr, "GOCOLL_SECRET": secret, "GOCOLL_TRANSPORT": transport}
 	peer := exec.Command(exe, "-test.run=^$")
-	peer.Env = append(os.Environ(), workerVar+"=peer", "GOCOLL_RANK=1", "GOCOLL_SIZE=2",
-		"GOCOLL_ADDR="+addr, "GOCOLL_SECRET="+secret)
+	peer.Env = append(os.Environ(), workerVar+"=peer", "GOCOLL_RANK=1")
+	for k, v := range env {
+		peer.Env = append(peer.Env, k+"="+v)
+	}
 	peer.Stderr = os.Stderr
 	require.NoError(b, peer.Start())
 	defer func() {
@@ -637,7 +648,8 @@ func BenchmarkTCPTwoProcess(b *testing.B) {
 			b.Errorf("peer: %v", err)
 		}
 	}()
-	for k, v := range map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "2", "GOCOLL_ADDR": addr, "GOCOLL_SECRET": secret} {
+	env["GOCOLL_RANK"] = "0"
+	for k, v := range env {
 		b.Setenv(k, v)
 	}
 	ctx := context.Background()
