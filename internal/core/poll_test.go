@@ -121,6 +121,50 @@ func TestPolledLinkStalls(t *testing.T) {
 	require.Equal(t, "one", <-received)
 }
 
+// TestCallerLeavesTheSocketAlone: a caller that takes a whole message
+// off its link, with nothing more in the link's buffer, returns to see
+// whether it was the one it waits for instead of looking at the socket
+// again, a system call that would nearly always find nothing.
+func TestCallerLeavesTheSocketAlone(t *testing.T) {
+	cs, polled := spinningPair(t)
+	ctx := context.Background()
+	require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
+	_, err := cs[0].Recv(ctx, 1, 9, nil)
+	require.NoError(t, err)
+	tp, ib := polled(), &cs[0].ep.inboxes[1]
+	p := ib.polled.Load()
+	require.NotNil(t, tp)
+	require.NotNil(t, p)
+
+	// Hold the reading side, so that only this test reads the link, and
+	// wait until the message is whole in the link's buffer.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("8 bytes!")))
+	var h wire.Header
+	for i := 0; ; i++ {
+		a, err := p.link.Poll(&h)
+		require.NoError(t, err)
+		if a == transport.Whole {
+			break
+		}
+		require.Less(t, i, 5000, "the message did not arrive")
+		time.Sleep(time.Millisecond)
+	}
+	buf := make([]byte, 8)
+	r, err := cs[0].Irecv(1, 1, buf)
+	require.NoError(t, err)
+
+	tp.polls.Store(0)
+	left, err := cs[0].ep.drain(1, ib, p, false)
+	require.NoError(t, err)
+	require.Equal(t, kept, left)
+	require.Equal(t, int64(1), tp.polls.Load(), "Poll calls: the message's, and none after it")
+	n, err := r.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "8 bytes!", string(buf[:n]))
+}
+
 // TestSpinYieldsWhenOversubscribed: ranks that outnumber their host's
 // CPUs hand the CPU over between looks while they spin; others keep it.
 // NewLocal's ranks, which share a process, spin only when told to.
@@ -253,17 +297,18 @@ func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
 }
 
 // testPoller is a polled link whose Poll fails once fail is set, and that
-// counts the Large arrivals it reports and its Wake calls.
+// counts its Poll calls, the Large arrivals it reports and its Wake calls.
 type testPoller struct {
 	transport.Poller
-	fail          atomic.Pointer[error]
-	larges, wakes atomic.Int64
+	fail                 atomic.Pointer[error]
+	larges, wakes, polls atomic.Int64
 }
 
 func (p *testPoller) Poll(h *wire.Header) (transport.Arrival, error) {
 	if err := p.fail.Load(); err != nil {
 		return transport.Nothing, *err
 	}
+	p.polls.Add(1)
 	a, err := p.Poller.Poll(h)
 	if a == transport.Large {
 		p.larges.Add(1)

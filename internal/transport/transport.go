@@ -130,6 +130,11 @@ type Poller interface {
 	// without blocking. It returns the errors ReadHeader would.
 	Poll(h *wire.Header) (Arrival, error)
 
+	// Holds reports whether the reading side has bytes of a next message
+	// in hand, read off the wire by an earlier Poll, so that looking for
+	// that message needs no system call.
+	Holds() bool
+
 	// WaitReadable blocks until bytes may have arrived that the reading
 	// side has not seen yet, Wake is called, or the link fails. It reads
 	// nothing, and may return when nothing arrived.

@@ -248,6 +248,10 @@ type pollLink struct{ *link }
 
 var _ transport.Poller = pollLink{}
 
+// Holds reports whether the link's buffer holds bytes of a next message;
+// see transport.Poller.
+func (l pollLink) Holds() bool { return l.sock.buffered() > 0 }
+
 // Poll tells how much of the next message has arrived without blocking;
 // see transport.Poller.
 func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
