@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/testutil"
+	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/mem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -312,17 +313,22 @@ func TestHeadToHeadDial(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 
-			fromRank1 := make(chan error, 1)
+			type dialed struct {
+				l   transport.Link
+				err error
+			}
+			fromRank1 := make(chan dialed, 1)
 			go func() {
-				_, err := cs[1].ep.linkTo(ctx, 0)
-				fromRank1 <- err
+				l, err := cs[1].ep.linkTo(ctx, 0)
+				fromRank1 <- dialed{l, err}
 			}()
 			<-held
 			l, err := cs[0].ep.linkTo(ctx, 1)
 			require.NoError(t, err, "rank 0's dial, which rank 1 adopts")
 			close(release)
-			require.NoError(t, <-fromRank1, "rank 1's dial, declined for rank 0's")
-			require.True(t, cs[1].ep.peers[0].link.Load().Link.Peer() == 0)
+			d := <-fromRank1
+			require.NoError(t, d.err, "rank 1's dial, declined for rank 0's")
+			require.True(t, cs[1].ep.peers[0].link.Load().Link == d.l, "rank 1's dial returns the pair's link, the one it adopted")
 			require.True(t, cs[0].ep.peers[1].link.Load().Link == l, "rank 0 kept its own link")
 			require.Equal(t, 2, onePairLink(t, cs), "link ends")
 

@@ -68,15 +68,7 @@ func Encode[T codec.Elem](c codec.ID, dst []byte, src []T) ([]byte, codec.ID) {
 	case codec.None:
 		return codec.Bytes(src), codec.None
 	case codec.BF16, codec.FP16:
-		switch s := any(src).(type) {
-		case []float32:
-			encodeHalf(c, dst, s)
-		case []float64:
-			encodeHalf(c, dst, s)
-		default:
-			panic(fmt.Sprintf("codec: %s encoding of %s", c, DTypeOf[T]()))
-		}
-		return dst[:2*len(src)], c
+		return encodeLossy(c, dst, src, false), c
 	}
 	raw := codec.Bytes(src)
 	var out []byte
@@ -103,15 +95,30 @@ func EncodeRounding[T codec.Elem](c codec.ID, dst []byte, src []T) ([]byte, code
 	if !c.Lossy() {
 		return Encode(c, dst, src)
 	}
+	return encodeLossy(c, dst, src, true), c
+}
+
+// encodeLossy is Encode and, with round, EncodeRounding for the lossy
+// codec c: the payload, two bytes an element.
+func encodeLossy[T codec.Elem](c codec.ID, dst []byte, src []T, round bool) []byte {
 	switch s := any(src).(type) {
 	case []float32:
-		encodeRoundHalf(c, dst, s)
+		encodeHalfOf(c, dst, s, round)
 	case []float64:
-		encodeRoundHalf(c, dst, s)
+		encodeHalfOf(c, dst, s, round)
 	default:
 		panic(fmt.Sprintf("codec: %s encoding of %s", c, DTypeOf[T]()))
 	}
-	return dst[:2*len(src)], c
+	return dst[:2*len(src)]
+}
+
+// encodeHalfOf is encodeHalf, or with round encodeRoundHalf.
+func encodeHalfOf[F float](c codec.ID, dst []byte, src []F, round bool) {
+	if round {
+		encodeRoundHalf(c, dst, src)
+	} else {
+		encodeHalf(c, dst, src)
+	}
 }
 
 // Decode decodes src, a payload in codec c, into exactly len(dst)
