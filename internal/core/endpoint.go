@@ -61,6 +61,10 @@ type endpoint struct {
 	failed       chan struct{} // closed by fail
 	announceOnce sync.Once     // of this rank's own abort
 
+	// parked counts the callers parked in wait: while one is, every
+	// polled link is watched (see rest).
+	parked atomic.Int32
+
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -210,7 +214,8 @@ func (ep *endpoint) readFrom(src int, l transport.Link) {
 	ep.wg.Add(1)
 	if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
 		pl.SetSpin(ep.opts.spin, ep.opts.yield)
-		p := &polled{link: testHookPolled(pl)}
+		pl.OnWriteBlock(ep.watchAll)
+		p := &polled{link: testHookPolled(pl), watch: make(chan struct{}, 1)}
 		ib.polled.Store(p)
 		go ep.pollLoop(src, p)
 	} else {
@@ -470,6 +475,9 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	if p := ep.inboxes[r.src].polled.Load(); p != nil && ep.poll(r, p) {
 		return r.n, r.err
 	}
+	ep.parked.Add(1)
+	defer ep.parked.Add(-1)
+	ep.watchAll()
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.
 	first, rest := ep.opts.timeout, time.Duration(0)

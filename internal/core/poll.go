@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocoll/gocoll/internal/transport"
@@ -30,6 +31,25 @@ import (
 // with no room yet, waking it, and messages that are still arriving and
 // larger than the link buffers, whose arriving bytes wake it.
 
+// A polled link is watched (its reading goroutine parked in WaitReadable,
+// which arrivals wake) except while a caller spins on it and no caller of
+// the endpoint is parked: once an arrival wakes the reading goroutine and
+// it finds a caller spinning, it rests instead (rest), without touching
+// the link, and arrivals wake nobody, as they should, since the caller
+// takes them. Waking the reading goroutine for every message a caller
+// takes costs a thread's wake-up on every message, and with it the
+// caller's CPU or the peer's; and a reading goroutine that took the link
+// would send the spinning caller to park. It stays at rest after the
+// caller is done, so that back-to-back calls do not pay to wake it, until
+// some goroutine of the endpoint waits for the links to be read
+// (watchAll): a caller that parks, a writer that found a link full. A
+// rest also ends after restMax, so that what arrives between calls (a
+// failure, a goodbye, the end of a link) is seen without a call.
+
+// restMax bounds a reading goroutine's rest. Tests that must see a rest
+// end for its cause, not for its time, stretch it.
+var restMax = 2 * time.Millisecond
+
 // errStall is receive's answer, when it must not wait, for an early
 // message it has no room for.
 var errStall = errors.New("no room for an early message")
@@ -38,6 +58,10 @@ var errStall = errors.New("no room for an early message")
 type polled struct {
 	mu   sync.Mutex // the reading side
 	link transport.Poller
+
+	spinners atomic.Int32  // callers in poll
+	resting  atomic.Bool   // the reading goroutine rests, or is about to
+	watch    chan struct{} // ends a rest; buffered, 1
 
 	// Guarded by mu.
 	hdr        wire.Header // the header in hand
@@ -53,13 +77,21 @@ type polled struct {
 func (ep *endpoint) pollLoop(src int, p *polled) {
 	defer ep.wg.Done()
 	ib := &ep.inboxes[src]
+	rest := time.NewTimer(restMax)
+	defer rest.Stop()
 	for {
+		if ep.restful(p) {
+			ep.rest(p, rest)
+		}
 		p.mu.Lock()
 		err := p.err
 		if err == nil {
 			_, err = ep.drain(src, ib, p, true)
 		}
 		p.mu.Unlock()
+		if err == nil && ep.restful(p) {
+			continue
+		}
 		if err == nil {
 			if err = p.link.WaitReadable(); err != nil {
 				// A caller that found the link broken stored the cause.
@@ -73,6 +105,46 @@ func (ep *endpoint) pollLoop(src int, p *polled) {
 		if err != nil {
 			ep.linkDown(src, ib, p.link, err)
 			return
+		}
+	}
+}
+
+// restful reports whether p's reading goroutine may rest: a caller spins
+// on p, and no caller is parked.
+func (ep *endpoint) restful(p *polled) bool {
+	return p.spinners.Load() > 0 && ep.parked.Load() == 0
+}
+
+// rest waits, not watching p's link, until watchAll asks for it, restMax
+// passes or the endpoint fails (which closes the links). A caller that
+// parks between the reading goroutine's two looks either finds resting
+// set, and asks, or is seen parked by the second look.
+func (ep *endpoint) rest(p *polled, timer *time.Timer) {
+	p.resting.Store(true)
+	if ep.restful(p) {
+		timer.Reset(restMax)
+		select {
+		case <-p.watch:
+		case <-timer.C:
+		case <-ep.failed:
+		}
+		timer.Stop()
+	}
+	p.resting.Store(false)
+}
+
+// watchAll ends the rest of every polled link's reading goroutine: the
+// caller is about to wait for what some link brings, and whatever arrives
+// must be read while it waits (a writer that a full link holds up, a
+// message whose sender waits to send another). A caller that parks counts
+// itself in ep.parked first, so that no rest begins until it is done.
+func (ep *endpoint) watchAll() {
+	for i := range ep.inboxes {
+		if p := ep.inboxes[i].polled.Load(); p != nil && p.resting.Load() {
+			select {
+			case p.watch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -153,6 +225,8 @@ func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, e
 // messages of r's source off its link while the link's reading goroutine
 // is idle. It reports whether r completed, taking its completion signal.
 func (ep *endpoint) poll(r *Request, p *polled) bool {
+	p.spinners.Add(1)
+	defer p.spinners.Add(-1)
 	ib := &ep.inboxes[r.src]
 	var until time.Time
 	for first := true; ; first = false {

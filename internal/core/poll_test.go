@@ -297,11 +297,19 @@ func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
 }
 
 // testPoller is a polled link whose Poll fails once fail is set, and that
-// counts its Poll calls, the Large arrivals it reports and its Wake calls.
+// counts its Poll calls, the Large arrivals it reports and its Wake
+// calls, and says whether a WaitReadable is in progress.
 type testPoller struct {
 	transport.Poller
 	fail                 atomic.Pointer[error]
 	larges, wakes, polls atomic.Int64
+	waiting              atomic.Bool
+}
+
+func (p *testPoller) WaitReadable() error {
+	p.waiting.Store(true)
+	defer p.waiting.Store(false)
+	return p.Poller.WaitReadable()
 }
 
 func (p *testPoller) Poll(h *wire.Header) (transport.Arrival, error) {
@@ -319,4 +327,135 @@ func (p *testPoller) Poll(h *wire.Header) (transport.Arrival, error) {
 func (p *testPoller) Wake() {
 	p.wakes.Add(1)
 	p.Poller.Wake()
+}
+
+// TestReaderRestsWhileACallerSpins: a link's reading goroutine that
+// wakes while a caller spins on the link, and finds nothing the caller
+// has not taken, rests instead of waiting for arrivals again, and goes on
+// resting after the caller took its message: otherwise every arrival
+// would wake it (a thread's wake-up per message, on the caller's CPU or
+// the peer's). A caller about to park ends the rest (watchAll).
+func TestReaderRestsWhileACallerSpins(t *testing.T) {
+	stretchRest(t)
+	cs, polled := spinningPair(t)
+	ctx := context.Background()
+	require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
+	_, err := cs[0].Recv(ctx, 1, 1, nil)
+	require.NoError(t, err)
+	tp, p := polled(), cs[0].ep.inboxes[1].polled.Load()
+
+	restWhileSpinning(t, cs, 0, 1)
+	require.False(t, tp.waiting.Load(), "the resting reading goroutine waits for arrivals")
+
+	cs[0].ep.watchAll()
+	waitFor(t, "the reading goroutine to watch its link again", func() bool { return !p.resting.Load() && tp.waiting.Load() })
+}
+
+// TestWritersFacingEachOtherAreRead: two ranks whose links' reading
+// goroutines rest (their callers spun) then send each other a message
+// larger than the sockets hold, before either receives: each writer finds
+// its link full and has the links watched (OnWriteBlock), so both
+// messages get through; the rest's time limit is stretched out of reach.
+func TestWritersFacingEachOtherAreRead(t *testing.T) {
+	stretchRest(t)
+	cs := tcpJob(t, 2, WithSpin(MaxSpin))
+	ctx := context.Background()
+	restBoth(t, cs)
+
+	const size = 64 << 20
+	errs := make(chan error, 2)
+	for r, c := range cs {
+		go func() {
+			out, in := make([]byte, size), make([]byte, size)
+			out[size-1] = byte(r + 1)
+			rq, err := c.Irecv(1-r, 3, in)
+			if err == nil {
+				err = c.Send(ctx, 1-r, 3, out)
+			}
+			if err == nil {
+				_, err = rq.Wait(ctx)
+			}
+			if err == nil && in[size-1] != byte(2-r) {
+				err = fmt.Errorf("rank %d received %d, not %d", r, in[size-1], 2-r)
+			}
+			errs <- err
+		}()
+	}
+	for range cs {
+		require.NoError(t, <-errs)
+	}
+}
+
+// TestParkedCallerWakesTheReader: a caller whose message takes longer
+// than the spin window parks, and asks the resting reading goroutine of
+// its link to watch first, or nobody would read the message.
+func TestParkedCallerWakesTheReader(t *testing.T) {
+	stretchRest(t)
+	cs := tcpJob(t, 2, WithSpin(MaxSpin))
+	ctx := context.Background()
+	restBoth(t, cs)
+	cs[0].ep.opts.spin = time.Microsecond
+	got := make(chan error, 1)
+	go func() {
+		_, err := cs[0].Recv(ctx, 1, 4, make([]byte, 8))
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // past the spin: the receive parks
+	require.NoError(t, cs[1].Send(ctx, 0, 4, []byte("late one")))
+	require.NoError(t, <-got)
+}
+
+// stretchRest makes the reading goroutines' rests end only when asked,
+// for the test t.
+func stretchRest(t *testing.T) {
+	old := restMax
+	restMax = time.Hour
+	t.Cleanup(func() { restMax = old })
+}
+
+// restBoth makes the reading goroutines of both ranks' links rest.
+func restBoth(t *testing.T, cs []*Comm) {
+	t.Helper()
+	restWhileSpinning(t, cs, 0, 1)
+	restWhileSpinning(t, cs, 1, 0)
+}
+
+// restWhileSpinning makes the reading goroutine of rank dst's link from
+// rank src rest: a receive at dst spins, the link's reading goroutine is
+// woken as an arrival would wake it and finds the caller spinning; then
+// src sends what the receive waits for.
+func restWhileSpinning(t *testing.T, cs []*Comm, dst, src int) {
+	t.Helper()
+	ctx := context.Background()
+	ep := cs[dst].ep
+	if ep.inboxes[src].polled.Load() == nil { // open the link
+		require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
+		_, err := cs[dst].Recv(ctx, src, 0, nil)
+		require.NoError(t, err)
+	}
+	p := ep.inboxes[src].polled.Load()
+	require.NotNil(t, p, "rank %d's link from rank %d is not polled", dst, src)
+	spin := ep.opts.spin
+	ep.opts.spin = time.Hour
+	got := make(chan error, 1)
+	go func() {
+		_, err := cs[dst].Recv(ctx, src, 0, nil)
+		got <- err
+	}()
+	waitFor(t, "the receive to spin", func() bool { return p.spinners.Load() > 0 })
+	p.link.Wake()
+	waitFor(t, "the reading goroutine to rest", p.resting.Load)
+	require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
+	require.NoError(t, <-got)
+	require.True(t, p.resting.Load(), "the reading goroutine stopped resting when the caller was done")
+	ep.opts.spin = spin
+}
+
+// waitFor waits until cond holds, failing t after a few seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; !cond(); i++ {
+		require.Less(t, i, 5000, "waiting for %s", what)
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -146,6 +146,14 @@ type Poller interface {
 	// bytes that have already come.
 	Wake()
 
+	// OnWriteBlock sets a function that WriteMessage calls each time it
+	// finds the link full, before it waits for room: arrivals wake nobody
+	// while nobody waits for them (WaitReadable), so a process whose
+	// writers wait must make sure that its links are read, or two ranks
+	// that write to each other wait for ever. nil, the default, calls
+	// nothing. Set it before the link carries messages.
+	OnWriteBlock(f func())
+
 	// SetSpin sets how long ReadHeader and ReadPayload, when the rest of
 	// a message has not arrived, keep looking for it, letting the
 	// process's other goroutines run in between, before they park; 0,

@@ -6,10 +6,10 @@
 // # Writing
 //
 // WriteMessage encodes the header into a buffer that belongs to the link
-// and hands header and payload to the kernel in writev system calls, so a
+// and hands header and payload to the kernel in one system call, so a
 // message costs a system call per MiB and no copy in user space. Over
-// plain TCP the writevs are raw system calls on the socket, parking in
-// the netpoller only when the socket is full: a system call the runtime
+// plain TCP these are raw sendmsg calls on the socket, parking only when
+// the socket is full: a system call the runtime
 // sees hands the thread's processor to another thread when the runtime's
 // monitor finds it slow, two context switches for a write that never
 // blocks. Each raw call moves at most 1 MiB (rawCallMax), so that a
@@ -25,15 +25,33 @@
 // straight into the caller's slice. Such a link is a transport.Poller:
 // Poll tells, without blocking, whether the next message has arrived
 // whole, so a goroutine waiting for a message can take it off the link
-// itself, and WaitReadable parks in the netpoller without reading, so the
-// link's reading goroutine can wait there while leaving the reading side
-// to callers. With SetSpin, a read that waits for the rest of a message
+// itself, and WaitReadable parks without reading, so the link's reading
+// goroutine can wait there while leaving the reading side to callers. With SetSpin, a read that waits for the rest of a message
 // looks again, yielding to the process's other goroutines in between,
 // for the spin window before it parks: a large message then flows
 // without a thread sleeping and waking each time it outruns its reader
 // (an allreduce of 4 to 16 MiB over loopback took 0.7 of the time). A
 // link over TLS reads through a bufio.Reader with blocking
 // reads and is no Poller.
+//
+// # Out of the netpoller
+//
+// A plain TCP link takes its socket out of the runtime's netpoller (see
+// socket): the runtime would register it for every arrival for good, and
+// then each arrival costs an epoll callback, and wakes a runtime thread
+// whenever one sleeps in epoll_wait (at GOMAXPROCS above one, whenever a
+// timer is pending or a goroutine waits for any descriptor), though a
+// caller spinning on the link takes the message itself. The link keeps a
+// duplicate of the descriptor in blocking mode, which the runtime leaves
+// alone, and calls it only in ways that never block. To park, a reader or
+// a writer arms an epoll set of the link's own, which holds only the
+// socket, for one event, and waits for that set in the netpoller; the
+// entry is disarmed again when the wait ends, so arrivals wake nobody
+// while nobody waits. Each link holds three descriptors: the socket and
+// its two sets, one to wait for bytes and one for room. OnWriteBlock
+// tells the reading side's owner when a writer waits for room, so that
+// it can have its links read (two ranks that write to each other wait
+// for ever otherwise).
 //
 // # Listening
 //

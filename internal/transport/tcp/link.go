@@ -19,10 +19,13 @@ import (
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
-// link is a transport.Link over one TCP connection.
+// link is a transport.Link over one TCP connection: a plain one, taken
+// out of the netpoller (sock), or TLS (conn).
 type link struct {
-	conn net.Conn // a *net.TCPConn, or a *tls.Conn over one
-	peer int
+	conn          net.Conn // TLS: a *tls.Conn over a *net.TCPConn; nil over plain TCP
+	sock          *socket  // plain TCP
+	local, remote net.Addr
+	peer          int
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -37,7 +40,7 @@ type link struct {
 	sockw     *sockWriter // plain TCP
 
 	// Read side, owned by whoever reads: one of the two.
-	sock   *sockReader   // plain TCP
+	sockr  *sockReader   // plain TCP
 	stream *streamReader // TLS
 	wait   func() error  // the method value l.waitMore, made once
 	spin   time.Duration // how long waitMore looks before it parks
@@ -46,11 +49,13 @@ type link struct {
 
 var _ transport.Link = (*link)(nil)
 
-// newLink makes the link over c: a pollLink over plain TCP, whose socket
-// it reads itself, else one that reads through c.
+// newLink makes the link over c: over plain TCP a pollLink, which takes
+// c's socket out of the netpoller and reads it itself; else one that
+// reads through c. c belongs to the link, also when newLink fails.
 func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	l := &link{
-		conn:    c,
+		local:   c.LocalAddr(),
+		remote:  c.RemoteAddr(),
 		peer:    peer,
 		done:    make(chan struct{}),
 		wsem:    writelock.New(),
@@ -59,15 +64,17 @@ func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	l.interrupt = l.interruptWrite
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
+		l.conn = c
 		l.stream = &streamReader{r: bufio.NewReaderSize(c, readBuf)}
 		return l, nil
 	}
-	raw, err := tc.SyscallConn()
+	sock, err := detach(tc)
 	if err != nil {
 		return nil, err
 	}
-	l.sock = newSockReader(raw, readBuf)
-	l.sockw = newSockWriter(raw)
+	l.sock = sock
+	l.sockr = newSockReader(sock, readBuf)
+	l.sockw = newSockWriter(sock)
 	l.wait = l.waitMore
 	return pollLink{l}, nil
 }
@@ -76,7 +83,7 @@ func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 func (l *link) Peer() int { return l.peer }
 
 func (l *link) String() string {
-	return fmt.Sprintf("tcp link %s->%s (rank %d)", l.conn.LocalAddr(), l.conn.RemoteAddr(), l.peer)
+	return fmt.Sprintf("tcp link %s->%s (rank %d)", l.local, l.remote, l.peer)
 }
 
 // WriteMessage sends h and payload as one message with a single writev
@@ -149,6 +156,7 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 		return &linkerr.Interrupted{Net: "tcp", Cause: ctx.Err(), Sent: n, Total: int64(wire.HeaderSize + len(payload))}
 	}
 	if err != nil {
+		err = l.ifClosed("write", err)
 		l.Close()
 		return err
 	}
@@ -157,16 +165,38 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 
 // interruptWrite runs when the context of a write in progress ends.
 func (l *link) interruptWrite() {
-	l.conn.SetWriteDeadline(handshake.Past)
+	if l.sock != nil {
+		l.sock.writable.interrupt()
+	} else {
+		l.conn.SetWriteDeadline(handshake.Past)
+	}
 	l.stopped <- struct{}{}
 }
 
 func (l *link) resetWriteDeadline() error {
-	if err := l.conn.SetWriteDeadline(time.Time{}); err != nil {
+	var err error
+	if l.sock != nil {
+		err = l.sock.writable.clear()
+	} else {
+		err = l.conn.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		err = l.ifClosed("write", err)
 		l.Close()
 		return err
 	}
 	return nil
+}
+
+// ifClosed returns the error of an operation on a closed link in place
+// of err, which a closed socket or epoll set gave.
+func (l *link) ifClosed(op string, err error) error {
+	select {
+	case <-l.done:
+		return l.closedErr(op)
+	default:
+		return err
+	}
 }
 
 // ReadHeader reads the next message's header into h, first skipping what
@@ -181,8 +211,8 @@ func (l *link) ReadHeader(h *wire.Header) error {
 		return err
 	}
 	var err error
-	if l.sock != nil {
-		err = l.sock.readHeader(h, l.wait)
+	if l.sockr != nil {
+		err = l.sockr.readHeader(h, l.wait)
 	} else {
 		err = l.stream.readHeader(h)
 	}
@@ -199,8 +229,8 @@ func (l *link) ReadPayload(p []byte) error {
 	if err := l.checkOpen(); err != nil {
 		return err
 	}
-	if l.sock != nil {
-		return l.sock.readPayload(p, l.wait)
+	if l.sockr != nil {
+		return l.sockr.readPayload(p, l.wait)
 	}
 	return l.stream.readPayload(p)
 }
@@ -210,7 +240,7 @@ func (l *link) ReadPayload(p []byte) error {
 func (l *link) readFailed(err error) error {
 	if errors.Is(err, wire.ErrBadHeader) {
 		l.Close()
-		return fmt.Errorf("tcp: link from rank %d (%s): %w; link closed", l.peer, l.conn.RemoteAddr(), err)
+		return fmt.Errorf("tcp: link from rank %d (%s): %w; link closed", l.peer, l.remote, err)
 	}
 	return err
 }
@@ -226,7 +256,7 @@ func (l *link) waitMore() error {
 		if l.yield {
 			transport.YieldCPU()
 		}
-		if l.sock.readableNow() {
+		if l.sockr.readableNow() {
 			return nil
 		}
 	}
@@ -236,11 +266,14 @@ func (l *link) waitMore() error {
 // park parks until the socket may have more for the reader. A Wake ends
 // it like an arrival: the caller looks again.
 func (l *link) park() error {
-	err := l.sock.waitReadable()
+	err := l.sockr.waitReadable()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return l.conn.SetReadDeadline(time.Time{})
+		err = l.sock.readable.clear()
 	}
-	return err
+	if err != nil {
+		return l.ifClosed("read", err)
+	}
+	return nil
 }
 
 // pollLink is a link over plain TCP, whose messages can be polled for.
@@ -250,7 +283,7 @@ var _ transport.Poller = pollLink{}
 
 // Holds reports whether the link's buffer holds bytes of a next message;
 // see transport.Poller.
-func (l pollLink) Holds() bool { return l.sock.buffered() > 0 }
+func (l pollLink) Holds() bool { return l.sockr.buffered() > 0 }
 
 // Poll tells how much of the next message has arrived without blocking;
 // see transport.Poller.
@@ -258,7 +291,7 @@ func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
 	if err := l.checkOpen(); err != nil {
 		return transport.Nothing, err
 	}
-	a, err := l.sock.poll(h)
+	a, err := l.sockr.poll(h)
 	return a, l.readFailed(err)
 }
 
@@ -276,9 +309,13 @@ func (l pollLink) WaitReadable() error {
 	return l.park()
 }
 
-// Wake makes a WaitReadable in progress, or the next one, return: it sets
-// a read deadline in the past, which park clears again.
-func (l pollLink) Wake() { l.conn.SetReadDeadline(handshake.Past) }
+// Wake makes a WaitReadable in progress, or the next one, return: it
+// interrupts the wait, which park then clears.
+func (l pollLink) Wake() { l.sock.readable.interrupt() }
+
+// OnWriteBlock sets a function that a write calls whenever it finds the
+// socket full, before it parks; see transport.Poller.
+func (l pollLink) OnWriteBlock(f func()) { l.sockw.blocked = f }
 
 // Close closes the connection; it unblocks pending reads and writes on
 // both ends. Bytes already written are delivered before the peer reads
@@ -288,9 +325,11 @@ func (l *link) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		if l.sock != nil {
-			l.sock.discardUnread()
+			l.sockr.discardUnread()
+			err = l.sock.close()
+		} else {
+			err = l.conn.Close()
 		}
-		err = l.conn.Close()
 	})
 	return err
 }
@@ -305,7 +344,7 @@ func (l *link) checkOpen() error {
 }
 
 func (l *link) closedErr(op string) error {
-	return &net.OpError{Op: op, Net: "tcp", Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: net.ErrClosed}
+	return &net.OpError{Op: op, Net: "tcp", Source: l.local, Addr: l.remote, Err: net.ErrClosed}
 }
 
 // midMessage turns the end of a TLS stream inside a message into

@@ -19,17 +19,16 @@ import (
 // non-blocking system calls on its socket, through a buffer of its own.
 // Whoever holds the link's reading side can therefore look for a message
 // and take it without parking (poll). Reads park only in the wait their
-// caller passes, and waitReadable parks in the runtime's netpoller
-// reading nothing, so the link's reading goroutine can wait there without
-// holding the reading side.
+// caller passes, and waitReadable parks reading nothing, so the link's
+// reading goroutine can wait there without holding the reading side.
 //
-// The system calls go through RawConn.Control, which holds a reference
-// to the descriptor (it cannot be closed and reused under the call) but
-// not the descriptor's read lock, which the goroutine parked in
-// waitReadable holds.
+// The system calls go through the socket's RawConn.Control, which holds
+// a reference to the descriptor: it cannot be closed and reused under
+// the call.
 type sockReader struct {
-	raw       syscall.RawConn
-	buf       []byte // buf[r:w] arrived and not yet taken
+	sock      *socket
+	raw       syscall.RawConn // sock's
+	buf       []byte          // buf[r:w] arrived and not yet taken
 	r, w      int
 	remaining uint64 // payload bytes of the current message not yet taken
 	err       error  // the first error the stream gave; every later read returns it
@@ -42,7 +41,6 @@ type sockReader struct {
 	pfd     unix.PollFd
 	zero    unix.Timespec
 	readFn  func(fd uintptr)
-	readyFn func(fd uintptr) bool
 	checkFn func(fd uintptr) // the method value of check
 	ready   bool             // check's result
 	countFn func(fd uintptr) // the method value of countQueued
@@ -52,10 +50,9 @@ type sockReader struct {
 // errWouldBlock says that a non-blocking read found nothing.
 var errWouldBlock = errors.New("tcp: nothing to read yet")
 
-func newSockReader(raw syscall.RawConn, size int) *sockReader {
-	s := &sockReader{raw: raw, buf: make([]byte, size)}
+func newSockReader(sock *socket, size int) *sockReader {
+	s := &sockReader{sock: sock, raw: sock.raw, buf: make([]byte, size)}
 	s.readFn = s.readNow
-	s.readyFn = s.readable
 	s.checkFn = s.check
 	s.countFn = s.countQueued
 	return s
@@ -90,7 +87,8 @@ func (s *sockReader) readableNow() bool {
 	return s.ready
 }
 
-// readNow reads without blocking. It uses a raw system call, which the
+// readNow reads without blocking (the socket is in blocking mode: see
+// socket). It uses a raw system call, which the
 // runtime does not see: a read that cannot block never takes long, and a
 // system call the runtime sees hands the processor to another thread
 // when the read seems slow to the runtime's monitor, which costs two
@@ -101,7 +99,7 @@ func (s *sockReader) readNow(fd uintptr) {
 		p = unsafe.Pointer(&s.dst[0])
 	}
 	for {
-		n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(p), uintptr(len(s.dst)))
+		n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(p), uintptr(len(s.dst)), unix.MSG_DONTWAIT, 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}
@@ -335,7 +333,5 @@ func (s *sockReader) readPayload(p []byte, wait func() error) error {
 }
 
 // waitReadable parks until the socket holds something (bytes, its end, an
-// error) or the read deadline passes, which is how Wake interrupts it.
-func (s *sockReader) waitReadable() error {
-	return s.raw.Read(s.readyFn)
-}
+// error) or its wait is interrupted, which is how Wake ends it.
+func (s *sockReader) waitReadable() error { return s.sock.readable.wait() }

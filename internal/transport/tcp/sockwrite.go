@@ -15,30 +15,38 @@ import (
 // 100 µs of copying) keeps that wait short.
 const rawCallMax = 1 << 20
 
-// sockWriter writes messages to a plain TCP connection with raw writev
+// sockWriter writes messages to a plain TCP connection with raw sendmsg
 // system calls. The net package's writes are system calls the runtime
 // sees; when one seems slow to the runtime's monitor (20 µs), it hands the
 // thread's processor to another thread, which costs two context switches
 // for a write that was never going to block: a socket write that finds no
-// room returns EAGAIN, and then sockWriter parks in the netpoller as the
-// net package does.
+// room returns EAGAIN, and then sockWriter parks until the socket has
+// room (socket.writable).
 type sockWriter struct {
-	raw   syscall.RawConn
+	sock  *socket
 	iov   [2]unix.Iovec
 	todo  []unix.Iovec // what is left to write, a slice of iov
+	msg   unix.Msghdr
 	sent  int64
 	errno syscall.Errno
-	fn    func(fd uintptr) bool // the method value of writev, made once
+	done  bool             // fn wrote all of todo, or failed
+	fn    func(fd uintptr) // the method value of sendmsg, made once
+
+	// blocked, when set, runs each time a write finds the socket full,
+	// before it parks: see transport.Poller.OnWriteBlock.
+	blocked func()
 }
 
-func newSockWriter(raw syscall.RawConn) *sockWriter {
-	w := &sockWriter{raw: raw}
-	w.fn = w.writev
+func newSockWriter(sock *socket) *sockWriter {
+	w := &sockWriter{sock: sock}
+	w.fn = w.sendmsg
 	return w
 }
 
 // write sends hdr and then payload, returning how many bytes went out.
-// It does not retain either.
+// It does not retain either. A write whose wait for room is interrupted
+// (socket.writable.interrupt) returns an error wrapping
+// os.ErrDeadlineExceeded.
 func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
 	w.iov[0] = unix.Iovec{Base: &hdr[0]}
 	w.iov[0].SetLen(len(hdr))
@@ -49,10 +57,23 @@ func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
 		w.todo = w.iov[:2]
 	}
 	w.sent, w.errno = 0, 0
-	err := w.raw.Write(w.fn)
+	var err error
+	for {
+		w.done = false
+		if err = w.sock.raw.Control(w.fn); err != nil || w.done {
+			break
+		}
+		if w.blocked != nil {
+			w.blocked()
+		}
+		if err = w.sock.writable.wait(); err != nil {
+			break
+		}
+	}
 	w.iov, w.todo = [2]unix.Iovec{}, nil // do not retain payload
+	w.msg = unix.Msghdr{}
 	if err == nil && w.errno != 0 {
-		err = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("writev", w.errno)}
+		err = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("sendmsg", w.errno)}
 	}
 	return w.sent, err
 }
@@ -65,9 +86,10 @@ func iovLen(iov []unix.Iovec) uint64 {
 	return n
 }
 
-// writev writes what is left; it reports false, to be called again once
-// the socket has room, when the socket took all it could.
-func (w *sockWriter) writev(fd uintptr) bool {
+// sendmsg writes what is left; it leaves done false, to be called again
+// once the socket has room, when the socket took all it could.
+// MSG_NOSIGNAL: a peer that is gone is an error, not a SIGPIPE.
+func (w *sockWriter) sendmsg(fd uintptr) {
 	for len(w.todo) > 0 {
 		// At most rawCallMax bytes a call: the last iovec is cut short
 		// for the call and restored after it.
@@ -75,17 +97,20 @@ func (w *sockWriter) writev(fd uintptr) bool {
 		if total := iovLen(w.todo); total > rawCallMax {
 			w.todo[cnt-1].SetLen(int(full - (total - rawCallMax)))
 		}
-		n, _, errno := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.todo[0])), uintptr(cnt))
+		w.msg.Iov = &w.todo[0]
+		w.msg.SetIovlen(cnt)
+		n, _, errno := unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&w.msg)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 		w.todo[cnt-1].Len = full
 		switch errno {
 		case 0:
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return
 		default:
 			w.errno = errno
-			return true
+			w.done = true
+			return
 		}
 		w.sent += int64(n)
 		for len(w.todo) > 0 && n >= uintptr(w.todo[0].Len) {
@@ -97,5 +122,5 @@ func (w *sockWriter) writev(fd uintptr) bool {
 			w.todo[0].SetLen(int(w.todo[0].Len) - int(n))
 		}
 	}
-	return true
+	w.done = true
 }
