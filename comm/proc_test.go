@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -622,13 +623,23 @@ func benchPeer(ctx context.Context, c *comm.Comm, size, iters int, stream bool) 
 // pingpong: ns/op is one round trip (one-way latency is half of it).
 // stream: rank 0 sends b.N messages back to back and waits for one
 // acknowledgement, like OSU's bandwidth test; MB/s is the bandwidth.
+// Each runs twice: with the processes where the kernel puts them, at the
+// default GOMAXPROCS, and "bound", each process on a CPU of its own at
+// GOMAXPROCS=1, as gocoll run and mpirun place two ranks on a host of two
+// CPUs, and as ../shared/anchors/limits.c runs its C ping-pongs.
 func BenchmarkTwoProcess(b *testing.B) {
 	for _, tr := range []string{"tcp", "shm"} {
-		b.Run(tr, func(b *testing.B) { benchTwoProcess(b, tr) })
+		b.Run(tr, func(b *testing.B) { benchTwoProcess(b, tr, false) })
+		b.Run(tr+"/bound", func(b *testing.B) {
+			if runtime.NumCPU() < 2 {
+				b.Skip("binding two processes needs two CPUs")
+			}
+			benchTwoProcess(b, tr, true)
+		})
 	}
 }
 
-func benchTwoProcess(b *testing.B, transport string) {
+func benchTwoProcess(b *testing.B, transport string, bound bool) {
 	exe, err := os.Executable()
 	require.NoError(b, err)
 	port, err := launch.FreePort()
@@ -642,7 +653,16 @@ func benchTwoProcess(b *testing.B, transport string) {
 		peer.Env = append(peer.Env, k+"="+v)
 	}
 	peer.Stderr = os.Stderr
-	require.NoError(b, peer.Start())
+	if bound {
+		peer.Env = append(peer.Env, "GOMAXPROCS=1")
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		restore, err := testutil.BindProcess(0)
+		require.NoError(b, err)
+		defer restore()
+		require.NoError(b, testutil.StartOn(1, peer.Start))
+	} else {
+		require.NoError(b, peer.Start())
+	}
 	defer func() {
 		if err := peer.Wait(); err != nil {
 			b.Errorf("peer: %v", err)
