@@ -86,8 +86,9 @@ func (l *link) String() string {
 	return fmt.Sprintf("tcp link %s->%s (rank %d)", l.local, l.remote, l.peer)
 }
 
-// WriteMessage sends h and payload as one message with a single writev
-// system call. It does not retain h or payload. len(payload) must equal
+// WriteMessage sends h and payload as one message with a single system
+// call (sendmsg over plain TCP, a write of net.Buffers over TLS) for
+// every MiB. It does not retain h or payload. len(payload) must equal
 // h.Length and h must be valid (wire.Header.Validate); otherwise nothing
 // is sent, the link stays usable and the error says why.
 //
