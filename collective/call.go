@@ -109,11 +109,13 @@ func prepare[T codec.Elem](ctx context.Context, c *comm.Comm, kind wire.Kind, op
 	}
 	k.me.NoReceipts = k.cfg.noReceipts
 	commutative := !reducing(kind) || op.Commutative()
-	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topologyOf(k.c))
+	topo := topologyOf(k.c)
+	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topo)
 	if err != nil {
 		return k, k.invalid(err)
 	}
 	k.cfg.tunedChunk = tuned.Chunk
+	k.cfg.acrossHosts = !topo.oneHost
 	if !k.cfg.codecSet && kernel.CheckCodec(tuned.Codec, dt) == nil {
 		k.cfg.codec = tuned.Codec
 	}

@@ -3,7 +3,8 @@
 # Measures gocoll's two-rank Allreduce over tcp across a link slower than
 # memory: two network namespaces that this script creates, joined by a veth
 # pair whose both ends are shaped to RATE with tc's token bucket (e.g. 10gbit),
-# a rank in each, started by `gocoll run --nnodes 2`. For each round, each
+# a rank in each, started by `gocoll run --nnodes 2` and named a host of
+# its own (GOCOLL_HOST), as two machines would be. For each round, each
 # size and each codec in turn (so that codecs alternate) it runs
 # examples/allreduce and prints its busbw; then the median per size and
 # codec and each codec's ratio to the first one. Needs root (ip netns, tc).
@@ -40,7 +41,7 @@ for round in $(seq $rounds); do
 		for c in ${codecs//,/ }; do
 			for node in 0 1; do
 				ns=$a; [ $node = 1 ] && ns=$b
-				GOCOLL_CODEC=$c ip netns exec $ns $tmp/gocoll run -n 1 --transport tcp --nnodes 2 --node-rank $node \
+				GOCOLL_HOST=node$node GOCOLL_CODEC=$c ip netns exec $ns $tmp/gocoll run -n 1 --transport tcp --nnodes 2 --node-rank $node \
 					--master 10.77.0.1:$port --secret-file $tmp/secret $tmp/allreduce -bytes $size -rounds 20 \
 					>$tmp/out.$node 2>&1 &
 			done
