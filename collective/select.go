@@ -67,10 +67,12 @@ const (
 	// decoding besides its transfer, and across a link slower than
 	// memory, smaller chunks let them overlap the wire. Two ranks across
 	// a veth shaped to 10 Gbit/s (bench/reference/shaped.sh, 16 MiB bf16
-	// Allreduce, 2026-11-26, five runs of three rounds, alternating
-	// settings): 1.72-2.15 GB/s with 1 MiB chunks against 1.54-2.00 with
-	// 4 MiB, and 1.80-1.85 with 2 MiB. On one host, where the CPU and not
-	// the link sets the pace, more chunks only cost more messages.
+	// Allreduce, 2026-11-26, three runs of three rounds, builds
+	// alternating): 2.11-2.32 GB/s, 1.85-2.00 times uncompressed, with
+	// 1 MiB chunks against 1.87-2.15 GB/s, 1.61-1.87 times, with 4 MiB;
+	// 2 MiB chunks (GOCOLL_CHUNK) did no better than 4. On one host,
+	// where the CPU and not the link sets the pace, more chunks only cost
+	// more messages.
 	lossyChunkAcrossHosts = 1 << 20
 
 	// MaxChunks is the most chunks a pipelined algorithm cuts one buffer
