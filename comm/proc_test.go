@@ -659,7 +659,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 		restore, err := testutil.BindProcess(0)
 		require.NoError(b, err)
 		defer restore()
-		require.NoError(b, testutil.StartOn(1, peer.Start))
+		require.NoError(b, launch.StartOnCPU(1, peer.Start))
 	} else {
 		require.NoError(b, peer.Start())
 	}

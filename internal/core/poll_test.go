@@ -459,3 +459,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRestEndsByItself: a reading goroutine that rests and is asked by
+// nobody watches its link again once restMax has passed, so that what
+// arrives between calls (a failure, a goodbye) is seen without a call.
+func TestRestEndsByItself(t *testing.T) {
+	cs, polled := spinningPair(t)
+	restWhileSpinning(t, cs, 0, 1)
+	p := cs[0].ep.inboxes[1].polled.Load()
+	waitFor(t, "the rest to end", func() bool { return !p.resting.Load() && polled().waiting.Load() })
+}

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -51,4 +52,16 @@ func startOn(set *cpuSet, start func() error) error {
 	}
 	defer unix.SchedSetaffinity(0, &own)
 	return start()
+}
+
+// StartOnCPU runs start, which starts a child process, bound to CPU cpu,
+// as a launcher binds a rank; where the thread cannot take that CPU the
+// child starts unbound. For benchmarks that place a peer process beside
+// their own.
+func StartOnCPU(cpu int, start func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set cpuSet
+	set.Set(cpu)
+	return startOn(&set, start)
 }

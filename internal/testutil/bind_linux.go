@@ -3,7 +3,6 @@ package testutil
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -42,21 +41,4 @@ func setThreads(set *unix.CPUSet) error {
 		}
 	}
 	return nil
-}
-
-// StartOn runs start, which starts a child process, with the calling
-// thread bound to cpu for the fork, so that the child is bound to it.
-func StartOn(cpu int, start func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var own, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &own); err != nil {
-		return err
-	}
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("binding to CPU %d: %w", cpu, err)
-	}
-	defer unix.SchedSetaffinity(0, &own)
-	return start()
 }

@@ -8,6 +8,3 @@ var errBind = errors.New("binding to a CPU needs Linux")
 
 // BindProcess binds every thread of this process to cpu: Linux only.
 func BindProcess(cpu int) (restore func(), err error) { return nil, errBind }
-
-// StartOn runs start with the calling thread bound to cpu: Linux only.
-func StartOn(cpu int, start func() error) error { return errBind }

@@ -259,8 +259,8 @@ func pattern(b []byte, seed uint64) []byte {
 	return b
 }
 
-// readMessage reads a whole message into a new buffer.
-func readMessage(l transport.Link) (wire.Header, []byte, error) {
+// ReadMessage reads the next whole message of l into a new buffer.
+func ReadMessage(l transport.Link) (wire.Header, []byte, error) {
 	var h wire.Header
 	if err := l.ReadHeader(&h); err != nil {
 		return h, nil, err
@@ -282,7 +282,7 @@ func testRoundTrip(t *testing.T, e *env) {
 				h := header(int64(-n), uint64(n), n)
 				h.Flags = wire.FlagLast
 				wait := e.asyncOK(func() error { return dir.from.WriteMessage(context.Background(), h, payload) })
-				got, data, err := readMessage(dir.to)
+				got, data, err := ReadMessage(dir.to)
 				require.NoError(t, err, dir.name)
 				require.NoError(t, wait(t), dir.name)
 				require.Equal(t, h, got, dir.name)
@@ -305,7 +305,7 @@ func testOrder(t *testing.T, e *env) {
 		return nil
 	})
 	for i := range n {
-		h, p, err := readMessage(b)
+		h, p, err := ReadMessage(b)
 		require.NoError(t, err)
 		require.Equal(t, uint64(i), h.Comm, "message out of order")
 		require.Equal(t, pattern(make([]byte, i%97), uint64(i)), p)
@@ -347,7 +347,7 @@ func testPartialSkip(t *testing.T, e *env) {
 		require.NoError(t, b.ReadPayload(p[r/2:]))
 		require.Equal(t, pattern(make([]byte, sizes[i]), uint64(i))[:r], p)
 	}
-	h, p, err := readMessage(b)
+	h, p, err := ReadMessage(b)
 	require.NoError(t, err)
 	require.Equal(t, uint64(len(reads)), h.Comm)
 	require.Equal(t, pattern(make([]byte, 100), uint64(len(reads))), p)
@@ -401,7 +401,7 @@ func testConcurrentWriters(t *testing.T, e *env) {
 	}
 	next := make([]int, writers)
 	for range writers * perWriter {
-		h, p, err := readMessage(b)
+		h, p, err := ReadMessage(b)
 		require.NoError(t, err)
 		w, i := int(h.Tag), int(h.Comm)
 		require.True(t, w >= 0 && w < writers, "bad writer %d", w)
@@ -433,7 +433,7 @@ func testBidirectional(t *testing.T, e *env) {
 	recv := func(l transport.Link, seed uint64) func(*testing.T) error {
 		return e.asyncOK(func() error {
 			for i := range n {
-				h, p, err := readMessage(l)
+				h, p, err := ReadMessage(l)
 				if err != nil {
 					return err
 				}
@@ -461,7 +461,7 @@ func testInvalidWrite(t *testing.T, e *env) {
 	// out.
 	h = header(0, 2, 3)
 	wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), h, []byte{1, 2, 3}) })
-	got, p, err := readMessage(b)
+	got, p, err := ReadMessage(b)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), got.Comm)
 	require.Equal(t, []byte{1, 2, 3}, p)
@@ -537,7 +537,7 @@ func testEOFAtBoundary(t *testing.T, e *env) {
 		return a.Close()
 	})
 	for i, n := range sizes {
-		h, p, err := readMessage(b)
+		h, p, err := ReadMessage(b)
 		require.NoError(t, err, "messages written before Close must be delivered")
 		require.Equal(t, uint64(i), h.Comm)
 		require.Equal(t, pattern(make([]byte, n), uint64(i)), p)
@@ -591,7 +591,7 @@ func testCancelBeforeWrite(t *testing.T, e *env) {
 	defer cancel3()
 	h = header(0, 2, 3)
 	wait := e.asyncOK(func() error { return a.WriteMessage(live, h, []byte{7, 8, 9}) })
-	got, p, err := readMessage(b)
+	got, p, err := ReadMessage(b)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), got.Comm)
 	require.Equal(t, []byte{7, 8, 9}, p)
@@ -657,7 +657,7 @@ func roundTrip(t *testing.T, e *env, a, b transport.Link) {
 	t.Helper()
 	h := header(9, 9, 4)
 	wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), h, []byte("ping")) })
-	got, p, err := readMessage(b)
+	got, p, err := ReadMessage(b)
 	require.NoError(t, err)
 	require.Equal(t, h, got)
 	require.Equal(t, []byte("ping"), p)

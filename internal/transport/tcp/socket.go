@@ -32,10 +32,8 @@ import (
 // (EPOLLONESHOT) and waits for that set in the netpoller: the socket's
 // arrivals wake nobody except while someone waits for them.
 type socket struct {
-	file  *os.File        // the socket, in blocking mode
-	raw   syscall.RawConn // file's: Control holds the descriptor for one call
-	local net.Addr
-	peer  net.Addr
+	file *os.File        // the socket, in blocking mode
+	raw  syscall.RawConn // file's: Control holds the descriptor for one call
 
 	// readable and writable are what a reader and a writer park on, each
 	// used by one goroutine at a time.
@@ -45,7 +43,8 @@ type socket struct {
 // detach takes c's socket out of the netpoller; c is closed, also when
 // detach fails.
 func detach(c *net.TCPConn) (*socket, error) {
-	s := &socket{local: c.LocalAddr(), peer: c.RemoteAddr()}
+	s := &socket{}
+	name := "tcp " + c.LocalAddr().String() + "->" + c.RemoteAddr().String()
 	raw, err := c.SyscallConn()
 	if err != nil {
 		c.Close()
@@ -68,7 +67,7 @@ func detach(c *net.TCPConn) (*socket, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("tcp: detaching the socket: %w", err)
 	}
-	s.file = os.NewFile(uintptr(fd), "tcp "+s.local.String()+"->"+s.peer.String())
+	s.file = os.NewFile(uintptr(fd), name)
 	if s.raw, err = s.file.SyscallConn(); err != nil {
 		s.file.Close()
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/linktest"
 	"github.com/gocoll/gocoll/internal/transport/tcp"
-	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // TestLinksLeaveTheNetpoller: a link's socket is in no epoll set but the
@@ -29,10 +29,10 @@ func TestLinksLeaveTheNetpoller(t *testing.T) {
 	ctx := context.Background()
 	for range 3 {
 		require.NoError(t, a.WriteMessage(ctx, header(5), []byte("hello")))
-		_, _, err := readOne(b)
+		_, _, err := linktest.ReadMessage(b)
 		require.NoError(t, err)
 		require.NoError(t, b.WriteMessage(ctx, header(2), []byte("hi")))
-		_, _, err = readOne(a)
+		_, _, err = linktest.ReadMessage(a)
 		require.NoError(t, err)
 	}
 
@@ -86,14 +86,6 @@ func TestCloseReleasesDescriptors(t *testing.T) {
 	}
 	require.NoError(t, ln.Close())
 	require.Equal(t, before, countFds(t), "descriptors after everything closed")
-}
-
-func readOne(l transport.Link) (h wire.Header, p []byte, err error) {
-	if err = l.ReadHeader(&h); err != nil {
-		return h, nil, err
-	}
-	p = make([]byte, h.Length)
-	return h, p, l.ReadPayload(p)
 }
 
 // epollEntry is one entry of an epoll set, as /proc/self/fdinfo shows it.
@@ -199,4 +191,24 @@ func establishedInodes(t *testing.T) map[uint64]bool {
 		f.Close()
 	}
 	return inodes
+}
+
+// TestOnWriteBlock: a write that finds the socket full calls the
+// function OnWriteBlock set before it waits for room, so that its owner
+// can have its links read.
+func TestOnWriteBlock(t *testing.T) {
+	a, b := linktest.Pair(t, &tcp.Transport{})
+	var blocked atomic.Int32
+	a.(transport.Poller).OnWriteBlock(func() { blocked.Add(1) })
+	const size = 64 << 20 // more than both sockets' buffers hold
+	written := make(chan error, 1)
+	go func() { written <- a.WriteMessage(context.Background(), header(size), make([]byte, size)) }()
+	for i := 0; blocked.Load() == 0; i++ {
+		require.Less(t, i, 5000, "the write never found the socket full")
+		time.Sleep(time.Millisecond)
+	}
+	_, p, err := linktest.ReadMessage(b)
+	require.NoError(t, err)
+	require.Len(t, p, size)
+	require.NoError(t, <-written)
 }

@@ -27,8 +27,7 @@ import (
 // the call.
 type sockReader struct {
 	sock      *socket
-	raw       syscall.RawConn // sock's
-	buf       []byte          // buf[r:w] arrived and not yet taken
+	buf       []byte // buf[r:w] arrived and not yet taken
 	r, w      int
 	remaining uint64 // payload bytes of the current message not yet taken
 	err       error  // the first error the stream gave; every later read returns it
@@ -51,7 +50,7 @@ type sockReader struct {
 var errWouldBlock = errors.New("tcp: nothing to read yet")
 
 func newSockReader(sock *socket, size int) *sockReader {
-	s := &sockReader{sock: sock, raw: sock.raw, buf: make([]byte, size)}
+	s := &sockReader{sock: sock, buf: make([]byte, size)}
 	s.readFn = s.readNow
 	s.checkFn = s.check
 	s.countFn = s.countQueued
@@ -71,7 +70,7 @@ func (s *sockReader) countQueued(fd uintptr) {
 // queued returns how many bytes the socket holds that the buffer has not
 // taken yet; 0 when it cannot tell.
 func (s *sockReader) queued() uint64 {
-	if s.raw.Control(s.countFn) != nil {
+	if s.sock.raw.Control(s.countFn) != nil {
 		return 0
 	}
 	return uint64(max(s.inq, 0))
@@ -81,7 +80,7 @@ func (s *sockReader) queued() uint64 {
 // something (bytes, its end, an error).
 func (s *sockReader) readableNow() bool {
 	s.ready = false
-	if err := s.raw.Control(s.checkFn); err != nil {
+	if err := s.sock.raw.Control(s.checkFn); err != nil {
 		return true // the read that follows reports it
 	}
 	return s.ready
@@ -128,7 +127,7 @@ func (s *sockReader) readable(fd uintptr) bool {
 // blocking: errWouldBlock when it holds nothing, io.EOF at its end.
 func (s *sockReader) read(p []byte) (int, error) {
 	s.dst = p[:min(len(p), rawCallMax)]
-	err := s.raw.Control(s.readFn)
+	err := s.sock.raw.Control(s.readFn)
 	s.dst = nil
 	switch {
 	case err != nil:
@@ -153,7 +152,7 @@ func (s *sockReader) read(p []byte) (int, error) {
 // the reader's.
 func (s *sockReader) discardUnread() {
 	buf := make([]byte, 64<<10)
-	_ = s.raw.Control(func(fd uintptr) {
+	_ = s.sock.raw.Control(func(fd uintptr) {
 		for range discardMax / len(buf) {
 			n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 				unix.MSG_DONTWAIT, 0, 0)
