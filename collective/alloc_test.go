@@ -96,7 +96,7 @@ func requireNoAllocs(t *testing.T, cs []*comm.Comm, count int, opts ...Option) {
 		}
 	}
 	step() // warm-up
-	allocs := testing.AllocsPerRun(rounds, step)
+	allocs := steadyAllocs(rounds, step)
 	for range cs[1:] {
 		require.NoError(t, <-others)
 	}

@@ -585,7 +585,7 @@ func TestBucketAllocations(t *testing.T) {
 		}()
 		run := func() { require.NoError(t, step(0)) }
 		run() // warm-up; for the Bucketer, the check of the plan
-		allocs := testing.AllocsPerRun(rounds, run)
+		allocs := steadyAllocs(rounds, run)
 		require.NoError(t, <-other)
 		return allocs
 	}

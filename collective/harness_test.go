@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,18 @@ var rankCounts = func() []int {
 // watchdog bounds every job a test runs: a hang fails the test and names
 // the ranks still running.
 const watchdog = 60 * time.Second
+
+// steadyAllocs is testing.AllocsPerRun of a collective's steady state,
+// with the garbage collector off while it runs: a collection empties the
+// buffer pools that a steady call takes from, and the ranks then fill
+// them again with new allocations, which the count takes for the call's.
+// CI saw it with 20 calls (311539f) and again with 50 (an Alltoall over
+// auto counted one per call on a loaded runner). With the collector off
+// every allocation still counts; only the refills go.
+func steadyAllocs(rounds int, f func()) float64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	return testing.AllocsPerRun(rounds, f)
+}
 
 // job starts n ranks in this process (over mem, or tcp with
 // comm.WithTransport("tcp")) and closes them when the test ends.
