@@ -29,7 +29,8 @@ type Request core.Request
 // GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
 // period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait
 // over tcp polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
-// (WithTransport), GOCOLL_HOST the host identity (WithHostIdentity),
+// (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion control
+// (WithTCPCongestion), GOCOLL_HOST the host identity (WithHostIdentity),
 // GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
 // GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
 // and GOCOLL_DEBUG turns on

@@ -112,6 +112,18 @@ func WithTLS(certFile, keyFile, caFile string) Option {
 	return Option(core.WithTLS(certFile, keyFile, caFile))
 }
 
+// WithTCPCongestion sets the TCP congestion control algorithm of every
+// tcp link, such as "cubic" or "dctcp"; Init also takes it from
+// GOCOLL_TCP_CONGESTION. The kernel must offer it
+// (net.ipv4.tcp_available_congestion_control) and, for a process without
+// CAP_NET_ADMIN, allow it (net.ipv4.tcp_allowed_congestion_control), or
+// the link fails to open, naming it. By default a link between hosts
+// keeps the host's algorithm (net.ipv4.tcp_congestion_control), and a link
+// over the loopback device uses reno: bbr, the default of some hosts,
+// sizes its window from a round trip of microseconds there and moves
+// large messages at about half the speed.
+func WithTCPCongestion(name string) Option { return Option(core.WithTCPCongestion(name)) }
+
 // WithSecret sets the job secret that every link and the rendezvous
 // authenticate with. By default Init uses GOCOLL_SECRET, which gocoll run
 // generates per job; NewLocal uses a random one.

@@ -14,21 +14,22 @@ import (
 // jobSpec is what a rank needs to join a job: who it is and where the
 // rendezvous is.
 type jobSpec struct {
-	rank, size   int
-	addr         string // host:port of the rendezvous, served by rank 0
-	secret       []byte
-	identity     string    // jobIdentity: what the ranks' key is bound to
-	transport    string    // GOCOLL_TRANSPORT, "" when unset
-	tuning       string    // GOCOLL_TUNING, the path of a tuning table, "" when unset
-	tlsFiles     [3]string // GOCOLL_TLS_CERT, _KEY and _CA; all "" when unset
-	launcher     string    // which launcher's variables were used, for errors
-	timeout      time.Duration
-	hasTimeout   bool
-	heartbeat    time.Duration // GOCOLL_HEARTBEAT, when hasHeartbeat
-	hasHeartbeat bool
-	spin         time.Duration // GOCOLL_SPIN, when hasSpin
-	hasSpin      bool
-	debug        bool
+	rank, size    int
+	addr          string // host:port of the rendezvous, served by rank 0
+	secret        []byte
+	identity      string    // jobIdentity: what the ranks' key is bound to
+	transport     string    // GOCOLL_TRANSPORT, "" when unset
+	tuning        string    // GOCOLL_TUNING, the path of a tuning table, "" when unset
+	tcpCongestion string    // GOCOLL_TCP_CONGESTION, "" when unset
+	tlsFiles      [3]string // GOCOLL_TLS_CERT, _KEY and _CA; all "" when unset
+	launcher      string    // which launcher's variables were used, for errors
+	timeout       time.Duration
+	hasTimeout    bool
+	heartbeat     time.Duration // GOCOLL_HEARTBEAT, when hasHeartbeat
+	hasHeartbeat  bool
+	spin          time.Duration // GOCOLL_SPIN, when hasSpin
+	hasSpin       bool
+	debug         bool
 }
 
 // launcher describes how one launcher names rank, size and rendezvous.
@@ -116,6 +117,7 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 	}
 	spec.transport, _ = env("GOCOLL_TRANSPORT")
 	spec.tuning, _ = env("GOCOLL_TUNING")
+	spec.tcpCongestion, _ = env("GOCOLL_TCP_CONGESTION")
 	for i, name := range []string{"GOCOLL_TLS_CERT", "GOCOLL_TLS_KEY", "GOCOLL_TLS_CA"} {
 		spec.tlsFiles[i], _ = env(name)
 	}

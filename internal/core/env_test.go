@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +153,28 @@ func TestDurationsFromEnv(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestTCPCongestion: GOCOLL_TCP_CONGESTION and WithTCPCongestion reach
+// the tcp links' options, and a name the kernel could never take fails
+// Init before any link, naming the variable.
+func TestTCPCongestion(t *testing.T) {
+	var o Options
+	o.setDefault()
+	require.Empty(t, o.tcpOptions(), "no tcp options by default")
+	require.NoError(t, WithTCPCongestion("cubic")(&o))
+	require.Equal(t, "cubic", o.tcpCongestion)
+	require.Len(t, o.tcpOptions(), 1)
+	require.ErrorIs(t, WithTCPCongestion("")(&o), ErrInvalid)
+
+	env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "2", "GOCOLL_ADDR": "127.0.0.1:1", "GOCOLL_TCP_CONGESTION": "cubic"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	spec, err := jobFromEnv(lookup)
+	require.NoError(t, err)
+	require.Equal(t, "cubic", spec.tcpCongestion)
+
+	env["GOCOLL_TCP_CONGESTION"] = "a-name-too-long-for-linux"
+	_, err = initFromEnv(context.Background(), lookup, nil)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, `GOCOLL_TCP_CONGESTION: invalid input: tcp: WithCongestionControl("a-name-too-long-for-linux")`)
 }

@@ -53,6 +53,11 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TLS_*: %w", err)}
 		}
 	}
+	if spec.tcpCongestion != "" {
+		if err := WithTCPCongestion(spec.tcpCongestion)(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TCP_CONGESTION: %w", err)}
+		}
+	}
 	if spec.tuning != "" {
 		if err := WithTuning(spec.tuning)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TUNING: %w", err)}
@@ -179,10 +184,14 @@ func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 
 // tcpOptions are the options of the tcp links.
 func (o *Options) tcpOptions() []tcp.Option {
+	var opts []tcp.Option
 	if o.tls != nil {
-		return []tcp.Option{tcp.WithTLS(o.tls)}
+		opts = append(opts, tcp.WithTLS(o.tls))
 	}
-	return nil
+	if o.tcpCongestion != "" {
+		opts = append(opts, tcp.WithCongestionControl(o.tcpCongestion))
+	}
+	return opts
 }
 
 // world makes the world communicator of ep, with its shared memory.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/mtls"
 	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/transport/tcp"
 	"github.com/gocoll/gocoll/internal/tuning"
 )
 
@@ -23,6 +24,7 @@ type Options struct {
 	yield           bool          // spinning hands the CPU over between looks: the host is oversubscribed
 	secret          []byte
 	tls             *tls.Config // nil: plain TCP
+	tcpCongestion   string      // "": the tcp transport's default
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
@@ -141,6 +143,17 @@ func WithTLS(certFile, keyFile, caFile string) Option {
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		o.tls = cfg
+		return nil
+	}
+}
+
+// WithTCPCongestion is comm.WithTCPCongestion.
+func WithTCPCongestion(name string) Option {
+	return func(o *Options) error {
+		if _, err := tcp.New(tcp.WithCongestionControl(name)); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		o.tcpCongestion = name
 		return nil
 	}
 }

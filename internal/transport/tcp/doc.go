@@ -53,6 +53,14 @@
 // it can have its links read (two ranks that write to each other wait
 // for ever otherwise).
 //
+// # Congestion control
+//
+// A link between hosts keeps the host's congestion control algorithm
+// unless WithCongestionControl names one. A link over the loopback
+// device uses reno: bbr, the default of some hosts, sizes its window from
+// a round trip of microseconds there, and the window then holds less than
+// one large message (see loopbackCongestion).
+//
 // # Listening
 //
 // Listener runs the handshake of every incoming connection in its own

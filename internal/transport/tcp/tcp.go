@@ -41,12 +41,13 @@ var _ transport.Transport = (*Transport)(nil)
 // options hold the settings of a Transport. The zero value means the
 // defaults, so that a zero Transport is usable.
 type options struct {
-	delay     bool          // NoDelay off
-	keepAlive time.Duration // 0: DefaultKeepAlive; < 0: off
-	sndBuf    int           // 0: kernel autotuning
-	rcvBuf    int           // 0: kernel autotuning
-	readBuf   int           // 0: DefaultReadBufferSize
-	tls       *tls.Config   // nil: plain TCP
+	delay      bool          // NoDelay off
+	keepAlive  time.Duration // 0: DefaultKeepAlive; < 0: off
+	sndBuf     int           // 0: kernel autotuning
+	rcvBuf     int           // 0: kernel autotuning
+	readBuf    int           // 0: DefaultReadBufferSize
+	tls        *tls.Config   // nil: plain TCP
+	congestion string        // "": the host's, and loopbackCongestion over loopback
 }
 
 // Option sets an option of a Transport.
@@ -183,6 +184,9 @@ func (o *options) readBufferSize() int {
 // configure applies the socket options to a new connection.
 func (o *options) configure(c *net.TCPConn) error {
 	if err := c.SetNoDelay(!o.delay); err != nil {
+		return err
+	}
+	if err := o.setCongestion(c); err != nil {
 		return err
 	}
 	if o.sndBuf > 0 {

@@ -41,6 +41,9 @@ func TestOptions(t *testing.T) {
 		{"keepalive 30s", tcp.WithKeepAlive(30 * time.Second), ""},
 		{"nodelay off", tcp.WithNoDelay(false), ""},
 		{"socket buffers", tcp.WithSocketBuffers(1<<20, 1<<20), ""},
+		{"no congestion control", tcp.WithCongestionControl(""), "want a name of 1 to 15 bytes"},
+		{"congestion control name too long", tcp.WithCongestionControl("sixteen-letters!"), "want a name of 1 to 15 bytes"},
+		{"congestion control", tcp.WithCongestionControl("reno"), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
