@@ -20,7 +20,10 @@
 // advances, with one policy for every such wait: poll, yield, then sleep
 // on a Bell (a futex word and a count of its sleepers) that the other
 // side rings. The shared-memory links and the communicator's segment both
-// wait with it, each with its own spinning budget.
+// wait with it, each with its own spinning budget. The links' waiters
+// park their goroutines instead of sleeping on the futex
+// (Waiter.SetPark), and their bells knock on the link's socket
+// (Bell.Knock).
 //
 // Shared memory is a Linux feature here; elsewhere every function returns
 // ErrUnsupported.

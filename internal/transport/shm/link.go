@@ -118,6 +118,8 @@ type link struct {
 	liov      [2]unix.Iovec
 	riov      [2]unix.RemoteIovec
 	cookieBuf [8]byte
+
+	knocks knocks // how the waiters of each side wake those of the other
 }
 
 var _ transport.Link = (*link)(nil)
@@ -176,6 +178,7 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 	l.liov[1].Base = &l.cookieBuf[0]
 	l.liov[1].SetLen(len(l.cookieBuf))
 	l.riov[1] = unix.RemoteIovec{Base: uintptr(l.peerCookieAddr), Len: len(l.cookieBuf)}
+	l.initKnocks()
 	go l.watch()
 	return l
 }
@@ -187,12 +190,19 @@ func (l *link) String() string {
 	return fmt.Sprintf("shm link to rank %d (pid %d)", l.peer, l.peerPID)
 }
 
-// watch waits for the end of the socket, which comes when the peer
-// closes the link or its process dies, and then wakes this side's
-// waiters, so that nothing waits for a peer that is gone.
+// watch reads the socket: the peer's knocks, which it passes on to this
+// side's waiters, and then its end, which comes when the peer closes the
+// link or its process dies, after which it wakes this side's waiters, so
+// that nothing waits for a peer that is gone.
 func (l *link) watch() {
-	var b [1]byte
-	l.conn.Read(b[:]) // nothing is sent after the setup: any return is the end
+	var b [64]byte
+	for {
+		n, err := l.conn.Read(b[:])
+		l.knocked(b[:n])
+		if err != nil {
+			break
+		}
+	}
 	if l.enter(&l.rusers) {
 		l.peerGone()
 		l.exit(&l.rusers)

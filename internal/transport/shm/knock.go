@@ -1,0 +1,106 @@
+//go:build linux
+
+package shm
+
+import (
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Knocks. A waiter on a link that has spun for spinFor goes to sleep,
+// and sleeping on the bell's futex is a system call, which keeps the
+// goroutine's processor until the runtime's monitor takes it back, 20 µs
+// to 20 ms later. A link's reader waits so whenever the link is idle, and
+// at GOMAXPROCS=1, each time it went back to sleep the rank's collective
+// waited for the monitor: 20 ms calls in 4 of 6 sweeps of gocoll bench
+// --objects over shm, which an execution trace showed parked behind the
+// reader's futex call. So a link's waiters park their goroutines on a
+// channel instead, and the side that rings their bell writes a byte on
+// the link's Unix socket: 'r' for the reader, 'w' for the writer. The
+// peer's watcher, which reads the socket anyway to see the peer go,
+// passes the knock on to the channel. Knocks are only sent to announced
+// sleepers (Bell.Ring), so a busy link sends none.
+const (
+	knockReader = 'r'
+	knockWriter = 'w'
+)
+
+// knocks holds what a link's waiters park on and the peer knocks with.
+type knocks struct {
+	reader, writer chan struct{} // buffered, 1: a knock that came before its park ends it at once
+	rtimer, wtimer *time.Timer
+	raw            syscall.RawConn          // the link's socket
+	send           [2]func(fd uintptr) bool // knockReader's, knockWriter's write
+}
+
+// initKnocks makes the link's waiters park and its bells knock.
+func (l *link) initKnocks() {
+	k := &l.knocks
+	k.reader, k.writer = make(chan struct{}, 1), make(chan struct{}, 1)
+	k.rtimer, k.wtimer = stoppedTimer(), stoppedTimer()
+	k.raw, _ = l.conn.SyscallConn() // a *net.UnixConn's never fails
+	for i, b := range [2]byte{knockReader, knockWriter} {
+		buf := []byte{b}
+		// One write that never waits: a full socket already holds
+		// knocks enough to wake the peer, and a closed one has no peer
+		// to wake.
+		k.send[i] = func(fd uintptr) bool {
+			unix.Write(int(fd), buf)
+			return true
+		}
+	}
+	// This side sleeps on its reader's and its writer's bells, which the
+	// peer knocks on, and this side's Close and the watcher knock
+	// locally.
+	l.in.consumer.Knock = func() { signal(k.reader) }
+	l.out.producer.Knock = func() { signal(k.writer) }
+	// The peer sleeps on the other two, which this side knocks on.
+	l.out.consumer.Knock = func() { l.knock(0) }
+	l.in.producer.Knock = func() { l.knock(1) }
+	l.rwait.SetPark(func(d time.Duration) { park(k.reader, k.rtimer, d) })
+	l.wwait.SetPark(func(d time.Duration) { park(k.writer, k.wtimer, d) })
+}
+
+// knock wakes the peer's reader (0) or writer (1).
+func (l *link) knock(i int) {
+	if l.knocks.raw != nil {
+		l.knocks.raw.Write(l.knocks.send[i])
+	}
+}
+
+// knocked passes the knocks the watcher read on to the waiters.
+func (l *link) knocked(p []byte) {
+	for _, b := range p {
+		switch b {
+		case knockReader:
+			signal(l.knocks.reader)
+		case knockWriter:
+			signal(l.knocks.writer)
+		}
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// park waits for a knock on c, for d at most.
+func park(c chan struct{}, t *time.Timer, d time.Duration) {
+	t.Reset(d)
+	select {
+	case <-c:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
