@@ -345,6 +345,7 @@ func TestReaderRestsWhileACallerSpins(t *testing.T) {
 	tp, p := polled(), cs[0].ep.inboxes[1].polled.Load()
 
 	restWhileSpinning(t, cs, 0, 1)
+	require.True(t, p.resting.Load(), "the reading goroutine stopped resting when the caller was done")
 	require.False(t, tp.waiting.Load(), "the resting reading goroutine waits for arrivals")
 
 	cs[0].ep.watchAll()
@@ -447,7 +448,6 @@ func restWhileSpinning(t *testing.T, cs []*Comm, dst, src int) {
 	waitFor(t, "the reading goroutine to rest", p.resting.Load)
 	require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
 	require.NoError(t, <-got)
-	require.True(t, p.resting.Load(), "the reading goroutine stopped resting when the caller was done")
 	ep.opts.spin = spin
 }
 
