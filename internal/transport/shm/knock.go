@@ -43,11 +43,11 @@ func (l *link) initKnocks() {
 	k.raw, _ = l.conn.SyscallConn() // a *net.UnixConn's never fails
 	for i, b := range [2]byte{knockReader, knockWriter} {
 		buf := []byte{b}
-		// One write that never waits: a full socket already holds
-		// knocks enough to wake the peer, and a closed one has no peer
-		// to wake.
+		// One send that never waits: a full socket already holds
+		// knocks enough to wake the peer, and one whose peer is gone
+		// has nobody to wake (MSG_NOSIGNAL: an error, not a SIGPIPE).
 		k.send[i] = func(fd uintptr) bool {
-			unix.Write(int(fd), buf)
+			unix.Sendto(int(fd), buf, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 			return true
 		}
 	}
