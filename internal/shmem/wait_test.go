@@ -24,6 +24,7 @@ func TestWaiter(t *testing.T) {
 		need         uint64
 		advance      uint64 // what the peer adds, 1 at a time
 		ring         bool   // whether the peer rings the bell
+		park         bool   // the waiter parks (SetPark) and the bell knocks
 		// stopAdvances makes stop advance the counter by need and report
 		// errStop: a peer that stored its last value and went.
 		stopAdvances bool
@@ -33,6 +34,7 @@ func TestWaiter(t *testing.T) {
 		{name: "peer advances, polling", spinFor: time.Hour, need: 1000, advance: 1000},
 		{name: "peer advances, yielding to goroutines", spinFor: time.Hour, toGoroutines: true, need: 1000, advance: 1000},
 		{name: "peer advances, sleeping", need: 3, advance: 3, ring: true},
+		{name: "peer advances, parking", need: 3, advance: 3, ring: true, park: true},
 		{name: "base offsets the counter", spinFor: time.Hour, start: 5, base: 5, need: 2, advance: 2},
 		{name: "counter wraps", spinFor: time.Hour, start: 1<<64 - 1, base: 1<<64 - 1, need: 2, advance: 2},
 		{name: "stop", spinFor: time.Hour, need: 10, wantErr: errStop},
@@ -44,6 +46,19 @@ func TestWaiter(t *testing.T) {
 			idx.Store(tc.start)
 			var sleepers, seq atomic.Uint32
 			bell := Bell{Sleepers: &sleepers, Seq: &seq}
+			w := NewWaiter(tc.spinFor, 10*time.Millisecond, false)
+			if tc.park {
+				// A sleep of an hour: only a knock ends it.
+				w = NewWaiter(tc.spinFor, time.Hour, false)
+				knocks := make(chan struct{}, 1)
+				bell.Knock = func() {
+					select {
+					case knocks <- struct{}{}:
+					default:
+					}
+				}
+				w.SetPark(func(time.Duration) { <-knocks })
+			}
 			go func() {
 				for range tc.advance {
 					idx.Add(1)
@@ -62,7 +77,6 @@ func TestWaiter(t *testing.T) {
 				}
 				return nil
 			}
-			w := NewWaiter(tc.spinFor, 10*time.Millisecond, false)
 			got, err := w.Wait(&idx, tc.base, tc.need, bell, tc.toGoroutines, stop)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
