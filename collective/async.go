@@ -30,7 +30,10 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // communicator's order when it is issued, not when it runs: ranks that
 // issue the same collectives in the same order match them correctly
 // however many are in flight, which is what overlapping gradient buckets
-// need. It costs one goroutine and one Request per call.
+// need. It costs one goroutine and one Request per call. While it waits
+// for other ranks on a shared segment, it gives the processor to this
+// process's goroutines and sleeps on a timer rather than in a system call,
+// so that the work it overlaps runs at GOMAXPROCS=1 too.
 func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) *Request {
 	r := &Request{done: make(chan struct{})}
 	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
@@ -42,6 +45,7 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 		close(r.done)
 		return r
 	}
+	k.beside = true
 	go func() {
 		r.err = k.allreduce(buf, buf)
 		close(r.done)

@@ -40,6 +40,9 @@ type call[T codec.Elem] struct {
 	keep bool
 	// entered says that the call holds its communicator (start).
 	entered bool
+	// beside says that the call runs in a goroutine of its own, beside
+	// the work of the goroutine that issued it (AllreduceAsync).
+	beside bool
 }
 
 // rooted and reducing say which collectives have a root and an op.

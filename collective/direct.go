@@ -41,9 +41,12 @@ func (k *call[T]) segBeginDirect(s *core.Segment, a, b []T) (core.SegmentOp, err
 		a, b = nil, nil
 	}
 	h := k.header(0, 0, 0)
-	op, err := s.BeginDirect(k.ctx, k.ticket, &h, [2][]byte{asBytes(a), asBytes(b)})
+	op, err := s.Begin(k.ctx, k.ticket, &h, [2][]byte{asBytes(a), asBytes(b)})
 	if err != nil {
 		return op, k.wrap(-1, err)
+	}
+	if k.beside {
+		op.Beside()
 	}
 	return op, nil
 }

@@ -72,12 +72,7 @@ func segView[T codec.Elem](b []byte) []T {
 
 // segBegin starts the call's operation on s, in its turn.
 func (k *call[T]) segBegin(s *core.Segment) (core.SegmentOp, error) {
-	h := k.header(0, 0, 0)
-	op, err := s.Begin(k.ctx, k.ticket, &h)
-	if err != nil {
-		return op, k.wrap(-1, err)
-	}
-	return op, nil
+	return k.segBeginDirect(s, nil, nil)
 }
 
 // segFinish checks, at the end of the call's operation on a segment,

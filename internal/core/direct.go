@@ -13,7 +13,7 @@ import (
 // in registered memory (package regmem), each rank can map the others'
 // and the collective can move data straight between them, without
 // copying through the segment's slots. Each rank records, with its call,
-// where its buffers are (BeginDirect); the ranks whose own buffers are
+// where its buffers are (Begin); the ranks whose own buffers are
 // registered wait for every rank's record and go direct when all are,
 // the others take the slots at once, so all of them choose alike.
 //
@@ -86,7 +86,7 @@ func getBuffer(rec []byte, i int) regmem.Extent {
 // registered memory and, if they do, returns those of the ranks this
 // rank uses, peer's or with peer -1 everyone's: bufs[r][i] is rank r's
 // buffer i, mapped into this process (this rank's as given to
-// BeginDirect), until End. Every rank gets the same answer. A rank whose
+// Begin), until End. Every rank gets the same answer. A rank whose
 // own buffers are not all registered answers at once; the others wait
 // until every rank has recorded its call, compare the calls, and map the
 // buffers. A rank whose buffers others use must stay in the operation

@@ -220,12 +220,12 @@ func Wake(w *atomic.Uint32, n int) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWake, uintptr(n), 0, 0, 0)
 }
 
-// Yield gives the processor to another thread or process, which a
+// yieldCPU gives the processor to another thread or process, which a
 // goroutine spinning on shared memory needs when there are more waiting
 // processes than cores: runtime.Gosched only yields to goroutines. It is
 // a raw system call: sched_yield does not block, and telling the Go
 // scheduler about it would only wake threads to take over this one's P.
-func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+func yieldCPU() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // Alive reports whether process pid exists (and is not a zombie).
 func Alive(pid int) bool {

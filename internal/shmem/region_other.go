@@ -25,5 +25,5 @@ func (r *Region) Uint32(off int) *atomic.Uint32                             { re
 func (r *Region) Uint64(off int) *atomic.Uint64                             { return nil }
 func Wait(w *atomic.Uint32, val uint32, d time.Duration, ts *Timespec) bool { return false }
 func Wake(w *atomic.Uint32, n int)                                          {}
-func Yield()                                                                {}
+func yieldCPU()                                                             {}
 func Alive(pid int) bool                                                    { return true }

@@ -99,22 +99,47 @@ func NewWaiter(spinFor, sleepFor time.Duration, crowded bool) Waiter {
 // parks gives its processor up at once.
 func (w *Waiter) SetPark(park func(d time.Duration)) { w.park = park }
 
+// A Yield says to whom a waiter gives the processor between bursts of
+// polls, and how it sleeps: a set of the flags below.
+type Yield uint8
+
+const (
+	// ToProcess yields with sched_yield, to another process: the peer,
+	// which needs a core more than the Go scheduler needs waking.
+	ToProcess Yield = 1 << iota
+	// ToGoroutines yields with runtime.Gosched, to the goroutines of
+	// this process: one of them advances idx, or must run before the
+	// peer can (a link's reader hands what it read to the caller, which
+	// answers).
+	ToGoroutines
+	// Beside says that the wait runs beside work of this process's own
+	// (an AllreduceAsync beside the computation it overlaps): the waiter
+	// yields to goroutines as well and sleeps on a timer rather than on
+	// the futex, since a waiter that polls or sleeps in a system call
+	// keeps that work off the processor at GOMAXPROCS=1 until the
+	// runtime's monitor preempts it, 10 to 20 ms later.
+	Beside
+)
+
+// timerSleepMin is the first timed sleep of a Beside waiter; each next
+// one is twice as long, up to the waiter's sleepFor. Nothing wakes a
+// timed sleep early, so short ones at first keep a wait that ends soon
+// from ending late.
+const timerSleepMin = 50 * time.Microsecond
+
 // Wait waits until idx.Load()-base >= need and returns the value of idx
 // that satisfied it. b is the bell that whoever advances idx rings.
-// toGoroutines chooses how the waiter yields: with runtime.Gosched, to the
-// goroutines of this process, when one of them advances idx or must run
-// before the peer can (a link's reader hands what it read to the caller,
-// which answers); otherwise with sched_yield, to another process, which
-// needs a core more than the Go scheduler needs waking.
+// yield says how the waiter yields (see Yield).
 //
 // stop, called now and then and before every sleep, reports why the wait
 // must end other than its condition: the counter is checked once more
 // after it reports an error, since a peer stores its last counter value
 // before it goes, and if the condition holds the wait succeeds. Otherwise
 // Wait returns stop's error and the counter's value as last seen.
-func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, toGoroutines bool, stop func() error) (uint64, error) {
+func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, yield Yield, stop func() error) (uint64, error) {
 	var start time.Time
 	polls := 0 // since the last yield
+	nap := timerSleepMin
 	for i := 1; ; i++ {
 		if v := idx.Load(); v-base >= need {
 			return v, nil
@@ -130,7 +155,12 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, toGoroutine
 			if start.IsZero() {
 				start = time.Now()
 			} else if time.Since(start) >= w.spinFor {
-				w.sleep(idx, base, need, b, stop)
+				if yield&Beside != 0 && w.park == nil {
+					time.Sleep(nap)
+					nap = min(2*nap, w.sleepFor)
+				} else {
+					w.sleep(idx, base, need, b, stop)
+				}
 				continue
 			}
 		}
@@ -139,10 +169,11 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, toGoroutine
 		}
 		polls = 0
 		t := time.Now()
-		if toGoroutines {
+		if yield&(ToGoroutines|Beside) != 0 {
 			runtime.Gosched()
-		} else {
-			Yield()
+		}
+		if yield&ToProcess != 0 {
+			yieldCPU()
 		}
 		ranOther := time.Since(t) > switched
 		v := idx.Load()

@@ -16,23 +16,25 @@ import (
 func TestWaiter(t *testing.T) {
 	errStop := errors.New("stop")
 	tests := []struct {
-		name         string
-		spinFor      time.Duration
-		toGoroutines bool
-		start        uint64 // the counter before the wait
-		base         uint64
-		need         uint64
-		advance      uint64 // what the peer adds, 1 at a time
-		ring         bool   // whether the peer rings the bell
-		park         bool   // the waiter parks (SetPark) and the bell knocks
+		name    string
+		spinFor time.Duration
+		yield   Yield
+		start   uint64 // the counter before the wait
+		base    uint64
+		need    uint64
+		advance uint64 // what the peer adds, 1 at a time
+		ring    bool   // whether the peer rings the bell
+		park    bool   // the waiter parks (SetPark) and the bell knocks
 		// stopAdvances makes stop advance the counter by need and report
 		// errStop: a peer that stored its last value and went.
 		stopAdvances bool
 		wantErr      error
 	}{
 		{name: "satisfied already", start: 7, need: 7},
-		{name: "peer advances, polling", spinFor: time.Hour, need: 1000, advance: 1000},
-		{name: "peer advances, yielding to goroutines", spinFor: time.Hour, toGoroutines: true, need: 1000, advance: 1000},
+		{name: "peer advances, polling", spinFor: time.Hour, yield: ToProcess, need: 1000, advance: 1000},
+		{name: "peer advances, yielding to goroutines", spinFor: time.Hour, yield: ToGoroutines, need: 1000, advance: 1000},
+		{name: "peer advances, waiting beside work", spinFor: time.Hour, yield: ToProcess | Beside, need: 1000, advance: 1000},
+		{name: "peer advances, sleeping on a timer", yield: ToProcess | Beside, need: 3, advance: 3},
 		{name: "peer advances, sleeping", need: 3, advance: 3, ring: true},
 		{name: "peer advances, parking", need: 3, advance: 3, ring: true, park: true},
 		{name: "base offsets the counter", spinFor: time.Hour, start: 5, base: 5, need: 2, advance: 2},
@@ -77,7 +79,7 @@ func TestWaiter(t *testing.T) {
 				}
 				return nil
 			}
-			got, err := w.Wait(&idx, tc.base, tc.need, bell, tc.toGoroutines, stop)
+			got, err := w.Wait(&idx, tc.base, tc.need, bell, tc.yield, stop)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				return

@@ -244,7 +244,7 @@ func (l *link) exit(u *users) {
 // with errLocalClosed after Close, errPeerGone once the peer closed or
 // died, and errCtxDone when ctxDone (which may be nil) is closed.
 func (l *link) await(w *shmem.Waiter, b shmem.Bell, idx *atomic.Uint64, base, need uint64, ctxDone <-chan struct{}) (uint64, error) {
-	return w.Wait(idx, base, need, b, true, func() error { return l.stopped(ctxDone) })
+	return w.Wait(idx, base, need, b, shmem.ToGoroutines, func() error { return l.stopped(ctxDone) })
 }
 
 // stopped says why a wait must end, if it must.
