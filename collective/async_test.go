@@ -3,16 +3,14 @@ package collective
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // TestAllreduceAsyncOverlap issues many allreduces of different sizes and
@@ -78,33 +76,10 @@ func TestAsyncWaitLeavesTheProcessor(t *testing.T) {
 	bufs := [][]float32{{1, 2}, {3, 4}}
 	r := AllreduceAsync(ctx, cs[0], bufs[0], codec.Sum)
 	// Past its polling (5 ms), the waiting goroutine sleeps.
-	var state string
-	require.Eventually(t, func() bool {
-		state = asyncWaiterState()
-		return state != "" && state != "running" && state != "runnable"
-	}, 10*time.Second, time.Millisecond, "the AllreduceAsync never waited")
+	state := testutil.Asleep(t, "shmem.(*Waiter).Wait", "AllreduceAsync")
 	require.NotContains(t, state, "syscall", "the waiting AllreduceAsync sleeps in a system call")
 	require.NoError(t, Allreduce(ctx, cs[1], bufs[1], codec.Sum))
 	require.NoError(t, r.Wait())
 	require.Equal(t, []float32{4, 6}, bufs[0])
 	require.Equal(t, []float32{4, 6}, bufs[1])
-}
-
-// asyncWaiterState returns the state, as a goroutine dump gives it
-// ("syscall", "sleep", …), of the goroutine of an AllreduceAsync that
-// waits in a shmem.Waiter, or "" when none does.
-func asyncWaiterState() string {
-	buf := make([]byte, 1<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	for _, g := range strings.Split(dump, "\n\n") {
-		if !strings.Contains(g, "shmem.(*Waiter).Wait") || !strings.Contains(g, "AllreduceAsync") {
-			continue
-		}
-		// "goroutine 7 [sleep]:"
-		_, state, _ := strings.Cut(g, "[")
-		state, _, _ = strings.Cut(state, "]")
-		state, _, _ = strings.Cut(state, ",")
-		return state
-	}
-	return ""
 }

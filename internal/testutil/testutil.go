@@ -1,7 +1,8 @@
 // Package testutil holds what the tests of several packages need: a
-// buffer that goroutines write logs and output into, and binding
-// processes to CPUs for benchmarks that compare with programs a launcher
-// binds. (Goroutine leaks are go.uber.org/goleak's job.)
+// buffer that goroutines write logs and output into, binding processes to
+// CPUs for benchmarks that compare with programs a launcher binds, and
+// the state of a goroutine that went to sleep (Asleep). (Goroutine leaks
+// are go.uber.org/goleak's job.)
 package testutil
 
 import (

@@ -64,11 +64,7 @@ func (l *link) initKnocks() {
 }
 
 // knock wakes the peer's reader (0) or writer (1).
-func (l *link) knock(i int) {
-	if l.knocks.raw != nil {
-		l.knocks.raw.Write(l.knocks.send[i])
-	}
-}
+func (l *link) knock(i int) { l.knocks.raw.Write(l.knocks.send[i]) }
 
 // knocked passes the knocks the watcher read on to the waiters.
 func (l *link) knocked(p []byte) {

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -427,11 +426,7 @@ func TestWakeAfterIdle(t *testing.T) {
 			// system call keeps its own until the runtime's monitor
 			// takes it back, up to 20 ms later, and the other
 			// goroutines of a rank at GOMAXPROCS=1 wait that long.
-			var state string
-			require.Eventually(t, func() bool {
-				state = sleeperState()
-				return state != "" && state != "running" && state != "runnable"
-			}, 5*time.Second, time.Millisecond, "no goroutine sleeps in shmem.(*Waiter).sleep")
+			state := testutil.Asleep(t, "shmem.(*Waiter).sleep")
 			require.NotContains(t, state, "syscall", "the sleeping waiter is in a system call")
 			time.Sleep(idle - time.Since(start))
 			select {
@@ -443,25 +438,6 @@ func TestWakeAfterIdle(t *testing.T) {
 			require.NoError(t, result(t, done, 10*time.Second))
 		})
 	}
-}
-
-// sleeperState returns the state, as a goroutine dump gives it
-// ("syscall", "select", …), of the goroutine that sleeps in a Waiter,
-// or "" when none does.
-func sleeperState() string {
-	buf := make([]byte, 1<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	for _, g := range strings.Split(dump, "\n\n") {
-		if !strings.Contains(g, "shmem.(*Waiter).sleep") {
-			continue
-		}
-		// "goroutine 7 [select, 2 minutes]:"
-		_, state, _ := strings.Cut(g, "[")
-		state, _, _ = strings.Cut(state, "]")
-		state, _, _ = strings.Cut(state, ",")
-		return state
-	}
-	return ""
 }
 
 // readWhole reads the next message of l and checks that it is want.
