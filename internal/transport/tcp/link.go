@@ -33,11 +33,19 @@ type link struct {
 	// Write side, owned by the holder of wsem.
 	wsem      writelock.Lock
 	hdr       [wire.HeaderSize]byte
-	iov       [2][]byte   // header and payload
-	bufs      net.Buffers // slice of iov, consumed by WriteTo
+	iov       [2][]byte   // TLS: header and payload
+	bufs      net.Buffers // TLS: slice of iov, consumed by WriteTo
 	interrupt func()      // the method value l.interruptWrite, made once
 	stopped   chan struct{}
 	sockw     *sockWriter // plain TCP
+	// Over plain TCP a write watches its context only once it parks
+	// (writeBlocked): writeCtx is the context of the write in progress,
+	// when it can end, and stopWatch ends the watch once it began.
+	// Watching every write would cost each an allocation and a place in
+	// the context's list of children, though nearly all never park.
+	writeCtx     context.Context
+	stopWatch    func() bool
+	onWriteBlock func() // see OnWriteBlock
 
 	// Read side, owned by whoever reads: one of the two.
 	sockr  *sockReader   // plain TCP
@@ -75,6 +83,7 @@ func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	l.sock = sock
 	l.sockr = newSockReader(sock, readBuf)
 	l.sockw = newSockWriter(sock)
+	l.sockw.blocked = l.writeBlocked
 	l.wait = l.waitMore
 	return pollLink{l}, nil
 }
@@ -98,8 +107,10 @@ func (l *link) String() string {
 // ctx.Err() and net.ErrClosed. Any other write error closes the link too
 // (the stream can no longer be trusted to be at a message boundary).
 //
-// With a context that can never be done (ctx.Done() == nil, as for
-// context.Background()), WriteMessage does not allocate.
+// Over plain TCP, WriteMessage does not allocate unless the socket is
+// full and it must wait for room with a context that can end; over TLS,
+// it does not allocate with a context that can never be done
+// (ctx.Done() == nil, as for context.Background()).
 func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
 	ctxDone, err := l.wsem.Acquire(ctx, "tcp", &h, payload, l.done, nil)
 	if err != nil {
@@ -121,22 +132,27 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 	default:
 	}
 	h.MarshalTo(&l.hdr)
-	l.iov[0] = l.hdr[:]
-	l.iov[1] = payload
-	l.bufs = l.iov[:]
 	var stop func() bool
-	if watch {
-		stop = context.AfterFunc(ctx, l.interrupt)
-	}
 	var n int64
 	var err error
 	if l.sockw != nil {
+		if watch {
+			l.writeCtx = ctx
+		}
 		n, err = l.sockw.write(l.hdr[:], payload)
+		stop = l.stopWatch
+		l.writeCtx, l.stopWatch = nil, nil
 	} else {
+		l.iov[0] = l.hdr[:]
+		l.iov[1] = payload
+		l.bufs = l.iov[:]
+		if watch {
+			stop = context.AfterFunc(ctx, l.interrupt)
+		}
 		n, err = l.bufs.WriteTo(l.conn)
+		l.iov[1] = nil // do not retain payload
+		l.bufs = nil
 	}
-	l.iov[1] = nil // do not retain payload
-	l.bufs = nil
 	if stop != nil && !stop() {
 		// ctx ended during the write, and interruptWrite set a past
 		// write deadline; wait until it has, so that the reset below
@@ -162,6 +178,18 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 		return err
 	}
 	return nil
+}
+
+// writeBlocked runs each time a write over plain TCP finds the socket
+// full, before it parks: from then on the end of the write's context
+// interrupts the write.
+func (l *link) writeBlocked() {
+	if l.writeCtx != nil && l.stopWatch == nil {
+		l.stopWatch = context.AfterFunc(l.writeCtx, l.interrupt)
+	}
+	if l.onWriteBlock != nil {
+		l.onWriteBlock()
+	}
 }
 
 // interruptWrite runs when the context of a write in progress ends.
@@ -316,7 +344,7 @@ func (l pollLink) Wake() { l.sock.readable.interrupt() }
 
 // OnWriteBlock sets a function that a write calls whenever it finds the
 // socket full, before it parks; see transport.Poller.
-func (l pollLink) OnWriteBlock(f func()) { l.sockw.blocked = f }
+func (l pollLink) OnWriteBlock(f func()) { l.onWriteBlock = f }
 
 // Close closes the connection; it unblocks pending reads and writes on
 // both ends. Bytes already written are delivered before the peer reads

@@ -50,6 +50,13 @@ func (w Lock) Acquire(ctx context.Context, netw string, h *wire.Header, payload 
 			return nil, err
 		}
 	}
+	// An uncontended lock is taken without the four-way select, which
+	// costs more than the rest of Acquire together.
+	select {
+	case w <- struct{}{}:
+		return ctxDone, nil
+	default:
+	}
 	select {
 	case w <- struct{}{}:
 	case <-ctxDone:
