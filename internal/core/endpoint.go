@@ -65,10 +65,11 @@ type endpoint struct {
 	// polled link is watched (see rest).
 	parked atomic.Int32
 
-	closing   atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
-	release   func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
+	closing       atomic.Bool
+	stopSendWatch chan struct{} // closed by close; nil without a timeout
+	closeOnce     sync.Once
+	closeErr      error
+	release       func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
 	// server is the rendezvous store this process serves (Init's rank
 	// 0), nil elsewhere.
 	server *rendezvous.Server
@@ -84,6 +85,8 @@ type peer struct {
 	pair    sync.Mutex
 	dialing bool
 	linked  chan struct{}
+
+	sends sendWatch
 }
 
 // publish makes l the pair's link; the caller holds pair.
@@ -121,6 +124,11 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	ep.wg.Add(2)
 	go ep.acceptLoop(links.ln)
 	go ep.watchStore()
+	if o.timeout > 0 {
+		ep.stopSendWatch = make(chan struct{})
+		ep.wg.Add(1)
+		go ep.watchSends(ep.stopSendWatch)
+	}
 	if shm.ln != nil {
 		ep.wg.Add(1)
 		go ep.acceptLoop(shm.ln)
@@ -585,17 +593,16 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload [
 	if err != nil {
 		return err
 	}
-	var g *sendGuard
-	if ep.opts.timeout > 0 {
-		g = armGuard(ep, l, dst)
-	}
+	w := &ep.peers[dst].sends
+	w.begin()
 	err = l.WriteMessage(ctx, *h, payload)
-	if g != nil && !g.disarm() {
-		<-g.fired
-		return ep.err()
-	}
+	w.end()
 	if err == nil {
 		return nil
+	}
+	if w.stalled.Load() {
+		<-ep.failed // cutStalled fails the communicator
+		return ep.err()
 	}
 	if ep.closing.Load() {
 		return ErrClosed
@@ -637,50 +644,6 @@ func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
 	ep.budgetUsed += messageCost(len(m.buf))
 	ep.budgetMu.Unlock()
 	ib.unexpected.push(keyOf(h), m)
-}
-
-// sendGuard enforces the communicator's timeout on a write without
-// allocating a context per message: if the write is still blocked when
-// the timer fires, the link is cut and the communicator fails, blaming
-// the rank that took nothing in that time.
-type sendGuard struct {
-	t     *time.Timer
-	ep    *endpoint
-	link  transport.Link
-	dst   int
-	fired chan struct{} // closed once fire has failed the communicator
-}
-
-var guardPool sync.Pool
-
-func armGuard(ep *endpoint, l transport.Link, dst int) *sendGuard {
-	g, _ := guardPool.Get().(*sendGuard)
-	if g == nil {
-		g = &sendGuard{fired: make(chan struct{})}
-		g.t = time.AfterFunc(time.Hour, g.fire)
-		g.t.Stop()
-	}
-	g.ep, g.link, g.dst = ep, l, dst
-	g.t.Reset(ep.opts.timeout)
-	return g
-}
-
-func (g *sendGuard) fire() {
-	// Cut the link first: the blocked writer holds it.
-	g.link.Close()
-	g.ep.silent(g.dst, fmt.Sprintf("rank %d took in nothing for %v: a send to it stayed blocked", g.dst, g.ep.opts.timeout))
-	close(g.fired)
-}
-
-// disarm stops the guard and reports whether it stopped it in time. A
-// guard that fired is not reused: its callback may still be running.
-func (g *sendGuard) disarm() bool {
-	if !g.t.Stop() {
-		return false
-	}
-	g.ep, g.link = nil, nil
-	guardPool.Put(g)
-	return true
 }
 
 // linkTo returns the pair's link to dst, dialing it on first use. A dial
@@ -847,6 +810,9 @@ func (ep *endpoint) close() error {
 		}
 		testHookInboxesClosed(ep)
 		ep.fail(ErrClosed)
+		if ep.stopSendWatch != nil {
+			close(ep.stopSendWatch)
+		}
 		ep.wg.Wait()
 	})
 	return ep.closeErr

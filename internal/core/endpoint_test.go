@@ -153,40 +153,53 @@ func TestLinksAreLazy(t *testing.T) {
 }
 
 // TestBlockedSendTimesOut: a receiver that posts nothing while its early
-// messages fill the budget stops reading, which blocks the sender's write.
-// The communicator's timeout cuts the write, the sender's error says so,
-// and the receiver learns that the sender aborted.
+// messages fill the budget stops reading, which blocks the sender's write
+// once the link is full. The communicator's timeout cuts the write, the
+// sender's error says so, and the receiver learns that the sender
+// aborted.
 func TestBlockedSendTimesOut(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	var logs testutil.SyncBuffer
-	cs, err := NewLocal(2, WithUnexpectedLimit(1024), WithTimeout(timeout), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	require.NoError(t, err)
-	defer func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	}()
-	ctx := context.Background()
-	msg := make([]byte, 1024)
-	var sendErr error
-	for tag := range 3 {
-		if sendErr = cs[0].Send(ctx, 1, tag, msg); sendErr != nil {
-			break
-		}
-	}
-	// The send fails blaming the rank that took nothing in, without
-	// asking the store to abort the job first (which may take seconds).
-	require.ErrorIs(t, sendErr, ErrTimeout)
-	var pe *PeerError
-	require.ErrorAs(t, sendErr, &pe)
-	require.Equal(t, []int{1}, pe.Ranks)
-	require.ErrorContains(t, sendErr, "rank 1 took in nothing for 300ms")
-	require.NotContains(t, logs.String(), "aborted the job")
+	for _, tc := range []struct {
+		transport string
+		msgSize   int // large enough that a few fill the link
+	}{
+		{"mem", 1 << 10},
+		{"tcp", 1 << 20},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			var logs testutil.SyncBuffer
+			cs, err := NewLocal(2, WithTransport(tc.transport), WithUnexpectedLimit(1024), WithTimeout(timeout),
+				WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			require.NoError(t, err)
+			defer func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			}()
+			ctx := context.Background()
+			msg := make([]byte, tc.msgSize)
+			var sendErr error
+			// Bounded: a loopback socket holds a few MiB at most.
+			for tag := range 256 {
+				if sendErr = cs[0].Send(ctx, 1, tag, msg); sendErr != nil {
+					break
+				}
+			}
+			// The send fails blaming the rank that took nothing in, without
+			// asking the store to abort the job first (which may take seconds).
+			require.ErrorIs(t, sendErr, ErrTimeout)
+			var pe *PeerError
+			require.ErrorAs(t, sendErr, &pe)
+			require.Equal(t, []int{1}, pe.Ranks)
+			require.ErrorContains(t, sendErr, "rank 1 took in nothing for 300ms")
+			require.NotContains(t, logs.String(), "aborted the job")
 
-	// Rank 1 sees the link from rank 0 cut.
-	_, err = cs[1].Recv(ctx, 0, 99, msg)
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, []int{0}, pe.Ranks)
+			// Rank 1 sees the link from rank 0 cut.
+			_, err = cs[1].Recv(ctx, 0, 999, msg)
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, []int{0}, pe.Ranks)
+		})
+	}
 }
 
 // TestTimeoutBlamesTheSilentRank: rank 0 times out waiting for rank 2,
