@@ -70,6 +70,10 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 
 // WithTimeout bounds every blocking call of the communicator, on top of the
 // call's context. Zero disables the bound; the default is DefaultTimeout.
+// A receive fails once nothing has come from its source for d. A send
+// whose peer stops taking in data (its link stays full) fails between d
+// and d/8 later: a watchdog looks at the sends in flight 16 times per d,
+// which costs a send nothing, where a timer per send would.
 func WithTimeout(d time.Duration) Option { return Option(core.WithTimeout(d)) }
 
 // WithHeartbeat sets the heartbeat period of Init's ranks. Each rank
