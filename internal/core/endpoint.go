@@ -311,6 +311,10 @@ func (ep *endpoint) linkDown(src int, ib *inbox, l transport.Link, err error) {
 	ep.lose(src, err, false)
 }
 
+// heldReadMax bounds the payload that receive copies out of a link while
+// it holds the inbox.
+const heldReadMax = 4 << 10
+
 // receive delivers the payload of the message whose header is h: straight
 // into a posted receive when there is one, else into a pooled buffer.
 // When the early messages have used up their budget it waits for room,
@@ -325,10 +329,20 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bo
 				ib.mu.Unlock()
 				continue
 			}
+			// A caller (wait false) takes only whole messages, so a small
+			// payload waits in the link's buffer: copying it while holding
+			// the inbox costs less than letting go and taking it back.
+			// Any other read may wait for bytes, and must not hold up the
+			// receives posted meanwhile.
+			hold := !wait && n <= heldReadMax
 			r.state = reqReceiving
-			ib.mu.Unlock()
+			if !hold {
+				ib.mu.Unlock()
+			}
 			err := l.ReadPayload(r.buf[:n])
-			ib.mu.Lock()
+			if !hold {
+				ib.mu.Lock()
+			}
 			if err != nil {
 				ib.repost(r)
 			} else {

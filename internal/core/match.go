@@ -115,11 +115,8 @@ func (ib *inbox) post(r *Request) {
 // takePosted removes and returns the oldest posted receive for h, or nil.
 // The caller holds ib.mu.
 func (ib *inbox) takePosted(h *wire.Header) *Request {
-	k := keyOf(h)
-	if _, ok := ib.posted.front(k); !ok {
-		return nil
-	}
-	return ib.posted.pop(k)
+	r, _ := ib.posted.take(keyOf(h))
+	return r
 }
 
 func keyOf(h *wire.Header) matchKey { return matchKey{h.Comm, h.Tag} }

@@ -101,6 +101,16 @@ func (qs *queues[T]) pop(k matchKey) T {
 	return v
 }
 
+// take removes and returns the oldest item of key k, if there is one.
+func (qs *queues[T]) take(k matchKey) (T, bool) {
+	s, ok := qs.byKey[k]
+	if !ok {
+		return s.first, false
+	}
+	qs.advance(k, s)
+	return s.first, true
+}
+
 // advance makes the item after s.first the first of key k, or removes k.
 func (qs *queues[T]) advance(k matchKey, s slot[T]) {
 	if s.more == nil {

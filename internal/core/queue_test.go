@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFIFOPerKey: each key's items come out in the order they went in,
+// TestFIFOPerKey: each key's items come out in the order they went in
+// (pop after front, or take),
 // whatever the other keys do; removal keeps the rest in order; emptied
 // queues are reused without allocating.
 func TestFIFOPerKey(t *testing.T) {
@@ -29,10 +30,18 @@ func TestFIFOPerKey(t *testing.T) {
 		v, ok := qs.front(a)
 		require.True(t, ok)
 		require.Equal(t, i, v)
-		require.Equal(t, i, qs.pop(a))
+		if i%2 == 0 {
+			require.Equal(t, i, qs.pop(a))
+			continue
+		}
+		v, ok = qs.take(a)
+		require.True(t, ok)
+		require.Equal(t, i, v)
 	}
 	_, ok := qs.front(a)
 	require.False(t, ok, "key a drained")
+	_, ok = qs.take(a)
+	require.False(t, ok, "take from a drained key")
 	var rest []int
 	qs.drain(func(v int) { rest = append(rest, v) })
 	require.Len(t, rest, 100)
