@@ -475,7 +475,7 @@ func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Requ
 	if err := ep.err(); err != nil {
 		r.state = reqDone
 		r.err = err
-		r.done <- struct{}{}
+		r.signalDone()
 		return r
 	}
 	ep.inboxes[src].post(r)
@@ -489,12 +489,13 @@ func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Requ
 // first: the buffer belongs to the caller again only once nothing writes
 // to it.
 func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
-	select {
-	case <-r.done:
+	if r.completed() {
 		return r.n, r.err
-	default:
 	}
 	if p := ep.inboxes[r.src].polled.Load(); p != nil && ep.poll(r, p) {
+		return r.n, r.err
+	}
+	if !r.sleep() {
 		return r.n, r.err
 	}
 	ep.parked.Add(1)

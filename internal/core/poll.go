@@ -223,7 +223,7 @@ func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, e
 
 // poll spins for up to the spin window waiting for r, taking the
 // messages of r's source off its link while the link's reading goroutine
-// is idle. It reports whether r completed, taking its completion signal.
+// is idle. It reports whether r completed.
 func (ep *endpoint) poll(r *Request, p *polled) bool {
 	p.spinners.Add(1)
 	defer p.spinners.Add(-1)
@@ -241,10 +241,8 @@ func (ep *endpoint) poll(r *Request, p *polled) bool {
 		if left == buffered || err != nil {
 			p.link.Wake()
 		}
-		select {
-		case <-r.done:
+		if r.completed() {
 			return true
-		default:
 		}
 		if left != kept || err != nil {
 			return false
