@@ -32,6 +32,14 @@ type sockReader struct {
 	remaining uint64 // payload bytes of the current message not yet taken
 	err       error  // the first error the stream gave; every later read returns it
 
+	// The header at buf[peekedAt:], decoded by a peek (Poll) that did
+	// not take it, while peeked: ReadHeader then takes it without
+	// decoding it again. Moving the unread bytes (fill) moves r, which
+	// then no longer matches.
+	peekedHdr wire.Header
+	peekedAt  int
+	peeked    bool
+
 	// The system calls' argument and results, and the callbacks that make
 	// them, bound once so that a read allocates nothing.
 	dst     []byte
@@ -220,7 +228,15 @@ func (s *sockReader) peekHeader(h *wire.Header) error {
 			return err
 		}
 	}
-	return h.Unmarshal((*[wire.HeaderSize]byte)(s.buf[s.r : s.r+wire.HeaderSize]))
+	if s.peeked && s.peekedAt == s.r {
+		*h = s.peekedHdr
+		return nil
+	}
+	if err := h.Unmarshal((*[wire.HeaderSize]byte)(s.buf[s.r : s.r+wire.HeaderSize])); err != nil {
+		return err
+	}
+	s.peekedHdr, s.peekedAt, s.peeked = *h, s.r, true
+	return nil
 }
 
 // poll is Poller.Poll, less the link's checks: closed or not, and naming
@@ -276,6 +292,7 @@ func (s *sockReader) readHeader(h *wire.Header, wait func() error) error {
 		case err == nil:
 			s.r += wire.HeaderSize
 			s.remaining = h.Length
+			s.peeked = false
 			return nil
 		case err != errWouldBlock:
 			if errors.Is(err, wire.ErrBadHeader) {

@@ -352,6 +352,51 @@ func TestLargeReadBypassesBuffer(t *testing.T) {
 	require.Equal(t, payload, dst)
 }
 
+// TestPollThenRead: the header that Poll decoded is the one ReadHeader
+// takes, message after message, while the read buffer (4 KiB, the
+// smallest) moves unread bytes to its front between them: ReadHeader
+// reuses Poll's decoding only while the header has not moved.
+func TestPollThenRead(t *testing.T) {
+	tr, err := tcp.New(tcp.WithReadBufferSize(4096))
+	require.NoError(t, err)
+	a, b := linktest.Pair(t, tr)
+	p, ok := b.(transport.Poller)
+	require.True(t, ok, "a plain tcp link polls")
+	sizes := []int{0, 1, 100, 1000, 3000, 4000, 5, 2500}
+	const rounds = 50
+	go func() {
+		for i := range rounds * len(sizes) {
+			n := sizes[i%len(sizes)]
+			h := header(n)
+			h.Tag = int64(i)
+			payload := bytes.Repeat([]byte{byte(i)}, n)
+			if err := a.WriteMessage(context.Background(), h, payload); err != nil {
+				return
+			}
+		}
+	}()
+	dst := make([]byte, 4096)
+	for i := range rounds * len(sizes) {
+		n := sizes[i%len(sizes)]
+		var polled, got wire.Header
+		for {
+			arrival, err := p.Poll(&polled)
+			require.NoError(t, err)
+			if arrival == transport.Whole {
+				break
+			}
+			if arrival == transport.Nothing {
+				require.NoError(t, p.WaitReadable())
+			}
+		}
+		require.Equal(t, int64(i), polled.Tag, "message %d: polled header", i)
+		require.NoError(t, b.ReadHeader(&got))
+		require.Equal(t, polled, got, "message %d: the header taken is the one polled", i)
+		require.NoError(t, b.ReadPayload(dst[:n]))
+		require.Equal(t, bytes.Repeat([]byte{byte(i)}, n), dst[:n], "message %d: payload", i)
+	}
+}
+
 // TestCloseWithUnreadBytes: a link closed while its socket still holds
 // bytes it never read ends cleanly for the peer, after everything the
 // closing end sent. A TCP socket closed with unread bytes resets the
