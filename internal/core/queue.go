@@ -56,9 +56,17 @@ func (q *queue[T]) remove(v T) bool {
 // traffic allocates nothing once the map has grown to the most keys in
 // use at once, even though every collective operation brings tags of its
 // own.
+//
+// While one key alone has items, they are kept beside the map (lone),
+// which then stays empty: most of the time a source has one receive
+// posted, or one early message, and a map lookup, delete and clear cost
+// about 30 ns of every message.
 type queues[T comparable] struct {
-	byKey map[matchKey]slot[T]
-	spare []*queue[T]
+	loneKey matchKey
+	lone    slot[T]
+	hasLone bool
+	byKey   map[matchKey]slot[T]
+	spare   []*queue[T]
 }
 
 // slot is one key's items: first, then more's.
@@ -67,14 +75,50 @@ type slot[T comparable] struct {
 	more  *queue[T] // nil while first is the only item
 }
 
-func (qs *queues[T]) push(k matchKey, v T) {
+// load returns key k's items, if it has any.
+func (qs *queues[T]) load(k matchKey) (slot[T], bool) {
+	if qs.hasLone && qs.loneKey == k {
+		return qs.lone, true
+	}
 	s, ok := qs.byKey[k]
+	return s, ok
+}
+
+// store sets the items of key k, which has some.
+func (qs *queues[T]) store(k matchKey, s slot[T]) {
 	switch {
-	case !ok:
+	case qs.hasLone && qs.loneKey == k:
+		qs.lone = s
+	case !qs.hasLone && len(qs.byKey) == 0:
+		qs.loneKey, qs.lone, qs.hasLone = k, s, true
+	default:
 		if qs.byKey == nil {
 			qs.byKey = make(map[matchKey]slot[T])
 		}
-		qs.byKey[k] = slot[T]{first: v}
+		qs.byKey[k] = s
+	}
+}
+
+// forget removes key k, whose items are gone.
+func (qs *queues[T]) forget(k matchKey) {
+	if qs.hasLone && qs.loneKey == k {
+		qs.lone, qs.hasLone = slot[T]{}, false
+		return
+	}
+	delete(qs.byKey, k)
+	if len(qs.byKey) == 0 {
+		// Every operation brings keys of its own; deleting them leaves
+		// tombstones that would make the map rehash, and allocate, every
+		// so often. Clearing an empty map resets it for nothing.
+		clear(qs.byKey)
+	}
+}
+
+func (qs *queues[T]) push(k matchKey, v T) {
+	s, ok := qs.load(k)
+	switch {
+	case !ok:
+		qs.store(k, slot[T]{first: v})
 		return
 	case s.more == nil:
 		if n := len(qs.spare); n > 0 {
@@ -82,20 +126,20 @@ func (qs *queues[T]) push(k matchKey, v T) {
 		} else {
 			s.more = new(queue[T])
 		}
-		qs.byKey[k] = s
+		qs.store(k, s)
 	}
 	s.more.push(v)
 }
 
 // front returns the oldest item of key k, if there is one.
 func (qs *queues[T]) front(k matchKey) (T, bool) {
-	s, ok := qs.byKey[k]
+	s, ok := qs.load(k)
 	return s.first, ok
 }
 
 // pop removes and returns the oldest item of key k, which front returned.
 func (qs *queues[T]) pop(k matchKey) T {
-	s := qs.byKey[k]
+	s, _ := qs.load(k)
 	v := s.first
 	qs.advance(k, s)
 	return v
@@ -103,7 +147,7 @@ func (qs *queues[T]) pop(k matchKey) T {
 
 // take removes and returns the oldest item of key k, if there is one.
 func (qs *queues[T]) take(k matchKey) (T, bool) {
-	s, ok := qs.byKey[k]
+	s, ok := qs.load(k)
 	if !ok {
 		return s.first, false
 	}
@@ -114,14 +158,7 @@ func (qs *queues[T]) take(k matchKey) (T, bool) {
 // advance makes the item after s.first the first of key k, or removes k.
 func (qs *queues[T]) advance(k matchKey, s slot[T]) {
 	if s.more == nil {
-		delete(qs.byKey, k)
-		if len(qs.byKey) == 0 {
-			// Every operation brings keys of its own; deleting them
-			// leaves tombstones that would make the map rehash, and
-			// allocate, every so often. Clearing an empty map resets it
-			// for nothing.
-			clear(qs.byKey)
-		}
+		qs.forget(k)
 		return
 	}
 	s.first = s.more.pop()
@@ -129,7 +166,7 @@ func (qs *queues[T]) advance(k matchKey, s slot[T]) {
 		qs.retire(s.more)
 		s.more = nil
 	}
-	qs.byKey[k] = s
+	qs.store(k, s)
 }
 
 // retire keeps an emptied queue for the next key that needs one.
@@ -143,7 +180,7 @@ func (qs *queues[T]) retire(q *queue[T]) {
 
 // remove takes v out of key k's items and reports whether it was there.
 func (qs *queues[T]) remove(k matchKey, v T) bool {
-	s, ok := qs.byKey[k]
+	s, ok := qs.load(k)
 	switch {
 	case !ok:
 		return false
@@ -154,7 +191,7 @@ func (qs *queues[T]) remove(k matchKey, v T) bool {
 		if s.more.n == 0 {
 			qs.retire(s.more)
 			s.more = nil
-			qs.byKey[k] = s
+			qs.store(k, s)
 		}
 		return true
 	}
@@ -164,15 +201,25 @@ func (qs *queues[T]) remove(k matchKey, v T) bool {
 // drain removes every item, oldest first within each key, and passes it
 // to f.
 func (qs *queues[T]) drain(f func(T)) {
+	if qs.hasLone {
+		s := qs.lone
+		qs.lone, qs.hasLone = slot[T]{}, false
+		qs.drainSlot(s, f)
+	}
 	for k, s := range qs.byKey {
-		f(s.first)
-		if s.more != nil {
-			for s.more.n > 0 {
-				f(s.more.pop())
-			}
-			qs.retire(s.more)
-		}
+		qs.drainSlot(s, f)
 		delete(qs.byKey, k)
 	}
 	clear(qs.byKey)
+}
+
+// drainSlot passes s's items to f, oldest first.
+func (qs *queues[T]) drainSlot(s slot[T], f func(T)) {
+	f(s.first)
+	if s.more != nil {
+		for s.more.n > 0 {
+			f(s.more.pop())
+		}
+		qs.retire(s.more)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ func TestFIFOPerKey(t *testing.T) {
 	for i, v := range rest {
 		require.Equal(t, 1000+i, v)
 	}
+	require.False(t, qs.hasLone)
 	require.Empty(t, qs.byKey)
 
 	// Steady traffic on ever new keys (one per collective operation)
@@ -62,6 +64,66 @@ func TestFIFOPerKey(t *testing.T) {
 		qs.pop(k)
 	})
 	require.Zero(t, allocs)
+}
+
+// TestQueuesAgainstModel runs random pushes, takes, pops and removals on
+// a few keys against a map of slices: whichever of the keys sits beside
+// the map (the lone one) and whichever are in it, each key's items come
+// out in order and none is lost.
+func TestQueuesAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := []matchKey{{1, 1}, {1, 2}, {2, 1}, {3, 7}}
+	var qs queues[int]
+	model := map[matchKey][]int{}
+	next := 0
+	for step := range 20000 {
+		k := keys[rng.IntN(len(keys))]
+		switch op := rng.IntN(10); {
+		case op < 4:
+			next++
+			qs.push(k, next)
+			model[k] = append(model[k], next)
+		case op < 7:
+			v, ok := qs.take(k)
+			require.Equal(t, len(model[k]) > 0, ok, "step %d: take from %v", step, k)
+			if ok {
+				require.Equal(t, model[k][0], v, "step %d: take from %v", step, k)
+				model[k] = model[k][1:]
+			}
+		case op < 8:
+			if v, ok := qs.front(k); ok {
+				require.Equal(t, model[k][0], v, "step %d: front of %v", step, k)
+				require.Equal(t, v, qs.pop(k))
+				model[k] = model[k][1:]
+			} else {
+				require.Empty(t, model[k], "step %d: front of %v", step, k)
+			}
+		default:
+			if len(model[k]) == 0 {
+				require.False(t, qs.remove(k, -1))
+				continue
+			}
+			i := rng.IntN(len(model[k]))
+			require.True(t, qs.remove(k, model[k][i]), "step %d: remove from %v", step, k)
+			model[k] = append(model[k][:i:i], model[k][i+1:]...)
+		}
+	}
+	got := map[matchKey][]int{}
+	for _, k := range keys {
+		for {
+			v, ok := qs.take(k)
+			if !ok {
+				break
+			}
+			got[k] = append(got[k], v)
+		}
+		require.Equal(t, len(model[k]), len(got[k]), "key %v", k)
+		if len(model[k]) > 0 {
+			require.Equal(t, model[k], got[k], "key %v", k)
+		}
+	}
+	require.False(t, qs.hasLone)
+	require.Empty(t, qs.byKey)
 }
 
 // TestUnexpectedBudgetCountsMessages: early messages cost their bookkeeping
