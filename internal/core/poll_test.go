@@ -439,16 +439,38 @@ func restWhileSpinning(t *testing.T, cs []*Comm, dst, src int) {
 	spin := ep.opts.spin
 	ep.opts.spin = time.Hour
 	got := make(chan error, 1)
-	go func() {
-		_, err := cs[dst].Recv(ctx, src, 0, nil)
-		got <- err
-	}()
-	waitFor(t, "the receive to spin", func() bool { return p.spinners.Load() > 0 })
+	// A receive that finds the reading goroutine at work on the link
+	// (taking the last message, say) parks at once instead of spinning;
+	// it is then given its message, and another receive tries again.
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 100, "the receive never spun")
+		go func() {
+			_, err := cs[dst].Recv(ctx, src, 0, nil)
+			got <- err
+		}()
+		if holdsWithin(100*time.Millisecond, func() bool { return p.spinners.Load() > 0 }) {
+			break
+		}
+		require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
+		require.NoError(t, <-got)
+	}
 	p.link.Wake()
 	waitFor(t, "the reading goroutine to rest", p.resting.Load)
 	require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
 	require.NoError(t, <-got)
 	ep.opts.spin = spin
+}
+
+// holdsWithin reports whether cond holds within d, looking every
+// millisecond.
+func holdsWithin(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // waitFor waits until cond holds, failing t after a few seconds.
