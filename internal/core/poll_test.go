@@ -440,22 +440,26 @@ func restWhileSpinning(t *testing.T, cs []*Comm, dst, src int) {
 	ep.opts.spin = time.Hour
 	got := make(chan error, 1)
 	// A receive that finds the reading goroutine at work on the link
-	// (taking the last message, say) parks at once instead of spinning;
-	// it is then given its message, and another receive tries again.
+	// parks at once instead of spinning: at its first look (the reading
+	// goroutine takes the last message, say), or later, when a rest ends
+	// by itself (restMax) and the reading goroutine takes the link. Such
+	// a receive is given its message, and another one tries again.
+	spinning := func() bool { return p.spinners.Load() > 0 }
 	for attempt := 0; ; attempt++ {
-		require.Less(t, attempt, 100, "the receive never spun")
+		require.Less(t, attempt, 100, "the reading goroutine never rested while a receive spun")
 		go func() {
 			_, err := cs[dst].Recv(ctx, src, 0, nil)
 			got <- err
 		}()
-		if holdsWithin(100*time.Millisecond, func() bool { return p.spinners.Load() > 0 }) {
-			break
+		if holdsWithin(100*time.Millisecond, spinning) {
+			p.link.Wake()
+			if holdsWithin(100*time.Millisecond, p.resting.Load) {
+				break
+			}
 		}
 		require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
 		require.NoError(t, <-got)
 	}
-	p.link.Wake()
-	waitFor(t, "the reading goroutine to rest", p.resting.Load)
 	require.NoError(t, cs[src].Send(ctx, dst, 0, nil))
 	require.NoError(t, <-got)
 	ep.opts.spin = spin
@@ -476,10 +480,7 @@ func holdsWithin(d time.Duration, cond func() bool) bool {
 // waitFor waits until cond holds, failing t after a few seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; !cond(); i++ {
-		require.Less(t, i, 5000, "waiting for %s", what)
-		time.Sleep(time.Millisecond)
-	}
+	require.True(t, holdsWithin(5*time.Second, cond), "waiting for %s", what)
 }
 
 // TestRestEndsByItself: a reading goroutine that rests and is asked by

@@ -139,9 +139,7 @@ func (qs *queues[T]) front(k matchKey) (T, bool) {
 
 // pop removes and returns the oldest item of key k, which front returned.
 func (qs *queues[T]) pop(k matchKey) T {
-	s, _ := qs.load(k)
-	v := s.first
-	qs.advance(k, s)
+	v, _ := qs.take(k)
 	return v
 }
 

@@ -12,9 +12,8 @@ import (
 )
 
 // TestFIFOPerKey: each key's items come out in the order they went in
-// (pop after front, or take),
-// whatever the other keys do; removal keeps the rest in order; emptied
-// queues are reused without allocating.
+// (pop after front, or take), whatever the other keys do; removal keeps
+// the rest in order; emptied queues are reused without allocating.
 func TestFIFOPerKey(t *testing.T) {
 	a, b := matchKey{1, 5}, matchKey{1, 6}
 	var qs queues[int]

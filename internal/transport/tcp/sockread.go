@@ -33,12 +33,11 @@ type sockReader struct {
 	err       error  // the first error the stream gave; every later read returns it
 
 	// The header at buf[peekedAt:], decoded by a peek (Poll) that did
-	// not take it, while peeked: ReadHeader then takes it without
-	// decoding it again. Moving the unread bytes (fill) moves r, which
-	// then no longer matches.
+	// not take it; peekedAt is -1 when there is none. ReadHeader then
+	// takes it without decoding it again. Moving the unread bytes (fill)
+	// moves r, which then no longer matches.
 	peekedHdr wire.Header
 	peekedAt  int
-	peeked    bool
 
 	// The system calls' argument and results, and the callbacks that make
 	// them, bound once so that a read allocates nothing.
@@ -58,7 +57,7 @@ type sockReader struct {
 var errWouldBlock = errors.New("tcp: nothing to read yet")
 
 func newSockReader(sock *socket, size int) *sockReader {
-	s := &sockReader{sock: sock, buf: make([]byte, size)}
+	s := &sockReader{sock: sock, buf: make([]byte, size), peekedAt: -1}
 	s.readFn = s.readNow
 	s.checkFn = s.check
 	s.countFn = s.countQueued
@@ -228,14 +227,14 @@ func (s *sockReader) peekHeader(h *wire.Header) error {
 			return err
 		}
 	}
-	if s.peeked && s.peekedAt == s.r {
+	if s.peekedAt == s.r {
 		*h = s.peekedHdr
 		return nil
 	}
 	if err := h.Unmarshal((*[wire.HeaderSize]byte)(s.buf[s.r : s.r+wire.HeaderSize])); err != nil {
 		return err
 	}
-	s.peekedHdr, s.peekedAt, s.peeked = *h, s.r, true
+	s.peekedHdr, s.peekedAt = *h, s.r
 	return nil
 }
 
@@ -292,7 +291,7 @@ func (s *sockReader) readHeader(h *wire.Header, wait func() error) error {
 		case err == nil:
 			s.r += wire.HeaderSize
 			s.remaining = h.Length
-			s.peeked = false
+			s.peekedAt = -1
 			return nil
 		case err != errWouldBlock:
 			if errors.Is(err, wire.ErrBadHeader) {
