@@ -355,14 +355,16 @@ func TestLargeReadBypassesBuffer(t *testing.T) {
 // TestPollThenRead: the header that Poll decoded is the one ReadHeader
 // takes, message after message, while the read buffer (4 KiB, the
 // smallest) moves unread bytes to its front between them: ReadHeader
-// reuses Poll's decoding only while the header has not moved.
+// reuses Poll's decoding only while the header has not moved. The sizes
+// include both sides of the largest message the writer copies into one
+// buffer with its header (191–193 bytes of payload: 256 in all).
 func TestPollThenRead(t *testing.T) {
 	tr, err := tcp.New(tcp.WithReadBufferSize(4096))
 	require.NoError(t, err)
 	a, b := linktest.Pair(t, tr)
 	p, ok := b.(transport.Poller)
 	require.True(t, ok, "a plain tcp link polls")
-	sizes := []int{0, 1, 100, 1000, 3000, 4000, 5, 2500}
+	sizes := []int{0, 1, 100, 1000, 3000, 4000, 5, 2500, 191, 192, 193}
 	const rounds = 50
 	go func() {
 		for i := range rounds * len(sizes) {
