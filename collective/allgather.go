@@ -24,8 +24,8 @@ func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, 
 	if c != nil {
 		p = c.Size()
 	}
-	k, err := prepare[T](ctx, c, wire.KindAllgather, codec.Op{}, p*len(send), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindAllgather, codec.Op{}, p*len(send), -1, opts); err != nil {
 		return err
 	}
 	if len(recv) != p*len(send) {
@@ -178,8 +178,8 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 	for _, n := range counts {
 		total += n
 	}
-	k, err := prepare[T](ctx, c, wire.KindAllgatherv, codec.Op{}, total, -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindAllgatherv, codec.Op{}, total, -1, opts); err != nil {
 		return err
 	}
 	p, me := c.Size(), c.Rank()

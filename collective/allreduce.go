@@ -20,8 +20,8 @@ import (
 // bcast). A non-commutative op is applied in rank order, r0∘r1∘…; the
 // ring algorithms refuse it.
 func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = begin(&k, ctx, c, wire.KindAllreduce, op, len(buf), -1, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)
@@ -46,8 +46,8 @@ func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op code
 // RecursiveDoubling and Tree, made for small buffers, copy send into recv
 // first.
 func AllreduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(recv), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindAllreduce, op, len(recv), -1, opts); err != nil {
 		return err
 	}
 	if len(send) != len(recv) {

@@ -15,8 +15,8 @@ import (
 // and recv have the same length, a multiple of Size(), and must not
 // overlap. Algorithm: Pairwise (p-1 steps, one block each way per step).
 func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, wire.KindAlltoall, codec.Op{}, len(send), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindAlltoall, codec.Op{}, len(send), -1, opts); err != nil {
 		return err
 	}
 	p := c.Size()

@@ -36,7 +36,8 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // so that the work it overlaps runs at GOMAXPROCS=1 too.
 func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) *Request {
 	r := &Request{done: make(chan struct{})}
-	k, err := prepare[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
+	var k call[T]
+	err := prepare(&k, ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
 	if err == nil {
 		err = k.register() // not start: an async call holds no communicator
 	}

@@ -13,8 +13,8 @@ import (
 // where the ranks share a host, Shm (every rank waits on the others'
 // counters in shared memory).
 func Barrier(ctx context.Context, c *comm.Comm) (err error) {
-	k, err := begin[uint8](ctx, c, wire.KindBarrier, codec.Op{}, 0, -1, nil)
-	if err != nil {
+	var k call[uint8]
+	if err = begin(&k, ctx, c, wire.KindBarrier, codec.Op{}, 0, -1, nil); err != nil {
 		return err
 	}
 	defer k.leave(&err)

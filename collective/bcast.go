@@ -20,8 +20,8 @@ import (
 // tree, then a ring allgather; the default in between, as it sends each
 // byte about twice whatever p).
 func Bcast[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, root int, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, wire.KindBcast, codec.Op{}, len(buf), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = begin(&k, ctx, c, wire.KindBcast, codec.Op{}, len(buf), root, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)

@@ -398,8 +398,8 @@ func TestCompressionAutoAvoidsShm(t *testing.T) {
 	cs := job(t, 3, comm.WithTransport("auto"))
 	require.NotNil(t, (*core.Comm)(cs[0]).Segment(), "precondition: the ranks share a segment")
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1<<20, -1, []Option{WithCompression(codec.BF16)})
-		if err != nil {
+		var k call[float32]
+		if err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 1<<20, -1, []Option{WithCompression(codec.BF16)}); err != nil {
 			return err
 		}
 		if k.me.Algorithm == Shm || k.me.Algorithm == Hierarchical {

@@ -36,19 +36,17 @@ func asBytes[T codec.Elem](s []T) []byte {
 // segBeginDirect is segBegin for an operation that goes direct where
 // every rank's buffers, here a and b, are registered, and it is large
 // enough.
-func (k *call[T]) segBeginDirect(s *core.Segment, a, b []T) (core.SegmentOp, error) {
+func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) error {
 	if k.me.Count*k.size < directMin {
 		a, b = nil, nil
 	}
-	h := k.header(0, 0, 0)
-	op, err := s.Begin(k.ctx, k.ticket, &h, [2][]byte{asBytes(a), asBytes(b)})
-	if err != nil {
-		return op, k.wrap(-1, err)
+	if err := s.Begin(op, k.ctx, k.ticket, k.seq, k.me, [2][]byte{asBytes(a), asBytes(b)}); err != nil {
+		return k.wrap(-1, err)
 	}
 	if k.beside {
 		op.Beside()
 	}
-	return op, nil
+	return nil
 }
 
 // direct reports whether the operation goes direct, and with which

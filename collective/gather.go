@@ -23,8 +23,8 @@ import (
 // beats lg p).
 func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
-	k, err := prepare[T](ctx, c, wire.KindGather, codec.Op{}, p*len(send), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindGather, codec.Op{}, p*len(send), root, opts); err != nil {
 		return err
 	}
 	me := c.Rank()
@@ -51,8 +51,8 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 // at root recv must hold at least their sum (it is ignored elsewhere).
 // The algorithm is Linear.
 func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, wire.KindGatherv, codec.Op{}, countsTotal(counts), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindGatherv, codec.Op{}, countsTotal(counts), root, opts); err != nil {
 		return err
 	}
 	me := c.Rank()

@@ -14,8 +14,8 @@ import (
 // algorithm is Tree, a binomial tree: lg p steps, each rank sends once.
 // A non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
 func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, wire.KindReduce, op, len(buf), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = begin(&k, ctx, c, wire.KindReduce, op, len(buf), root, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)

@@ -22,8 +22,8 @@ import (
 // order, r0∘r1∘…, so they also serve non-commutative ops; RecursiveHalving
 // at the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, wire.KindReduceScatter, op, len(send), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindReduceScatter, op, len(send), -1, opts); err != nil {
 		return err
 	}
 	p := c.Size()

@@ -175,8 +175,8 @@ func checkHalvingDoubling[T codec.Elem](t *testing.T, cs []*comm.Comm, op codec.
 			if (me+count)%2 == 1 {
 				buf = make([]T, count)
 			}
-			k, err := begin[T](ctx, c, wire.KindAllreduce, op, len(buf), -1, nil)
-			if err != nil {
+			var k call[T]
+			if err = begin(&k, ctx, c, wire.KindAllreduce, op, len(buf), -1, nil); err != nil {
 				return err
 			}
 			defer k.leave(&err)

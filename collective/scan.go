@@ -14,8 +14,8 @@ import (
 // rank r's sum by r+1, the number of ranks it combines (MPI has no Avg;
 // this is the running mean). Algorithm: RecursiveDoubling (lg p steps).
 func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, wire.KindScan, op, len(buf), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = begin(&k, ctx, c, wire.KindScan, op, len(buf), -1, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)
@@ -31,8 +31,8 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 // leaves it undefined. Avg divides rank r's sum by r. Algorithm:
 // RecursiveDoubling.
 func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
-	k, err := begin[T](ctx, c, wire.KindExscan, op, len(buf), -1, opts)
-	if err != nil {
+	var k call[T]
+	if err = begin(&k, ctx, c, wire.KindExscan, op, len(buf), -1, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)

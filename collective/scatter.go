@@ -19,8 +19,8 @@ import (
 // turn; the default for large ones).
 func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
-	k, err := prepare[T](ctx, c, wire.KindScatter, codec.Op{}, p*len(recv), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindScatter, codec.Op{}, p*len(recv), root, opts); err != nil {
 		return err
 	}
 	me := c.Rank()
@@ -43,8 +43,8 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 // counts, with counts[Rank()] == len(recv); at root send must hold at
 // least their sum (it is ignored elsewhere). The algorithm is Linear.
 func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) (err error) {
-	k, err := prepare[T](ctx, c, wire.KindScatterv, codec.Op{}, countsTotal(counts), root, opts)
-	if err != nil {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindScatterv, codec.Op{}, countsTotal(counts), root, opts); err != nil {
 		return err
 	}
 	p, me := c.Size(), c.Rank()

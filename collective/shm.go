@@ -71,8 +71,8 @@ func segView[T codec.Elem](b []byte) []T {
 }
 
 // segBegin starts the call's operation on s, in its turn.
-func (k *call[T]) segBegin(s *core.Segment) (core.SegmentOp, error) {
-	return k.segBeginDirect(s, nil, nil)
+func (k *call[T]) segBegin(op *core.SegmentOp, s *core.Segment) error {
+	return k.segBeginDirect(op, s, nil, nil)
 }
 
 // segFinish checks, at the end of the call's operation on a segment,
@@ -117,11 +117,11 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	var err error
 	switch {
 	case root >= 0:
-		op, err = k.segBegin(s)
+		err = k.segBegin(&op, s)
 	case sameSlice(send, buf):
-		op, err = k.segBeginDirect(s, buf, nil)
+		err = k.segBeginDirect(&op, s, buf, nil)
 	default:
-		op, err = k.segBeginDirect(s, send, buf)
+		err = k.segBeginDirect(&op, s, send, buf)
 	}
 	if err != nil {
 		return err
@@ -265,8 +265,8 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 // exchanges data (core.SegmentOp.Exchange) and hands every rank's line to
 // use before the operation ends.
 func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) error) error {
-	op, err := k.segBegin(s)
-	if err != nil {
+	var op core.SegmentOp
+	if err := k.segBegin(&op, s); err != nil {
 		return err
 	}
 	defer op.End()
@@ -363,8 +363,8 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	if len(buf)*k.size <= core.FastBytes {
 		return bcastFast(k, s, buf, root)
 	}
-	op, err := k.segBeginDirect(s, buf, nil)
-	if err != nil {
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, buf, nil); err != nil {
 		return err
 	}
 	defer op.End()
@@ -418,8 +418,8 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if root >= 0 && me != root {
 		mine = nil
 	}
-	op, err := k.segBeginDirect(s, send, mine)
-	if err != nil {
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, send, mine); err != nil {
 		return err
 	}
 	defer op.End()
@@ -474,8 +474,8 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 	if len(send)*k.size <= core.FastBytes {
 		return reduceScatterFast(k, s, send, recv)
 	}
-	op, err := k.segBeginDirect(s, send, recv)
-	if err != nil {
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, send, recv); err != nil {
 		return err
 	}
 	defer op.End()

@@ -148,23 +148,28 @@ func TestTuningCodec(t *testing.T) {
 		wantAlgo  Algorithm
 	}{
 		{"float32 takes the table's codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
+			var k call[float32]
+			err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.BF16, Ring},
 		{"int32 does not take a lossy codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[int32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
+			var k call[int32]
+			err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.None, Ring},
 		{"the call's codec first", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, []Option{WithCompression(codec.None)})
+			var k call[float32]
+			err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 100, -1, []Option{WithCompression(codec.None)})
 			return k.cfg, k.me.Algorithm, err
 		}, codec.None, Ring},
 		{"shm without a codec", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, nil)
+			var k call[float32]
+			err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, nil)
 			return k.cfg, k.me.Algorithm, err
 		}, codec.None, Shm},
 		{"shm with a codec falls back", func(ctx context.Context, c *comm.Comm) (config, Algorithm, error) {
-			k, err := prepare[float32](ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, []Option{WithCompression(codec.Zstd)})
+			var k call[float32]
+			err := prepare(&k, ctx, c, wire.KindAllreduce, codec.Sum, 1000, -1, []Option{WithCompression(codec.Zstd)})
 			return k.cfg, k.me.Algorithm, err
 		}, codec.Zstd, RecursiveDoubling},
 	}

@@ -185,22 +185,25 @@ type SegmentOp struct {
 func (op *SegmentOp) Beside() { op.beside = true }
 
 // Begin waits for the turn of the operation with the given ticket (every
-// earlier one has ended) and records its call, h after StartCall, in the
-// segment. End must follow a successful Begin. bufs are this rank's
-// buffers, one or two, nil where it has none, for an operation that can
-// work on the ranks' own buffers where all of them lie in registered
-// memory (Direct); an operation that cannot passes none.
-func (s *Segment) Begin(ctx context.Context, ticket uint64, h *wire.Header, bufs [2][]byte) (SegmentOp, error) {
+// earlier one has ended), makes op that operation and records its call,
+// the one StartCall numbered seq, in the segment. End must follow a
+// successful Begin. bufs are this rank's buffers, one or two, nil where
+// it has none, for an operation that can work on the ranks' own buffers
+// where all of them lie in registered memory (Direct); an operation that
+// cannot passes none. op is filled in place, not returned: it is a few
+// hundred bytes, and a small call's whole time is a few hundred
+// nanoseconds.
+func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, bufs [2][]byte) error {
 	if s.uses.Add(2)&segClosed != 0 {
 		s.release(false)
-		return SegmentOp{}, ErrClosed
+		return ErrClosed
 	}
-	op := SegmentOp{s: s, ctx: ctx, call: h.Call(), seq: h.Seq, ticket: ticket}
+	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket}
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
 			s.release(false)
-			return SegmentOp{}, err
+			return err
 		}
 		if i > 64 {
 			time.Sleep(20 * time.Microsecond)
@@ -214,7 +217,7 @@ func (s *Segment) Begin(ctx context.Context, ticket uint64, h *wire.Header, bufs
 	// A rank that works on registered buffers waits for the records.
 	s.bell().Ring()
 	op.first = s.round + 1
-	return op, nil
+	return nil
 }
 
 // Finish compares every rank's call with this rank's, once each has
