@@ -177,11 +177,11 @@ func (k *call[T]) register() error {
 	if k.ctx.Err() != nil {
 		return k.wrap(-1, context.Cause(k.ctx))
 	}
-	h := k.header(0, 0, 0)
-	if err := k.c.StartCall(&h); err != nil {
+	seq, err := k.c.StartCall(k.me)
+	if err != nil {
 		return k.wrap(-1, err)
 	}
-	k.seq = h.Seq
+	k.seq = seq
 	if s := k.segment(); s != nil {
 		k.ticket = s.Enqueue()
 	}

@@ -32,10 +32,11 @@ func TestProbeNamesMismatch(t *testing.T) {
 			for r, err := range run(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				other := 1 - c.Rank()
 				h := bcastCall(4, other)
-				if err := engine(c).StartCall(&h); err != nil {
+				seq, err := engine(c).StartCall(h.Call())
+				if err != nil {
 					return err
 				}
-				_, _, err := engine(c).RecvHeader(ctx, other, core.InternalTag(h.Seq, 0), make([]byte, 4))
+				_, _, err = engine(c).RecvHeader(ctx, other, core.InternalTag(seq, 0), make([]byte, 4))
 				return err
 			}) {
 				require.Error(t, err, "rank %d", r)
@@ -58,10 +59,11 @@ func TestProbeIsNotAMessage(t *testing.T) {
 			const n = 1000
 			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				h := bcastCall(n, 0)
-				if err := engine(c).StartCall(&h); err != nil {
+				seq, err := engine(c).StartCall(h.Call())
+				if err != nil {
 					return err
 				}
-				step := func(i int) int64 { return core.InternalTag(h.Seq, i) }
+				step := func(i int) int64 { return core.InternalTag(seq, i) }
 				got := make([]byte, n)
 				if c.Rank() == 0 {
 					// Stalls while rank 1 sleeps: it probes rank 1.
@@ -99,15 +101,16 @@ func TestSplitMismatch(t *testing.T) {
 	for r, err := range run(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		if c.Rank() == 2 {
 			h := bcastCall(16, 2)
-			if err := engine(c).StartCall(&h); err != nil {
+			seq, err := engine(c).StartCall(h.Call())
+			if err != nil {
 				return err
 			}
-			h.Tag, h.Length = core.InternalTag(h.Seq, 0), 16
+			h.Seq, h.Tag, h.Length = seq, core.InternalTag(seq, 0), 16
 			if err := engine(c).SendHeader(ctx, 0, &h, make([]byte, 16)); err != nil {
 				return err
 			}
 			// Wait for the abort.
-			_, err := c.Recv(ctx, 0, 0, nil)
+			_, err = c.Recv(ctx, 0, 0, nil)
 			return err
 		}
 		_, err := c.Split(ctx, 0, 0)

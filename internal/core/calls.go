@@ -76,20 +76,19 @@ func (t *callTable) bind(c *Comm) {
 // mismatch with a call a peer's frame showed before.
 func (t *callTable) start(seq uint64, call wire.Call) *MismatchError {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	rec := &t.recs[seq%callHistory]
-	heard := *rec
+	var m *MismatchError
+	if rec.seq == seq { // heard of before this rank's call
+		switch {
+		case rec.call != call:
+			m = t.mismatch(call, rec.from, rec.call)
+		case rec.otherFrom >= 0:
+			m = t.mismatch(call, rec.otherFrom, rec.other)
+		}
+	}
 	*rec = callRecord{seq: seq, local: true, call: call}
-	if heard.seq != seq {
-		return nil
-	}
-	switch {
-	case heard.call != call:
-		return t.mismatch(call, heard.from, heard.call)
-	case heard.otherFrom >= 0:
-		return t.mismatch(call, heard.otherFrom, heard.other)
-	}
-	return nil
+	t.mu.Unlock()
+	return m
 }
 
 // observe checks the frame h from world rank src against the operation's

@@ -190,29 +190,28 @@ func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, error) {
 }
 
 // StartCall begins this rank's next operation on c, the collective call
-// that h describes (its Kind, DType, Op, Count, Root and Algorithm): it
-// takes the operation's sequence number, which every member gets for the
-// same call because members call collectives in the same order, and
-// stores it in h.Seq (and c's id in h.Comm). Tags derived from the number
-// (InternalTag) keep operations in flight at once apart.
+// given (its Kind, DType, Op, Count, Root and Algorithm), and returns the
+// operation's sequence number, which every member gets for the same call
+// because members call collectives in the same order. Tags derived from
+// the number (InternalTag) keep operations in flight at once apart.
 //
 // From then on every frame of the operation that arrives from a peer, on
-// any link and at any time, is checked against h's call. A peer's frame
+// any link and at any time, is checked against the call. A peer's frame
 // that shows a different call, whether it arrived before StartCall or
 // comes later, aborts the job with a *MismatchError naming both ranks and
 // both calls; StartCall returns it when the frame came first. Like
 // SendHeader, StartCall leaves naming the call in its errors to the
 // caller.
-func (c *Comm) StartCall(h *wire.Header) error {
+func (c *Comm) StartCall(call wire.Call) (uint64, error) {
 	if c.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
-	h.Comm, h.Seq = c.id, c.seq.Add(1)
-	if m := c.calls.start(h.Seq, h.Call()); m != nil {
+	seq := c.seq.Add(1)
+	if m := c.calls.start(seq, call); m != nil {
 		c.ep.abort(m)
-		return m
+		return 0, m
 	}
-	return nil
+	return seq, nil
 }
 
 // Internal tags are negative, so they never match a user's message. Each
@@ -240,10 +239,10 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	// Every message of a split is one rank's entry in the table of all
 	// ranks' entries (the table itself, from rank 0, is all of them).
 	h := wire.Header{Kind: wire.KindSplit, DType: kernel.Int64, Count: 2 * uint64(size), Root: 0}
-	if err := c.StartCall(&h); err != nil {
+	seq, err := c.StartCall(h.Call())
+	if err != nil {
 		return nil, c.opError("split", -1, 0, err)
 	}
-	seq := h.Seq
 	tag := InternalTag(seq, 0)
 	h.Tag = tag
 
