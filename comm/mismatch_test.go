@@ -63,6 +63,7 @@ func TestProbeIsNotAMessage(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				h.Seq = seq
 				step := func(i int) int64 { return core.InternalTag(seq, i) }
 				got := make([]byte, n)
 				if c.Rank() == 0 {

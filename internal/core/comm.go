@@ -244,7 +244,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 		return nil, c.opError("split", -1, 0, err)
 	}
 	tag := InternalTag(seq, 0)
-	h.Tag = tag
+	h.Seq, h.Tag = seq, tag
 
 	// Rank 0 of c gathers every (color, key) and sends the table back.
 	table := make([]byte, splitEntry*size)
