@@ -79,12 +79,13 @@ func begin[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind wir
 // the timeout. A collective with more to check (buffer lengths, counts)
 // checks it between prepare and start, so that a bad argument is
 // reported as such and not as the mismatch it would cause. k is filled in
-// place rather than returned: a call is a few hundred bytes, copied on
-// every return, and a small call lasts a few hundred nanoseconds.
+// place rather than returned, field by field: a call is a few hundred
+// bytes, and a small call lasts a few hundred nanoseconds. k must be a
+// zero call.
 func prepare[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind wire.Kind, op codec.Op, count, root int, opts []Option) error {
 	dt := kernel.DTypeOf[T]()
-	*k = call[T]{ctx: ctx, c: (*core.Comm)(c), op: op, size: dt.Size(), keep: keepsRounded(kind),
-		me: wire.Call{Kind: kind, DType: dt, Count: count, Root: -1}}
+	k.ctx, k.c, k.op, k.size, k.keep = ctx, (*core.Comm)(c), op, dt.Size(), keepsRounded(kind)
+	k.me = wire.Call{Kind: kind, DType: dt, Count: count, Root: -1}
 	if c == nil {
 		return fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
 	}
@@ -114,7 +115,7 @@ func prepare[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind w
 	k.me.NoReceipts = k.cfg.noReceipts
 	commutative := !reducing(kind) || op.Commutative()
 	topo := topologyOf(k.c)
-	algo, tuned, err := choose(kind, k.cfg, c.Size(), count*k.size, commutative, topo)
+	algo, tuned, err := choose(kind, &k.cfg, c.Size(), count*k.size, commutative, &topo)
 	if err != nil {
 		return k.invalid(err)
 	}

@@ -130,7 +130,7 @@ func topologyOf(c *core.Comm) topology {
 // which move every byte through memory at most a few times and wait on
 // memory instead of on messages, unless the call compresses: those
 // algorithms send no messages to compress.
-func choose(kind wire.Kind, cfg config, ranks, bytes int, commutative bool, topo topology) (Algorithm, tuning.Choice, error) {
+func choose(kind wire.Kind, cfg *config, ranks, bytes int, commutative bool, topo *topology) (Algorithm, tuning.Choice, error) {
 	a, err := chooseAlgorithm(kind, cfg, ranks, commutative, topo)
 	if err != nil || a != Auto {
 		return a, tuning.Choice{}, err
@@ -149,13 +149,13 @@ func choose(kind wire.Kind, cfg config, ranks, bytes int, commutative bool, topo
 // communicator lacks what the algorithm needs (a shared segment, a
 // hierarchy, a commutative op, messages to compress) the call falls back
 // to the built-in selection instead of failing.
-func runnable(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) bool {
+func runnable(kind wire.Kind, a Algorithm, cfg *config, ranks int, commutative bool, topo *topology) bool {
 	return checkForced(kind, a, cfg, ranks, commutative, topo) == nil
 }
 
 // chooseAlgorithm returns the algorithm the call or GOCOLL_ALGO forces,
 // checked, or Auto.
-func chooseAlgorithm(kind wire.Kind, cfg config, ranks int, commutative bool, topo topology) (Algorithm, error) {
+func chooseAlgorithm(kind wire.Kind, cfg *config, ranks int, commutative bool, topo *topology) (Algorithm, error) {
 	a := cfg.algo
 	if a == Auto {
 		a = envAlgorithm(kind)
@@ -170,7 +170,7 @@ func chooseAlgorithm(kind wire.Kind, cfg config, ranks int, commutative bool, to
 }
 
 // checkForced says why a cannot run the call, if it cannot.
-func checkForced(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative bool, topo topology) error {
+func checkForced(kind wire.Kind, a Algorithm, cfg *config, ranks int, commutative bool, topo *topology) error {
 	switch {
 	case cfg.codec != codec.None && !a.Compresses():
 		return fmt.Errorf("%w: %s with %s moves data through shared memory, which %s compression cannot apply to; drop the codec or choose a link algorithm", codec.ErrInvalid, kind, a, cfg.codec)
@@ -187,7 +187,7 @@ func checkForced(kind wire.Kind, a Algorithm, cfg config, ranks int, commutative
 }
 
 // defaultAlgorithm is the built-in selection, by the cost model.
-func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg config, topo topology) Algorithm {
+func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *config, topo *topology) Algorithm {
 	compress := cfg.codec != codec.None
 	if topo.shared && !compress && wire.Accepts(kind, Shm) {
 		return Shm

@@ -82,7 +82,7 @@ func TestChooseByOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := choose(tt.kind, tt.cfg, tt.ranks, tt.bytes, true, topology{})
+			got, _, err := choose(tt.kind, &tt.cfg, tt.ranks, tt.bytes, true, &topology{})
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})
@@ -132,7 +132,7 @@ func TestChoose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := choose(tt.kind, config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, tt.topo)
+			got, _, err := choose(tt.kind, &config{algo: tt.algo}, tt.ranks, tt.bytes, tt.commutative, &tt.topo)
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, codec.ErrInvalid)
 				require.ErrorContains(t, err, tt.wantErr)

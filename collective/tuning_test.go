@@ -53,7 +53,7 @@ func TestChooseTuning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, tuned, err := choose(wire.KindAllreduce, tt.cfg, tt.ranks, tt.bytes, tt.commutative, tt.topo)
+			got, tuned, err := choose(wire.KindAllreduce, &tt.cfg, tt.ranks, tt.bytes, tt.commutative, &tt.topo)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.wantChunk, tuned.Chunk)
@@ -100,7 +100,7 @@ func TestTuningOnCommunicator(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	cs := job(t, 3, comm.WithTuning(path))
-	a, tuned, err := choose(wire.KindAllreduce, config{}, 3, 400, true, topologyOf((*core.Comm)(cs[0])))
+	a, tuned, err := choose(wire.KindAllreduce, &config{}, 3, 400, true, new(topologyOf((*core.Comm)(cs[0]))))
 	require.NoError(t, err)
 	require.Equal(t, RingChunked, a, "the cost model would take recursive doubling")
 	require.Equal(t, 64, tuned.Chunk)
