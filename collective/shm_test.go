@@ -17,6 +17,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // shmJob is a job whose ranks share a segment, as processes of one host
@@ -142,6 +143,30 @@ func TestShmRegistered(t *testing.T) {
 			t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, true) })
 		}
 	})
+}
+
+// TestDirectFrom: a rooted call goes direct from a larger size where the
+// host's ranks outnumber its CPUs, since its direct path makes every rank
+// wait for the others to be done with its buffer; other calls go direct
+// from directMin wherever they run.
+func TestDirectFrom(t *testing.T) {
+	tests := []struct {
+		kind    wire.Kind
+		crowded bool
+		want    int
+	}{
+		{wire.KindBcast, false, directMin},
+		{wire.KindBcast, true, directMinCrowded},
+		{wire.KindGather, true, directMinCrowded},
+		{wire.KindGather, false, directMin},
+		{wire.KindAllreduce, true, directMin},
+		{wire.KindReduceScatter, true, directMin},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/crowded=%v", tt.kind, tt.crowded), func(t *testing.T) {
+			require.Equal(t, tt.want, directFrom(tt.kind, tt.crowded))
+		})
+	}
 }
 
 // TestRegisteredOutlivesCommunicator: registered memory belongs to the

@@ -116,6 +116,11 @@ func (s *Segment) Size() int { return s.ranks }
 // Rank is this rank's in the segment's communicator.
 func (s *Segment) Rank() int { return s.c.rank }
 
+// Crowded reports whether the ranks of the segment's host outnumber the
+// CPUs they may run on, so that a rank that waits for another may hold
+// the CPU that one needs. Every rank of the segment finds the same.
+func (s *Segment) Crowded() bool { return s.c.ep.opts.yield }
+
 // SlotBytes is the size of one rank's slot in one half.
 func (s *Segment) SlotBytes() int { return s.slot }
 
