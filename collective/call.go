@@ -174,11 +174,19 @@ func (k *call[T]) leave(err *error) {
 // and checks it against the calls of the other ranks. A context that
 // has ended already ends the call here, on every transport, before it
 // waits for anybody (a segment's root would otherwise finish without).
+// A Shm call only takes its number: its segment operation records the
+// call (segBeginDirect, overLines).
 func (k *call[T]) register() error {
 	if k.ctx.Err() != nil {
 		return k.wrap(-1, context.Cause(k.ctx))
 	}
-	seq, err := k.c.StartCall(k.me)
+	var seq uint64
+	var err error
+	if k.me.Algorithm == Shm {
+		seq, err = k.c.NextSeq()
+	} else {
+		seq, err = k.c.StartCall(k.me)
+	}
 	if err != nil {
 		return k.wrap(-1, err)
 	}

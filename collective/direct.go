@@ -60,6 +60,11 @@ func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) 
 	if k.me.Count*k.size < directFrom(k.me.Kind, s.Crowded()) {
 		a, b = nil, nil // the rank's call goes through the slots, and so every rank's
 	}
+	if k.me.Algorithm == Shm { // register took its number only
+		if err := k.c.RecordCall(k.seq, k.me); err != nil {
+			return k.wrap(-1, err)
+		}
+	}
 	if err := s.Begin(op, k.ctx, k.ticket, k.seq, k.me, [2][]byte{asBytes(a), asBytes(b)}); err != nil {
 		return k.wrap(-1, err)
 	}

@@ -266,8 +266,11 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 // use before the operation ends.
 func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) error) error {
 	var op core.SegmentOp
-	if err := k.segBegin(&op, s); err != nil {
-		return err
+	if err := s.BeginLines(&op, k.ctx, k.ticket, k.seq, k.me); err != nil {
+		return k.wrap(-1, err)
+	}
+	if k.beside {
+		op.Beside()
 	}
 	defer op.End()
 	lines, err := op.Exchange(asBytes(data))

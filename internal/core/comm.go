@@ -203,15 +203,34 @@ func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, error) {
 // SendHeader, StartCall leaves naming the call in its errors to the
 // caller.
 func (c *Comm) StartCall(call wire.Call) (uint64, error) {
+	seq, err := c.NextSeq()
+	if err != nil {
+		return 0, err
+	}
+	return seq, c.RecordCall(seq, call)
+}
+
+// NextSeq is StartCall for an operation that records its call itself,
+// with RecordCall, once it must: one on the communicator's segment, where
+// every rank compares every rank's call in the segment, needs the call
+// table only for frames that a rank making another call sends it over a
+// link, and those keep it waiting (Segment.BeginLines).
+func (c *Comm) NextSeq() (uint64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
-	seq := c.seq.Add(1)
+	return c.seq.Add(1), nil
+}
+
+// RecordCall records this rank's call of operation seq in the call table
+// (see StartCall), and returns the mismatch with a call a peer's frame
+// showed before, having aborted the job with it.
+func (c *Comm) RecordCall(seq uint64, call wire.Call) error {
 	if m := c.calls.start(seq, call); m != nil {
 		c.ep.abort(m)
-		return 0, m
+		return m
 	}
-	return seq, nil
+	return nil
 }
 
 // Internal tags are negative, so they never match a user's message. Each

@@ -179,6 +179,9 @@ type SegmentOp struct {
 	deadline time.Time     // when the communicator's timeout passes; zero until the first slow wait
 	live     time.Time     // when to check next that waited-for ranks live; zero until the first slow wait
 	beside   bool          // see Beside
+	// unrecorded says that the call is not in the communicator's call
+	// table yet (BeginLines): the first slow wait records it.
+	unrecorded bool
 }
 
 // Beside says that the operation runs beside work of this process's own,
@@ -199,6 +202,34 @@ func (op *SegmentOp) Beside() { op.beside = true }
 // hundred bytes, and a small call's whole time is a few hundred
 // nanoseconds.
 func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, bufs [2][]byte) error {
+	if err := s.begin(op, ctx, ticket, seq, call); err != nil {
+		return err
+	}
+	rec := s.record(s.c.rank, ticket)
+	op.putBuffers(rec, bufs)
+	putCall(rec, ticket, op.seq, op.call)
+	// A rank that works on registered buffers waits for the records.
+	s.bell().Ring()
+	return nil
+}
+
+// BeginLines is Begin for an operation that runs through the fast lines
+// (Exchange), whose call goes in its line, not in a record. It also
+// records the call in the communicator's call table (Comm.RecordCall)
+// only if a wait of the operation turns slow: when every rank's line
+// shows this call, no rank sends this one a frame of the operation, and
+// when a rank makes another call, this one waits for its line.
+func (s *Segment) BeginLines(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call) error {
+	if err := s.begin(op, ctx, ticket, seq, call); err != nil {
+		return err
+	}
+	op.unrecorded = true
+	return nil
+}
+
+// begin is what Begin and BeginLines share: op becomes the operation, in
+// its turn.
+func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call) error {
 	if s.uses.Add(2)&segClosed != 0 {
 		s.release(false)
 		return ErrClosed
@@ -216,11 +247,6 @@ func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 			runtime.Gosched()
 		}
 	}
-	rec := s.record(s.c.rank, ticket)
-	op.putBuffers(rec, bufs)
-	putCall(rec, ticket, op.seq, op.call)
-	// A rank that works on registered buffers waits for the records.
-	s.bell().Ring()
 	op.first = s.round + 1
 	return nil
 }
@@ -389,6 +415,12 @@ func (op *SegmentOp) failed(r int) error {
 	}
 	now := time.Now()
 	if op.live.IsZero() {
+		if op.unrecorded {
+			op.unrecorded = false
+			if err := s.c.RecordCall(op.seq, op.call); err != nil {
+				return err
+			}
+		}
 		// The first slow wait of the operation starts its clocks: a
 		// fast operation never reads the time.
 		op.live = now.Add(segLiveEvery)
@@ -457,9 +489,9 @@ func (op *SegmentOp) compare(r int) error {
 // job if they differ.
 func (op *SegmentOp) differs(r int, t uint64) error {
 	s := op.s
-	mine, mySeq, _ := getCall(s.record(s.c.rank, t))
-	theirs, seq, ticket := getCall(s.record(r, t))
-	if ticket != t || seq == mySeq && theirs == mine {
+	mine, mySeq, myTicket := s.recorded(s.c.rank, t)
+	theirs, seq, ticket := s.recorded(r, t)
+	if ticket != t || myTicket != t || seq == mySeq && theirs == mine {
 		return nil
 	}
 	m := &MismatchError{Rank: s.c.rank, Peer: r, Local: mine, Remote: theirs}
@@ -468,6 +500,17 @@ func (op *SegmentOp) differs(r int, t uint64) error {
 	}
 	s.c.ep.abort(m)
 	return m
+}
+
+// recorded returns the call that rank r recorded for the operation with
+// ticket t, from its record or, for an operation through the fast lines
+// (BeginLines), from its line; the ticket returned is not t when neither
+// holds that operation any more.
+func (s *Segment) recorded(r int, t uint64) (call wire.Call, seq, ticket uint64) {
+	if call, seq, ticket = getCall(s.record(r, t)); ticket != t {
+		call, seq, ticket = getCall(s.fastLine(r, t))
+	}
+	return call, seq, ticket
 }
 
 // putCall and getCall store a call record: ticket, sequence number, count,
