@@ -2,7 +2,11 @@
 
 package shm
 
-import "github.com/gocoll/gocoll/internal/transport"
+import (
+	"testing"
+
+	"github.com/gocoll/gocoll/internal/transport"
+)
 
 // RefuseCMA makes the reading side of l act from now on as if
 // process_vm_readv were refused (EPERM). Call it from the goroutine that
@@ -21,3 +25,10 @@ func WriterParked(l transport.Link) bool { return l.(*link).out.producer.Sleeper
 
 // RingSize is the ring size of the links that t dials.
 func RingSize(t *Transport) int { return t.o.ringBytes() }
+
+// SetPublished makes f run after every write publishes its message (see
+// published) until the test ends.
+func SetPublished(t testing.TB, f func(l transport.Link)) {
+	published = func(l *link) { f(l) }
+	t.Cleanup(func() { published = nil })
+}

@@ -367,13 +367,23 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 		}
 	}
 	l.publish()
+	if published != nil {
+		published(l)
+	}
 	// A Close that began before the message was published may have made
-	// the reader stop short of it; the message then counts as not sent.
-	if l.closed.Load() {
+	// the reader stop short of it; the message then counts as not sent,
+	// unless the reader has taken it all the same (the peer's goodbye,
+	// which closes this side, may follow its reading of the message
+	// before the look).
+	if l.closed.Load() && l.out.head.Load() < l.wtail {
 		return errLocalClosed
 	}
 	return nil
 }
+
+// published, when set (by tests), runs after a write has published its
+// message and before it looks whether the link closed meanwhile.
+var published func(l *link)
 
 // reserve waits until the ring has n free bytes, publishing what was
 // written before it waits.

@@ -650,3 +650,40 @@ func TestAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseAfterPublish: a message that this side's Close may have kept
+// from the reader counts as not sent, but one the reader took is sent,
+// also when the link closes before the write looks. A multi-process job
+// saw a Send fail with "peer closed its communicator" after the peer had
+// received the message: the peer finished and said goodbye, whose
+// arrival closed the sender's link, between the sender's publishing and
+// its look.
+func TestCloseAfterPublish(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		taken bool // the reader takes the message before the close
+	}{
+		{"taken", true},
+		{"not taken", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := linktest.Pair(t, shm.New(shm.WithoutCMA()))
+			got := make([]byte, 5)
+			shm.SetPublished(t, func(transport.Link) {
+				if tt.taken {
+					var h wire.Header
+					require.NoError(t, b.ReadHeader(&h))
+					require.NoError(t, b.ReadPayload(got))
+				}
+				require.NoError(t, a.Close())
+			})
+			err := a.WriteMessage(context.Background(), header(1, 5), []byte("taken"))
+			if tt.taken {
+				require.NoError(t, err, "the reader took the message")
+				require.Equal(t, "taken", string(got))
+			} else {
+				require.ErrorIs(t, err, net.ErrClosed)
+			}
+		})
+	}
+}
