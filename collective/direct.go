@@ -53,9 +53,10 @@ func asBytes[T codec.Elem](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// segBeginDirect is segBegin for an operation that goes direct where
-// every rank's buffers, here a and b, are registered, and it is large
-// enough.
+// segBeginDirect starts the call's operation on s, in its turn, through
+// the slots; where every rank's buffers, here a and b, are registered and
+// the call is large enough, the operation can go direct (a and b nil for
+// one that cannot).
 func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) error {
 	if k.me.Count*k.size < directFrom(k.me.Kind, s.Crowded()) {
 		a, b = nil, nil // the rank's call goes through the slots, and so every rank's

@@ -70,11 +70,6 @@ func segView[T codec.Elem](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// segBegin starts the call's operation on s, in its turn.
-func (k *call[T]) segBegin(op *core.SegmentOp, s *core.Segment) error {
-	return k.segBeginDirect(op, s, nil, nil)
-}
-
 // segFinish checks, at the end of the call's operation on a segment,
 // that every rank made this call (SegmentOp.Finish).
 func (k *call[T]) segFinish(op *core.SegmentOp) error {
@@ -117,7 +112,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	var err error
 	switch {
 	case root >= 0:
-		err = k.segBegin(&op, s)
+		err = k.segBeginDirect(&op, s, nil, nil)
 	case sameSlice(send, buf):
 		err = k.segBeginDirect(&op, s, buf, nil)
 	default:

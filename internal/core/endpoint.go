@@ -65,11 +65,10 @@ type endpoint struct {
 	// polled link is watched (see rest).
 	parked atomic.Int32
 
-	closing       atomic.Bool
-	stopSendWatch chan struct{} // closed by close; nil without a timeout
-	closeOnce     sync.Once
-	closeErr      error
-	release       func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	release   func(ctx context.Context) error // hands back the rendezvous: stops rank 0's server
 	// server is the rendezvous store this process serves (Init's rank
 	// 0), nil elsewhere.
 	server *rendezvous.Server
@@ -125,9 +124,8 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	go ep.acceptLoop(links.ln)
 	go ep.watchStore()
 	if o.timeout > 0 {
-		ep.stopSendWatch = make(chan struct{})
 		ep.wg.Add(1)
-		go ep.watchSends(ep.stopSendWatch)
+		go ep.watchSends()
 	}
 	if shm.ln != nil {
 		ep.wg.Add(1)
@@ -825,9 +823,6 @@ func (ep *endpoint) close() error {
 		}
 		testHookInboxesClosed(ep)
 		ep.fail(ErrClosed)
-		if ep.stopSendWatch != nil {
-			close(ep.stopSendWatch)
-		}
 		ep.wg.Wait()
 	})
 	return ep.closeErr

@@ -194,7 +194,7 @@ func (op *SegmentOp) Beside() { op.beside = true }
 
 // Begin waits for the turn of the operation with the given ticket (every
 // earlier one has ended), makes op that operation and records its call,
-// the one StartCall numbered seq, in the segment. End must follow a
+// the one StartCall or NextSeq numbered seq, in the segment. End must follow a
 // successful Begin. bufs are this rank's buffers, one or two, nil where
 // it has none, for an operation that can work on the ranks' own buffers
 // where all of them lie in registered memory (Direct); an operation that

@@ -38,14 +38,15 @@ type sendWatch struct {
 func (w *sendWatch) begin() { w.started.Add(1) }
 func (w *sendWatch) end()   { w.finished.Add(1) }
 
-// watchSends is the watchdog: it runs until stop is closed.
-func (ep *endpoint) watchSends(stop <-chan struct{}) {
+// watchSends is the watchdog: it runs until the communicator fails or
+// closes (which fails it with ErrClosed).
+func (ep *endpoint) watchSends() {
 	defer ep.wg.Done()
 	look := time.NewTicker(ep.opts.timeout / sendLooks)
 	defer look.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ep.failed:
 			return
 		case <-look.C:
 		}

@@ -28,7 +28,7 @@ func RingSize(t *Transport) int { return t.o.ringBytes() }
 
 // SetPublished makes f run after every write publishes its message (see
 // published) until the test ends.
-func SetPublished(t testing.TB, f func(l transport.Link)) {
-	published = func(l *link) { f(l) }
+func SetPublished(t testing.TB, f func()) {
+	published = f
 	t.Cleanup(func() { published = nil })
 }

@@ -368,7 +368,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 	}
 	l.publish()
 	if published != nil {
-		published(l)
+		published()
 	}
 	// A Close that began before the message was published may have made
 	// the reader stop short of it; the message then counts as not sent,
@@ -383,7 +383,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 
 // published, when set (by tests), runs after a write has published its
 // message and before it looks whether the link closed meanwhile.
-var published func(l *link)
+var published func()
 
 // reserve waits until the ring has n free bytes, publishing what was
 // written before it waits.

@@ -669,7 +669,7 @@ func TestCloseAfterPublish(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := linktest.Pair(t, shm.New(shm.WithoutCMA()))
 			got := make([]byte, 5)
-			shm.SetPublished(t, func(transport.Link) {
+			shm.SetPublished(t, func() {
 				if tt.taken {
 					var h wire.Header
 					require.NoError(t, b.ReadHeader(&h))
