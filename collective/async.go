@@ -48,7 +48,10 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 	}
 	k.beside = true
 	go func() {
+		k.label()
 		r.err = k.allreduce(buf, buf)
+		k.c.Account(&k.t, r.err)
+		k.unlabel()
 		close(r.done)
 	}()
 	return r

@@ -72,6 +72,7 @@ func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) 
 	if k.beside {
 		op.Beside()
 	}
+	op.Time(k.t.Timed())
 	return nil
 }
 
@@ -167,6 +168,9 @@ func recvOf(b [2][]byte) []byte {
 // combineDirect sets elements lo to hi of rank 0's receive buffer to
 // their combination over every rank's send buffer, in rank order.
 func (k *call[T]) combineDirect(bufs [][2][]byte, lo, hi int) {
+	k.t.Mark()
+	defer k.t.Lap(core.PartReduce)
+	k.t.Received += uint64((len(bufs) - 1) * (hi - lo) * k.size)
 	acc := segView[T](recvOf(bufs[0]))[lo:hi]
 	if bufs[0][1] != nil {
 		copy(acc, segView[T](bufs[0][0])[lo:hi])
@@ -181,7 +185,7 @@ func (k *call[T]) combineDirect(bufs [][2][]byte, lo, hi int) {
 func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
 	acc := segView[T](recvOf(bufs[0]))[lo:hi]
 	for q := 1; q < len(bufs); q++ {
-		copy(segView[T](recvOf(bufs[q]))[lo:hi], acc)
+		k.put(segView[T](recvOf(bufs[q]))[lo:hi], acc)
 	}
 }
 
@@ -215,7 +219,7 @@ func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte,
 	if me == root {
 		return k.lent(op)
 	}
-	copy(bufs[me][0], bufs[root][0])
+	k.take(segView[T](bufs[me][0]), segView[T](bufs[root][0]))
 	return k.used(op)
 }
 
@@ -226,14 +230,19 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 	me := k.c.Rank()
 	n := len(bufs[me][0])
 	if root >= 0 {
-		copy(bufs[root][1][me*n:], bufs[me][0])
 		if me == root {
+			copy(bufs[root][1][me*n:], bufs[me][0])
 			return k.lent(op)
 		}
+		k.put(segView[T](bufs[root][1][me*n:]), segView[T](bufs[me][0]))
 		return k.used(op)
 	}
 	for r := range bufs {
-		copy(bufs[me][1][r*n:], bufs[r][0])
+		if r == me {
+			copy(bufs[me][1][r*n:], bufs[r][0])
+		} else {
+			k.take(segView[T](bufs[me][1][r*n:]), segView[T](bufs[r][0]))
+		}
 	}
 	return k.lent(op)
 }

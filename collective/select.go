@@ -273,12 +273,13 @@ func (c config) chunkElems(elemSize int) int {
 // GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
 // "allreduce:ring,bcast:tree". GOCOLL_CHUNK sets the default chunk size
 // in bytes, and GOCOLL_CODEC the default wire codec ("bf16", "zstd", ...)
-// of every call whose element type it applies to, and GOCOLL_RECEIPTS
-// whether calls take receipts (WithReceipts). They are read once; entries
+// of every call whose element type it applies to, GOCOLL_RECEIPTS
+// whether calls take receipts (WithReceipts), and GOCOLL_PROFILE_LABELS=1
+// puts profiler labels on every call (label). They are read once; entries
 // that do not parse are reported on stderr and ignored. Every call reads
 // them, through a pointer: a copy per read cost 5 % of an 8 B call.
 var env = sync.OnceValue(func() *envSettings {
-	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"), os.Getenv("GOCOLL_RECEIPTS"))
+	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"), os.Getenv("GOCOLL_RECEIPTS"), os.Getenv("GOCOLL_PROFILE_LABELS"))
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "gocoll:", p)
 	}
@@ -294,11 +295,13 @@ type envSettings struct {
 	codecSet bool
 	// noReceipts is GOCOLL_RECEIPTS turned off.
 	noReceipts bool
+	// profileLabels is GOCOLL_PROFILE_LABELS turned on.
+	profileLabels bool
 }
 
-// parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK, GOCOLL_CODEC and
-// GOCOLL_RECEIPTS and says what it ignored.
-func parseEnv(algoVar, chunkVar, codecVar, receiptsVar string) (envSettings, []string) {
+// parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK, GOCOLL_CODEC,
+// GOCOLL_RECEIPTS and GOCOLL_PROFILE_LABELS and says what it ignored.
+func parseEnv(algoVar, chunkVar, codecVar, receiptsVar, labelsVar string) (envSettings, []string) {
 	e := envSettings{algos: map[wire.Kind]Algorithm{}}
 	var problems []string
 	for _, item := range strings.Split(algoVar, ",") {
@@ -337,6 +340,13 @@ func parseEnv(algoVar, chunkVar, codecVar, receiptsVar string) (envSettings, []s
 			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_RECEIPTS=%q: want 1 or 0, true or false", receiptsVar))
 		}
 		e.noReceipts = err == nil && !on
+	}
+	if labelsVar != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(labelsVar))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("ignoring GOCOLL_PROFILE_LABELS=%q: want 1 or 0, true or false", labelsVar))
+		}
+		e.profileLabels = err == nil && on
 	}
 	return e, problems
 }

@@ -16,10 +16,12 @@ func TestParseEnv(t *testing.T) {
 		chunk     string
 		codec     string
 		receipts  string
+		labels    string
 		want      map[wire.Kind]Algorithm
 		wantChunk int
 		wantCodec codec.ID
 		noReceipt bool
+		allLabels bool
 		problems  int
 	}{
 		{name: "empty", want: map[wire.Kind]Algorithm{}},
@@ -39,15 +41,19 @@ func TestParseEnv(t *testing.T) {
 		{name: "receipts false", receipts: " false", want: map[wire.Kind]Algorithm{}, noReceipt: true},
 		{name: "receipts on", receipts: "true", want: map[wire.Kind]Algorithm{}},
 		{name: "receipts unparsed", receipts: "sometimes", want: map[wire.Kind]Algorithm{}, problems: 1},
+		{name: "profile labels", labels: "1", want: map[wire.Kind]Algorithm{}, allLabels: true},
+		{name: "profile labels off", labels: "false", want: map[wire.Kind]Algorithm{}},
+		{name: "profile labels unparsed", labels: "all", want: map[wire.Kind]Algorithm{}, problems: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, problems := parseEnv(tt.algo, tt.chunk, tt.codec, tt.receipts)
+			e, problems := parseEnv(tt.algo, tt.chunk, tt.codec, tt.receipts, tt.labels)
 			require.Equal(t, tt.want, e.algos)
 			require.Equal(t, tt.wantChunk, e.chunk)
 			require.Equal(t, tt.wantCodec, e.codec)
 			require.Equal(t, tt.codec != "" && tt.problems == 0, e.codecSet)
 			require.Equal(t, tt.noReceipt, e.noReceipts)
+			require.Equal(t, tt.allLabels, e.profileLabels)
 			require.Len(t, problems, tt.problems, "%q", problems)
 		})
 	}

@@ -121,7 +121,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	if err != nil {
 		return err
 	}
-	defer op.End()
+	defer k.end(&op)
 	me := s.Rank()
 	per := min(s.SlotBytes(), reduceRound) / k.size
 	bufs, direct, err := k.direct(&op, -1)
@@ -162,14 +162,14 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 // out into part.
 func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, from, part []T, root int, h *core.Hierarchy) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
-	copy(segView[T](s.Slot(me, half)), from)
+	k.put(segView[T](s.Slot(me, half)), from)
 	op.In()
 	if h == nil && m*k.size <= shmOneShot {
 		if root < 0 || me == root {
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
 			}
-			copy(part, segView[T](s.Slot(0, half)))
+			k.take(part, segView[T](s.Slot(0, half)))
 			return k.combine(part, s, half, 0, m, 0)
 		}
 		return nil // nobody waits for this round's Done: the next In says it
@@ -198,7 +198,7 @@ func (k *call[T]) reduceRound(op *core.SegmentOp, s *core.Segment, half int, fro
 		if err := op.WaitDone(); err != nil {
 			return k.wrap(-1, err)
 		}
-		copy(part, segView[T](s.Slot(0, half)))
+		k.take(part, segView[T](s.Slot(0, half)))
 	}
 	return nil
 }
@@ -227,8 +227,8 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 	p, me, m := s.Size(), s.Rank(), len(part)
 	lo, hi := segShare(m, p, me, k.size)
 	mine := segView[T](s.Slot(me, half))
-	copy(mine[:lo], from[:lo])
-	copy(mine[hi:m], from[hi:])
+	k.put(mine[:lo], from[:lo])
+	k.put(mine[hi:m], from[hi:])
 	op.In()
 	copyApart(part[lo:hi], from[lo:hi])
 	if err := op.WaitIn(); err != nil {
@@ -237,7 +237,7 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 	if err := k.combine(part[lo:hi], s, half, lo, hi, me); err != nil {
 		return err
 	}
-	copy(mine[lo:hi], part[lo:hi])
+	k.put(mine[lo:hi], part[lo:hi])
 	op.Done()
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
@@ -245,7 +245,7 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 	for q := range p {
 		if q != me {
 			qlo, qhi := segShare(m, p, q, k.size)
-			copy(part[qlo:qhi], segView[T](s.Slot(q, half))[qlo:qhi])
+			k.take(part[qlo:qhi], segView[T](s.Slot(q, half))[qlo:qhi])
 		}
 	}
 	return nil
@@ -267,11 +267,13 @@ func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) 
 	if k.beside {
 		op.Beside()
 	}
-	defer op.End()
+	op.Time(k.t.Timed())
+	defer k.end(&op)
 	lines, err := op.Exchange(asBytes(data))
 	if err != nil {
 		return k.wrap(-1, err)
 	}
+	k.t.Sent += uint64(len(data) * k.size)
 	return use(lines)
 }
 
@@ -293,7 +295,9 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 		mine = buf
 	}
 	return k.overLines(s, mine, func(lines [][]byte) error {
-		copy(buf, segView[T](lines[root])[:len(buf)])
+		if s.Rank() != root {
+			k.take(buf, segView[T](lines[root])[:len(buf)])
+		}
 		return nil
 	})
 }
@@ -304,9 +308,13 @@ func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root 
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
-		n := len(send)
+		n, me := len(send), s.Rank()
 		for r, line := range lines {
-			copy(recv[r*n:(r+1)*n], segView[T](line)[:n])
+			if r == me {
+				copy(recv[r*n:(r+1)*n], send)
+			} else {
+				k.take(recv[r*n:(r+1)*n], segView[T](line)[:n])
+			}
 		}
 		return nil
 	})
@@ -323,6 +331,9 @@ func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T
 // len(acc) elements from element at of every rank's fast line.
 func (k *call[T]) combineLines(acc []T, lines [][]byte, at int) (err error) {
 	defer k.recoverOp(&err)
+	k.t.Mark()
+	defer k.t.Lap(core.PartReduce)
+	k.t.Received += uint64((len(lines) - 1) * len(acc) * k.size)
 	copy(acc, segView[T](lines[0])[at:at+len(acc)])
 	for q := 1; q < len(lines); q++ {
 		kernel.Reduce(k.op, acc, segView[T](lines[q])[at:at+len(acc)])
@@ -337,12 +348,42 @@ func (k *call[T]) combineLines(acc []T, lines [][]byte, at int) (err error) {
 // comes first, the op must be commutative.
 func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi, except int) (err error) {
 	defer k.recoverOp(&err)
+	k.t.Mark()
+	defer k.t.Lap(core.PartReduce)
 	for q := range s.Size() {
 		if q != except {
 			kernel.Reduce(k.op, acc, segView[T](s.Slot(q, half))[lo:hi])
+			if q != s.Rank() {
+				k.t.Received += uint64((hi - lo) * k.size)
+			}
 		}
 	}
 	return nil
+}
+
+// end ends op, the call's operation on its segment, and counts the time
+// the operation waited for other ranks in the call's tally.
+func (k *call[T]) end(op *core.SegmentOp) {
+	k.t.Add(core.PartWait, op.Waited())
+	op.End()
+}
+
+// put copies src into dst, this rank's place in the segment, where the
+// other ranks read it: bytes the call sends.
+func (k *call[T]) put(dst, src []T) {
+	k.t.Mark()
+	copy(dst, src)
+	k.t.Lap(core.PartCopy)
+	k.t.Sent += uint64(len(src) * k.size)
+}
+
+// take copies into dst what another rank put in src: bytes the call
+// receives.
+func (k *call[T]) take(dst, src []T) {
+	k.t.Mark()
+	n := copy(dst, src)
+	k.t.Lap(core.PartCopy)
+	k.t.Received += uint64(n * k.size)
 }
 
 // bcastShm copies root's buf to every rank through the segment, in
@@ -365,7 +406,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	if err := k.segBeginDirect(&op, s, buf, nil); err != nil {
 		return err
 	}
-	defer op.End()
+	defer k.end(&op)
 	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
@@ -384,14 +425,14 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		}
 		area := segView[T](s.Half(half))
 		if me == root {
-			copy(area, buf[off:off+m])
+			k.put(area, buf[off:off+m])
 			op.In()
 		} else {
 			op.In()
 			if err := op.WaitInOf(root); err != nil {
 				return k.wrap(root, err)
 			}
-			copy(buf[off:off+m], area)
+			k.take(buf[off:off+m], area)
 		}
 		if off += m; off >= len(buf) {
 			return k.segFinish(&op)
@@ -420,7 +461,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if err := k.segBeginDirect(&op, s, send, mine); err != nil {
 		return err
 	}
-	defer op.End()
+	defer k.end(&op)
 	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
@@ -437,7 +478,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			return k.wrap(-1, err)
 		}
 		if me != root {
-			copy(segView[T](s.Slot(me, half)), send[off:off+m])
+			k.put(segView[T](s.Slot(me, half)), send[off:off+m])
 		}
 		op.In()
 		if root < 0 || me == root {
@@ -449,7 +490,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			}
 			for r := range p {
 				if r != me {
-					copy(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
+					k.take(recv[r*n+off:r*n+off+m], segView[T](s.Slot(r, half)))
 				}
 			}
 		}
@@ -476,7 +517,7 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 	if err := k.segBeginDirect(&op, s, send, recv); err != nil {
 		return err
 	}
-	defer op.End()
+	defer k.end(&op)
 	bufs, direct, err := k.direct(&op, -1)
 	if err != nil {
 		return err
@@ -498,14 +539,14 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 		}
 		mine := segView[T](s.Slot(me, half))
 		for q := range p {
-			copy(mine[q*c:(q+1)*c], send[q*m+off:q*m+off+c])
+			k.put(mine[q*c:(q+1)*c], send[q*m+off:q*m+off+c])
 		}
 		op.In()
 		if err := op.WaitIn(); err != nil {
 			return k.wrap(-1, err)
 		}
 		part := recv[off : off+c]
-		copy(part, segView[T](s.Slot(0, half))[me*c:(me+1)*c])
+		k.take(part, segView[T](s.Slot(0, half))[me*c:(me+1)*c])
 		if err := k.combine(part, s, half, me*c, (me+1)*c, 0); err != nil {
 			return err
 		}

@@ -40,6 +40,8 @@ func (k *call[T]) encode(s []T) ([]byte, codec.ID, scratchBuf) {
 	if c == codec.None {
 		return codec.Bytes(s), c, scratchBuf{}
 	}
+	k.t.Mark()
+	defer k.t.Lap(core.PartCodec)
 	w, wire := scratch[byte](kernel.EncodeScratchLen(c, k.me.DType, len(s)))
 	if k.keep {
 		payload, c := kernel.EncodeRounding(c, w, s)
@@ -54,9 +56,13 @@ func (k *call[T]) sendPayload(peer int, h *wire.Header, payload []byte) error {
 	if sentHook != nil {
 		sentHook()
 	}
-	if err := k.c.SendHeader(k.ctx, peer, h, payload); err != nil {
+	k.t.Mark()
+	err := k.c.SendHeader(k.ctx, peer, h, payload)
+	k.t.Lap(core.PartWire)
+	if err != nil {
 		return k.sendFailed(peer, err)
 	}
+	k.t.Sent += uint64(len(payload))
 	return nil
 }
 
@@ -139,7 +145,7 @@ func (k *call[T]) irecvInto(peer, step int, dst []T, w []byte) (inbound, error) 
 	default:
 		in.b, in.wire = scratch[byte](kernel.MaxWireLen(c, k.me.DType, len(dst)))
 	}
-	req, err := k.c.IrecvHeader(peer, k.tag(step), in.b)
+	req, err := k.c.IrecvHeader(peer, k.tag(step), in.b, k.t.Timed())
 	if err != nil {
 		in.wire.release()
 		return inbound{}, k.wrap(peer, err)
@@ -169,7 +175,10 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 		codec.Store(dst, in.b)
 		return nil
 	}
-	if err := kernel.Decode(h.Codec, dst, in.b[:n]); err != nil {
+	k.t.Mark()
+	err = kernel.Decode(h.Codec, dst, in.b[:n])
+	k.t.Lap(core.PartCodec)
+	if err != nil {
 		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not decode to the %d elements expected (different chunk sizes?): %v",
 			h.Codec, n, h.Offset, len(dst), err))
 	}
@@ -179,8 +188,13 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 // arrive waits for in, the receive from peer of want elements at offset
 // off, and checks what arrived: its payload's length and header.
 func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, error) {
-	n, h, err := in.req.WaitHeader(k.ctx)
+	k.t.Mark()
+	n, h, arrived, err := in.req.WaitHeader(k.ctx)
+	k.t.LapArrival(arrived)
 	in.req = nil
+	if err == nil {
+		k.t.Received += uint64(n)
+	}
 	return n, h, k.check(peer, n, &h, want, off, err)
 }
 
@@ -220,12 +234,16 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 		}
 		// check has held the payload to 2 bytes an element, so Decode
 		// cannot fail.
+		k.t.Mark()
 		_ = kernel.Decode(h.Codec, piece, in.b[2*lo:2*hi])
+		k.t.Lap(core.PartCodec)
 		if err := k.reduceMine(dst[lo:hi], mine[lo:hi], piece, peerIsRight); err != nil {
 			return err
 		}
 		if encode != nil {
+			k.t.Mark()
 			kernel.EncodeRounding(h.Codec, encode[2*lo:2*hi], dst[lo:hi])
+			k.t.Lap(core.PartCodec)
 		}
 	}
 	return nil

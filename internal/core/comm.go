@@ -32,6 +32,8 @@ type Comm struct {
 	oneHost bool
 
 	busy atomic.Uint32 // the blocking call running (EnterCall)
+
+	stats statsTable
 }
 
 // worldID is the id of the world communicator. Split derives the ids of
@@ -122,25 +124,26 @@ func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
 	if err := c.check("recv", src, tag); err != nil {
 		return nil, err
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b, false), nil
 }
 
 // Wait is comm.Request.Wait.
 func (r *Request) Wait(ctx context.Context) (int, error) {
-	n, _, err := r.wait(ctx)
+	n, _, _, err := r.wait(ctx)
 	return n, err
 }
 
-// wait is Wait that also returns the header of the message received.
-func (r *Request) wait(ctx context.Context) (int, wire.Header, error) {
+// wait is Wait that also returns the header of the message received
+// and, for a stamped receive, when it arrived.
+func (r *Request) wait(ctx context.Context) (int, wire.Header, int64, error) {
 	n, err := r.ep.wait(ctx, r)
-	h, c, peer, tag := r.hdr, r.comm, r.peer, r.key.tag
+	h, c, peer, tag, arrived := r.hdr, r.comm, r.peer, r.key.tag, r.arrived
 	*r = Request{done: r.done}
 	requestPool.Put(r)
 	if err != nil {
-		return n, h, c.opError("recv", peer, tag, err)
+		return n, h, arrived, c.opError("recv", peer, tag, err)
 	}
-	return n, h, nil
+	return n, h, arrived, nil
 }
 
 // SendHeader sends payload to rank dst of c with a header the caller fills
@@ -163,29 +166,35 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *wire.Header, payload 
 // sender sent with what it expected. Unlike Recv it accepts the library's
 // negative tags (InternalTag).
 func (c *Comm) RecvHeader(ctx context.Context, src int, tag int64, b []byte) (int, wire.Header, error) {
-	r, err := c.IrecvHeader(src, tag, b)
+	r, err := c.IrecvHeader(src, tag, b, false)
 	if err != nil {
 		return 0, wire.Header{}, err
 	}
-	return r.WaitHeader(ctx)
+	n, h, _, err := r.WaitHeader(ctx)
+	return n, h, err
 }
 
 // IrecvHeader is Irecv for any tag, including InternalTag's; wait for it
-// with WaitHeader to see the header of the message received.
-func (c *Comm) IrecvHeader(src int, tag int64, b []byte) (*Request, error) {
+// with WaitHeader to see the header of the message received. A stamped
+// receive notes when the header of its message arrived, on Now's clock,
+// which tells a timed call's wait for its peer from its wait for the
+// bytes (Tally.LapArrival).
+func (c *Comm) IrecvHeader(src int, tag int64, b []byte, stamped bool) (*Request, error) {
 	switch {
 	case c.closed.Load():
 		return nil, c.opError("recv", src, tag, ErrClosed)
 	case src < 0 || src >= len(c.group):
 		return nil, c.opError("recv", -1, tag, invalidf("rank %d is outside the communicator of %d ranks", src, len(c.group)))
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b, stamped), nil
 }
 
 // WaitHeader is Wait that also returns the header of the message
-// received. On a truncation error the header is that of the message that
-// did not fit, so the caller can say what the sender sent.
-func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, error) {
+// received and, for a stamped receive (IrecvHeader) whose message was
+// matched as its header arrived, when that was; 0 otherwise. On a
+// truncation error the header is that of the message that did not fit,
+// so the caller can say what the sender sent.
+func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, int64, error) {
 	return r.wait(ctx)
 }
 
@@ -275,10 +284,10 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	if c.rank == 0 {
 		reqs := make([]*Request, size)
 		for r := 1; r < size; r++ {
-			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r))
+			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r), false)
 		}
 		for r := 1; r < size; r++ {
-			if _, _, err := reqs[r].wait(ctx); err != nil {
+			if _, _, _, err := reqs[r].wait(ctx); err != nil {
 				for _, q := range reqs[r+1:] {
 					q.wait(canceled)
 				}

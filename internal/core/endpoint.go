@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -229,11 +230,17 @@ func (ep *endpoint) readFrom(src int, l transport.Link) {
 	}
 }
 
+// linkLabels are the profiler labels of the goroutines that read links
+// (readLoop, pollLoop). A link is made on first use, often inside a
+// collective call, whose labels its goroutine would otherwise keep.
+var linkLabels = pprof.WithLabels(context.Background(), pprof.Labels("gocoll", "link"))
+
 // readLoop reads the messages of one inbound link until it ends. Every
 // frame of an operation is checked against the operation's call on this
 // rank before it is delivered (see callTable).
 func (ep *endpoint) readLoop(src int, l transport.Link) {
 	defer ep.wg.Done()
+	pprof.SetGoroutineLabels(linkLabels)
 	ib := &ep.inboxes[src]
 	var h wire.Header
 	var calls callCache
@@ -334,6 +341,9 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bo
 			// receives posted meanwhile.
 			hold := !wait && n <= heldReadMax
 			r.state = reqReceiving
+			if r.stamped {
+				r.arrived = Now()
+			}
 			if !hold {
 				ib.mu.Unlock()
 			}
@@ -466,9 +476,9 @@ func (ep *endpoint) budgetWait(n int) <-chan struct{} {
 }
 
 // post starts a receive from world rank src.
-func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte) *Request {
+func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte, stamped bool) *Request {
 	r := requestPool.Get().(*Request)
-	r.ep, r.comm, r.src, r.peer, r.key, r.buf = ep, c, src, peer, key, buf
+	r.ep, r.comm, r.src, r.peer, r.key, r.buf, r.stamped = ep, c, src, peer, key, buf, stamped
 	r.n, r.err = 0, nil
 	if err := ep.err(); err != nil {
 		r.state = reqDone

@@ -29,6 +29,8 @@ type jobSpec struct {
 	hasHeartbeat  bool
 	spin          time.Duration // GOCOLL_SPIN, when hasSpin
 	hasSpin       bool
+	statsSampling int // GOCOLL_STATS_SAMPLING, when hasSampling
+	hasSampling   bool
 	debug         bool
 }
 
@@ -147,6 +149,13 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 			return spec, fmt.Errorf("%w: GOCOLL_SPIN=%q is not a duration from 0 to %v such as 50us", ErrInvalid, s, MaxSpin)
 		}
 		spec.spin, spec.hasSpin = d, true
+	}
+	if s, ok := env("GOCOLL_STATS_SAMPLING"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return spec, fmt.Errorf("%w: GOCOLL_STATS_SAMPLING=%q is not a whole number: 0 for no timing, 1 to time every call, n to time one call in n", ErrInvalid, s)
+		}
+		spec.statsSampling, spec.hasSampling = n, true
 	}
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true

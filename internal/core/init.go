@@ -43,6 +43,9 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	if spec.hasSpin {
 		o.spin = spec.spin
 	}
+	if spec.hasSampling {
+		o.statsSampling = spec.statsSampling
+	}
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}

@@ -37,6 +37,10 @@ type Request struct {
 	// turnaround.
 	signal atomic.Uint32
 	done   chan struct{}
+	// stamped says to note in arrived when the message's header arrives
+	// (IrecvHeader).
+	stamped bool
+	arrived int64
 }
 
 // The values of Request.signal.

@@ -29,6 +29,7 @@ type Options struct {
 	unexpectedLimit int
 	hostOf          func(rank int) string
 	segmentSlot     int // 0: DefaultSegmentSlot
+	statsSampling   int // time one call in statsSampling below timedFrom; 0: none
 	tuning          *tuning.Table
 	// report is where the world's failure is reported to the launcher
 	// (Init under gocoll run), or nil.
@@ -55,6 +56,7 @@ func (o *Options) setDefault() {
 		logger:          slog.Default(),
 		unexpectedLimit: DefaultUnexpectedLimit,
 		lossSettle:      LossSettle,
+		statsSampling:   DefaultStatsSampling,
 	}
 }
 
@@ -117,6 +119,17 @@ func WithSpin(d time.Duration) Option {
 			return fmt.Errorf("%w: spin %v (want 0 to %v)", ErrInvalid, d, MaxSpin)
 		}
 		o.spin = d
+		return nil
+	}
+}
+
+// WithStatsSampling is comm.WithStatsSampling.
+func WithStatsSampling(n int) Option {
+	return func(o *Options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: stats sampling %d (want 0 for none, 1 for every call, or more)", ErrInvalid, n)
+		}
+		o.statsSampling = n
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,7 @@ type polled struct {
 // message that has begun to arrive, blocking for the rest of each.
 func (ep *endpoint) pollLoop(src int, p *polled) {
 	defer ep.wg.Done()
+	pprof.SetGoroutineLabels(linkLabels)
 	ib := &ep.inboxes[src]
 	rest := time.NewTimer(restMax)
 	defer rest.Stop()

@@ -182,7 +182,20 @@ type SegmentOp struct {
 	// unrecorded says that the call is not in the communicator's call
 	// table yet (BeginLines): the first slow wait records it.
 	unrecorded bool
+	// timed says to add up in waited the time the waits take (Time).
+	timed  bool
+	waited int64
 }
+
+// Time makes the operation add up the time it waits for other ranks,
+// which Waited returns: for a call whose Tally is timed. (The operation
+// does not hold the call's Tally itself, which would move the call to
+// the heap.)
+func (op *SegmentOp) Time(timed bool) { op.timed = timed }
+
+// Waited is how long the operation has waited for other ranks, if it is
+// timed.
+func (op *SegmentOp) Waited() int64 { return op.waited }
 
 // Beside says that the operation runs beside work of this process's own,
 // as an async collective runs beside the computation it overlaps: its
@@ -383,6 +396,9 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 	}
 	if op.beside {
 		yield |= shmem.Beside
+	}
+	if op.timed {
+		defer func(start int64) { op.waited += Now() - start }(Now())
 	}
 	_, err := s.waiter.Wait(w, 0, step, s.bell(), yield, func() error {
 		if err := op.failed(r); err != nil {

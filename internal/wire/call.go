@@ -48,6 +48,10 @@ var algorithmNames = [numAlgorithms]string{
 	AlgoShm: "shm", AlgoHierarchical: "hierarchical",
 }
 
+// NumAlgorithms is one more than the largest Algorithm: the length of an
+// array indexed by Algorithm.
+const NumAlgorithms = int(numAlgorithms)
+
 // Valid reports whether a is one of the algorithms above.
 func (a Algorithm) Valid() bool { return a < numAlgorithms }
 

@@ -79,6 +79,10 @@ var kindNames = [numKinds]string{
 	KindSplit:         "Split",
 }
 
+// NumKinds is one more than the largest Kind: the length of an array
+// indexed by Kind.
+const NumKinds = int(numKinds)
+
 func (k Kind) String() string {
 	if k >= numKinds {
 		return fmt.Sprintf("Kind(%d)", uint8(k))
