@@ -4,7 +4,7 @@ BIN     := bin
 RANKS   ?= 4
 # The packages whose goroutines share state; codec's and the kernels'
 # arithmetic is pure functions, tested without the detector in test-all.
-RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/...
+RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/... ./internal/timeline/...
 
 .PHONY: all build benchtool demo test fmt-check vet test-race test-all test-tools fuzz bench gobench clean
 

@@ -50,8 +50,7 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 	go func() {
 		k.label()
 		r.err = k.allreduce(buf, buf)
-		k.c.Account(&k.t, r.err)
-		k.unlabel()
+		k.end(r.err)
 		close(r.done)
 	}()
 	return r

@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -177,8 +178,38 @@ func (k *call[T]) leave(err *error) {
 	if e := k.c.LeaveCall(); e != nil && *err == nil {
 		*err = k.invalid(e)
 	}
-	k.c.Account(&k.t, *err)
+	k.end(*err)
+}
+
+// end accounts for the call that ended with err: in its communicator's
+// Stats, on the rank's timeline when it keeps one, and in the profiler
+// labels and trace region it leaves.
+func (k *call[T]) end(err error) {
+	k.c.Account(&k.t, err)
+	if k.c.Timeline() != nil {
+		lane := 0
+		if k.beside {
+			lane = 1
+		}
+		k.c.TimelineSpan(&timeline.Span{Name: k.me.Kind.String(), Cat: "collective", Start: k.t.Started(), End: core.Now(),
+			Seq: k.seq, Bytes: int64(k.me.Count * k.size), Peer: -1, Step: -1, Algorithm: k.me.Algorithm.String(), Lane: lane})
+	}
 	k.unlabel()
+}
+
+// span adds a span of the call's message of step step with peer, from
+// start to end, to the rank's timeline, if it keeps one: a "send", a
+// "wait" for its first byte or the "recv" of the rest.
+func (k *call[T]) span(name string, start, end int64, peer, step, bytes int) {
+	if k.c.Timeline() == nil || end <= start {
+		return
+	}
+	lane := 0
+	if k.beside {
+		lane = 1
+	}
+	k.c.TimelineSpan(&timeline.Span{Name: name, Cat: name, Start: start, End: end, Seq: k.seq,
+		Bytes: int64(bytes), Peer: peer, Step: step, Lane: lane})
 }
 
 // label marks the running goroutine as running the call: an

@@ -121,7 +121,7 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	if err != nil {
 		return err
 	}
-	defer k.end(&op)
+	defer k.endOp(&op)
 	me := s.Rank()
 	per := min(s.SlotBytes(), reduceRound) / k.size
 	bufs, direct, err := k.direct(&op, -1)
@@ -268,7 +268,7 @@ func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) 
 		op.Beside()
 	}
 	op.Time(k.t.Timed())
-	defer k.end(&op)
+	defer k.endOp(&op)
 	lines, err := op.Exchange(asBytes(data))
 	if err != nil {
 		return k.wrap(-1, err)
@@ -361,9 +361,9 @@ func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi, except int) (e
 	return nil
 }
 
-// end ends op, the call's operation on its segment, and counts the time
-// the operation waited for other ranks in the call's tally.
-func (k *call[T]) end(op *core.SegmentOp) {
+// endOp ends op, the call's operation on its segment, and counts the
+// time the operation waited for other ranks in the call's tally.
+func (k *call[T]) endOp(op *core.SegmentOp) {
 	k.t.Add(core.PartWait, op.Waited())
 	op.End()
 }
@@ -406,7 +406,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	if err := k.segBeginDirect(&op, s, buf, nil); err != nil {
 		return err
 	}
-	defer k.end(&op)
+	defer k.endOp(&op)
 	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
@@ -461,7 +461,7 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	if err := k.segBeginDirect(&op, s, send, mine); err != nil {
 		return err
 	}
-	defer k.end(&op)
+	defer k.endOp(&op)
 	bufs, direct, err := k.direct(&op, root)
 	if err != nil {
 		return err
@@ -517,7 +517,7 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 	if err := k.segBeginDirect(&op, s, send, recv); err != nil {
 		return err
 	}
-	defer k.end(&op)
+	defer k.endOp(&op)
 	bufs, direct, err := k.direct(&op, -1)
 	if err != nil {
 		return err

@@ -57,12 +57,14 @@ func (k *call[T]) sendPayload(peer int, h *wire.Header, payload []byte) error {
 		sentHook()
 	}
 	k.t.Mark()
+	start := k.t.Marked()
 	err := k.c.SendHeader(k.ctx, peer, h, payload)
 	k.t.Lap(core.PartWire)
 	if err != nil {
 		return k.sendFailed(peer, err)
 	}
 	k.t.Sent += uint64(len(payload))
+	k.span("send", start, k.t.Marked(), peer, core.StepOf(h.Tag), len(payload))
 	return nil
 }
 
@@ -189,11 +191,17 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 // off, and checks what arrived: its payload's length and header.
 func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, error) {
 	k.t.Mark()
+	start := k.t.Marked()
 	n, h, arrived, err := in.req.WaitHeader(k.ctx)
 	k.t.LapArrival(arrived)
 	in.req = nil
 	if err == nil {
 		k.t.Received += uint64(n)
+		if k.c.Timeline() != nil {
+			step, got := core.StepOf(h.Tag), max(start, arrived)
+			k.span("wait", start, got, peer, step, 0)
+			k.span("recv", got, k.t.Marked(), peer, step, n)
+		}
 	}
 	return n, h, k.check(peer, n, &h, want, off, err)
 }

@@ -48,3 +48,15 @@ const DefaultStatsSampling = core.DefaultStatsSampling
 // 64 KiB Stats times: one in n; 1 times every call, 0 none (larger calls
 // are timed whenever n is not 0). GOCOLL_STATS_SAMPLING sets it too.
 func WithStatsSampling(n int) Option { return Option(core.WithStatsSampling(n)) }
+
+// WithTimeline makes every rank write a timeline of its collective calls
+// to path, with ".rankN" before the extension (trace.json becomes
+// trace.rank3.json): a Chrome trace-event file, which ui.perfetto.dev and
+// chrome://tracing open, holding a span per call (collective, algorithm,
+// bytes, sequence number) and, nested in it, a span per send, per wait for
+// a message's first byte or another rank's step, and per receipt of the
+// rest. gocoll run --trace merges the ranks' files into one, a track per
+// rank; so does gocoll trace merge. GOCOLL_TRACE=path does the same as
+// the option. A timeline times every call, which costs about 50 ns a
+// call, and a span about 65 ns more.
+func WithTimeline(path string) Option { return Option(core.WithTimeline(path)) }

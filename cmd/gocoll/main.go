@@ -9,6 +9,7 @@
 //	run     start the ranks of a job on this machine
 //	bench   measure collectives over message sizes
 //	tune    measure this machine and write a tuning table
+//	trace   merge the timeline files of a job's ranks
 //
 // Use "gocoll help <command>" for more information about a command.
 package main
@@ -23,7 +24,7 @@ import (
 var program = &cli.Program{
 	Name:     "gocoll",
 	Summary:  "gocoll runs and measures gocoll jobs.",
-	Commands: []*cli.Command{runCmd, benchCmd, tuneCmd},
+	Commands: []*cli.Command{runCmd, benchCmd, tuneCmd, traceCmd},
 }
 
 func main() {

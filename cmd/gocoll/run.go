@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/internal/launch"
+	"github.com/gocoll/gocoll/internal/timeline"
 )
 
 var runCmd = &cli.Command{
@@ -26,7 +28,7 @@ var runCmd = &cli.Command{
 	Usage: runUsage,
 }
 
-const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--bind-to core|none] [--nnodes k --node-rank i --master host:port] prog [args...]
+const runUsage = `usage: gocoll run [-n ranks] [--timeout d] [--heartbeat d] [--transport t] [--bind-to core|none] [--trace path] [--nnodes k --node-rank i --master host:port] prog [args...]
 
 Run starts the ranks of a job as local processes of prog, with the
 environment that comm.Init reads (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR,
@@ -57,6 +59,14 @@ run makes a fresh one. It is taken from, in this order: --secret-file,
 the GOCOLL_SECRET environment variable, --secret (visible to every user of
 the machine in ps; run warns).
 
+With --trace path (or GOCOLL_TRACE=path in run's environment) every rank
+records a timeline of its collectives, each call with its steps and
+waits, in its own file: path with ".rankN" before the extension. When
+the job ends, successfully or not, run merges the files into path, one
+track per rank, for ui.perfetto.dev or chrome://tracing, removes them and
+says where the trace is. A merge that fails leaves the rank files for
+gocoll trace merge and makes run exit 1 if the job itself succeeded.
+
 A job over several machines runs gocoll run on each of them with the same
 -n, --nnodes, --master and secret and its own --node-rank; node i starts
 the ranks i*n .. i*n+n-1, and rank 0 (on node 0) serves the rendezvous at
@@ -82,6 +92,11 @@ The flags are:
 		core (the default) binds each rank to its share of the CPUs this
 		command may use when there are no more ranks than CPUs; none
 		binds nothing
+	--trace path
+		write a timeline of the job to path (handed to the ranks as
+		GOCOLL_TRACE, made absolute). In a job over several machines,
+		each machine's run leaves its ranks' files, to be merged with
+		the other machines' by gocoll trace merge
 	--nnodes k, --node-rank i, --master host:port
 		place this machine's ranks in a job over k machines
 	--secret-file path
@@ -105,6 +120,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	trace := lookupVar(job.Env, traceVar)
+	if trace != "" {
+		// A file left by an earlier job would be merged as this one's
+		// if its rank wrote none this time.
+		for _, rank := range nodeRanks(job) {
+			os.Remove(timeline.RankPath(trace, rank))
+		}
+	}
+
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, forwarded...)
 	defer signal.Stop(signals)
@@ -113,6 +137,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	err = launch.Run(context.Background(), job)
 	took := time.Since(start).Round(time.Millisecond)
+	code := jobStatus(err, took, stderr)
+	if trace != "" {
+		// A trace that could not be written fails a job that
+		// succeeded; a job that failed keeps its own status.
+		if traceCode := collectTrace(job, trace, stderr); code == 0 {
+			code = traceCode
+		}
+	}
+	return code
+}
+
+// jobStatus says why the job failed, if it did, and returns run's exit
+// status for it.
+func jobStatus(err error, took time.Duration, stderr io.Writer) int {
 	var re *launch.RankError
 	var se *launch.SignalError
 	switch {
@@ -131,6 +169,78 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gocoll run: %v\n", err)
 		return 1
 	}
+}
+
+// traceVar names the trace a job's ranks write (see package timeline).
+const traceVar = "GOCOLL_TRACE"
+
+// collectTrace merges the timeline files this machine's ranks wrote into
+// path, removes them and prints one line saying where the trace is, or
+// why there is none; it returns 1 when there is none. The ranks of a job
+// over several machines write on each machine, so there it leaves the
+// files where they are and says how to merge them.
+func collectTrace(job launch.Job, path string, stderr io.Writer) int {
+	ranks := nodeRanks(job)
+	pattern := rankPattern(path)
+	if job.Nodes > 1 {
+		fmt.Fprintf(stderr, "gocoll run: the timelines of %s are in %s; merge them with the other machines' files: gocoll trace merge -o %s %s\n",
+			ranksOf(ranks), pattern, path, pattern)
+		return 0
+	}
+	var files []string
+	for _, rank := range ranks {
+		if file := timeline.RankPath(path, rank); fileExists(file) {
+			files = append(files, file)
+		}
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "gocoll run: no timeline: no rank wrote its file (%s)\n", pattern)
+		return 1
+	}
+	sum, err := mergeTrace(path, files)
+	if err != nil {
+		fmt.Fprintf(stderr, "gocoll run: timeline not merged: %v; the rank files are left as %s\n", err, pattern)
+		return 1
+	}
+	for _, file := range files {
+		os.Remove(file)
+	}
+	fmt.Fprintf(stderr, "gocoll run: %s\n", describeTrace(sum, path))
+	return 0
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// rankPattern is the glob of the files the ranks write for a trace at
+// path: "trace.rank*.json" for "trace.json".
+func rankPattern(path string) string {
+	p := timeline.RankPath(path, 0)
+	i := strings.LastIndex(p, ".rank0")
+	return p[:i] + ".rank*" + p[i+len(".rank0"):]
+}
+
+// nodeRanks are the ranks run starts on this machine.
+func nodeRanks(job launch.Job) []int {
+	ranks := make([]int, job.Ranks)
+	for i := range ranks {
+		ranks[i] = job.NodeRank*job.Ranks + i
+	}
+	return ranks
+}
+
+// lookupVar is the value env (as exec.Cmd.Env, the last setting winning)
+// gives name, or "".
+func lookupVar(env []string, name string) string {
+	value := ""
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			value = v
+		}
+	}
+	return value
 }
 
 // forwarded are the signals run passes on to its ranks.
@@ -154,6 +264,7 @@ func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	secretFile := fs.String("secret-file", "", "")
 	secretFlag := fs.String("secret", "", "")
 	bindTo := fs.String("bind-to", "core", "")
+	trace := fs.String("trace", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return launch.Job{}, err
@@ -197,6 +308,23 @@ func parseRun(args []string, stderr io.Writer) (launch.Job, error) {
 	}
 	if *heartbeat != "" {
 		env = append(env, "GOCOLL_HEARTBEAT="+*heartbeat)
+	}
+	traceFrom := "--trace "
+	if *trace == "" {
+		*trace, traceFrom = os.Getenv(traceVar), traceVar+"="
+	}
+	if *trace != "" {
+		// Absolute, so that a rank that changes directory writes where
+		// run looks.
+		abs, err := filepath.Abs(*trace)
+		if err != nil {
+			return launch.Job{}, fmt.Errorf("%s%s: %w", traceFrom, *trace, err)
+		}
+		// Else every rank would fail to open its file, and say so.
+		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
+			return launch.Job{}, fmt.Errorf("%s%s: no directory %s", traceFrom, *trace, filepath.Dir(abs))
+		}
+		env = append(env, traceVar+"="+abs)
 	}
 	return launch.Job{
 		Program: prog, Args: fs.Args()[1:], Ranks: *n,

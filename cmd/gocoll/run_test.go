@@ -77,6 +77,8 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		c.Close()
+	case "trace":
+		os.Exit(traceRank())
 	case "hello":
 		fmt.Printf("hello from %s of %s\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"))
 		os.Exit(0)
@@ -199,6 +201,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--secret-file", "/nonexistent/secret", "true"}, 2, "--secret-file: open /nonexistent/secret"},
 		{[]string{"run", "--timeout", "-1s", "true"}, 2, "--timeout -1s is negative"},
 		{[]string{"run", "--bind-to", "socket", "true"}, 2, `--bind-to "socket": want core or none`},
+		{[]string{"run", "--trace", "/nonexistent/dir/t.json", "true"}, 2, "--trace /nonexistent/dir/t.json: no directory /nonexistent/dir"},
 		{[]string{"run", "--bind-to", "none", "true"}, 0, ""},
 	}
 	for _, tt := range tests {

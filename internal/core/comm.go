@@ -261,6 +261,9 @@ func InternalTag(seq uint64, step int) int64 {
 // seqOf is the sequence number of an InternalTag.
 func seqOf(tag int64) uint64 { return uint64(-1-tag) >> tagStepBits }
 
+// StepOf is the step number of an InternalTag.
+func StepOf(tag int64) int { return int(uint64(-1-tag) & MaxTagStep) }
+
 // Split is comm.Comm.Split.
 func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	size := len(c.group)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"io"
 	"log/slog"
 	"net"
@@ -43,6 +44,11 @@ type endpoint struct {
 
 	peers   []peer  // the links sent on, by world rank
 	inboxes []inbox // what arrives, by world rank: the same links, read
+
+	// timeline records the rank's calls, nil when it keeps none;
+	// timelineBase is its clock's start on Now's (setTimeline).
+	timeline     *timeline.Recorder
+	timelineBase int64
 
 	callsMu    sync.Mutex
 	callTables map[uint64]*callTable // by communicator id
@@ -834,6 +840,9 @@ func (ep *endpoint) close() error {
 		testHookInboxesClosed(ep)
 		ep.fail(ErrClosed)
 		ep.wg.Wait()
+		if err := ep.timeline.Close(); err != nil {
+			ep.log.Warn("timeline not written in full", "err", err)
+		}
 	})
 	return ep.closeErr
 }

@@ -31,6 +31,7 @@ type jobSpec struct {
 	hasSpin       bool
 	statsSampling int // GOCOLL_STATS_SAMPLING, when hasSampling
 	hasSampling   bool
+	trace         string // GOCOLL_TRACE, "" when unset
 	debug         bool
 }
 
@@ -157,6 +158,7 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 		}
 		spec.statsSampling, spec.hasSampling = n, true
 	}
+	spec.trace, _ = env("GOCOLL_TRACE")
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true
 	}

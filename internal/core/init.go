@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"log/slog"
 	"net"
 	"os"
@@ -46,6 +47,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	if spec.hasSampling {
 		o.statsSampling = spec.statsSampling
 	}
+	o.tracePath = spec.trace
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}
@@ -266,7 +268,16 @@ func start(ctx context.Context, rank, size int, o Options, cfg transport.Config,
 			return nil, err
 		}
 	}
-	return newEndpoint(rank, size, o, links, shm, cfg, store, peers), nil
+	var timeline *timeline.Recorder
+	if o.tracePath != "" {
+		var err error
+		if timeline, err = openTimeline(o.tracePath, rank, size); err != nil {
+			return nil, err
+		}
+	}
+	ep := newEndpoint(rank, size, o, links, shm, cfg, store, peers)
+	ep.setTimeline(timeline)
+	return ep, nil
 }
 
 // peerTable is what every rank published at the rendezvous.

@@ -28,8 +28,9 @@ type Options struct {
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
-	segmentSlot     int // 0: DefaultSegmentSlot
-	statsSampling   int // time one call in statsSampling below timedFrom; 0: none
+	segmentSlot     int    // 0: DefaultSegmentSlot
+	statsSampling   int    // time one call in statsSampling below timedFrom; 0: none
+	tracePath       string // "": no timeline (WithTimeline)
 	tuning          *tuning.Table
 	// report is where the world's failure is reported to the launcher
 	// (Init under gocoll run), or nil.
@@ -130,6 +131,14 @@ func WithStatsSampling(n int) Option {
 			return fmt.Errorf("%w: stats sampling %d (want 0 for none, 1 for every call, or more)", ErrInvalid, n)
 		}
 		o.statsSampling = n
+		return nil
+	}
+}
+
+// WithTimeline is comm.WithTimeline.
+func WithTimeline(path string) Option {
+	return func(o *Options) error {
+		o.tracePath = path
 		return nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -398,7 +399,7 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		yield |= shmem.Beside
 	}
 	if op.timed {
-		defer func(start int64) { op.waited += Now() - start }(Now())
+		defer op.timeWait(r, step, Now())
 	}
 	_, err := s.waiter.Wait(w, 0, step, s.bell(), yield, func() error {
 		if err := op.failed(r); err != nil {
@@ -411,6 +412,17 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		return nil
 	})
 	return err
+}
+
+// timeWait ends a wait of a timed operation for rank r's step, begun at
+// start: it counts in Waited, and is a span of the rank's timeline.
+func (op *SegmentOp) timeWait(r int, step uint64, start int64) {
+	end := Now()
+	op.waited += end - start
+	if op.s.c.ep.timeline != nil {
+		op.s.c.TimelineSpan(&timeline.Span{Name: "wait", Cat: "wait", Start: start, End: end,
+			Seq: op.seq, Peer: r, Step: int(step), Transport: "segment"})
+	}
 }
 
 // failed reports why the operation cannot go on, if it cannot: its

@@ -65,6 +65,12 @@ type Tally struct {
 	parts       [numParts]int64
 }
 
+// Started is when the tally started, on Now's clock, if it is timed.
+func (t *Tally) Started() int64 { return t.start }
+
+// Marked is when the last lap ended or Mark was called, if it is timed.
+func (t *Tally) Marked() int64 { return t.last }
+
 // Timed reports whether the tally measures time. A nil Tally does not.
 func (t *Tally) Timed() bool { return t != nil && t.on }
 
@@ -135,7 +141,7 @@ func (s *statsTable) row(kind wire.Kind, algo wire.Algorithm) *statsRow {
 func (c *Comm) StartTally(t *Tally, kind wire.Kind, algo wire.Algorithm, bytes int) {
 	t.row = c.stats.row(kind, algo)
 	n := uint64(c.ep.opts.statsSampling)
-	if n > 0 && (bytes >= timedFrom || t.row.calls.Load()%n == 0) {
+	if n > 0 && (bytes >= timedFrom || t.row.calls.Load()%n == 0) || c.ep.timeline != nil {
 		t.on = true
 		t.start = Now()
 		t.last = t.start
