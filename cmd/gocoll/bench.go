@@ -40,10 +40,12 @@ ranks, with the fastest and the slowest single call on any rank. Every
 call's result is checked against the data each rank sent, and one wrong
 value fails the run.
 
-The table goes to stdout: per point its algorithm (with its chunk size
-and codec when --chunks or a codec other than none is given), the
-average, fastest, median (p50), 99th percentile (p99) and slowest call
-in µs (of a rank's calls, the largest over the ranks), the CPU time a rank's process
+The table goes to stdout: per point the algorithm that ran, marked
+(auto) where the selector chose it, and the link that carried it (tcp,
+shm or mem links, or the host's shared segment), as the communicator
+counted the calls; its chunk size and codec when --chunks or a codec
+other than none is given; the average, fastest, median (p50), 99th
+percentile (p99) and slowest call in µs (of a rank's calls, the largest over the ranks), the CPU time a rank's process
 spends per call in µs (user and system, all its threads, the largest
 over the ranks: what a rank that spins while it waits pays; measured on
 a quarter as many calls again after the timed ones, since reading it
@@ -123,7 +125,9 @@ The flags are:
 	--csv file
 		also write the results as CSV, with the anchors' columns
 		impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps
-		then algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us
+		then algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us,link,auto:
+		transport is the one asked for, algo and link what ran, auto
+		true where the selector chose algo
 	--json file
 		also write the results as JSON, with the machine and this command
 	--objects

@@ -64,7 +64,9 @@ func TestBenchPointsToBenchtool(t *testing.T) {
 }
 
 // checkOutputs reads the CSV and JSON files of a sweep and checks that
-// they hold the points wanted, as collective/bytes.
+// they hold the points wanted, as collective/bytes, each with the
+// algorithm that ran and its link: the transport asked for, or with auto
+// shared memory, as a sweep's ranks on one machine share it.
 func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, want []string) {
 	t.Helper()
 	f, err := os.Open(csvPath)
@@ -79,6 +81,12 @@ func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, wan
 		require.Equal(t, transport, r.Transport)
 		require.Equal(t, np, r.NP)
 		require.Positive(t, r.AvgUS)
+		require.NotContains(t, []string{"", "auto"}, r.Algo, "%+v: the algorithm that ran", r)
+		if transport == "auto" {
+			require.Equal(t, "shm", r.Over(), "%+v", r)
+		} else {
+			require.Equal(t, transport, r.Link, "%+v", r)
+		}
 	}
 	require.Equal(t, want, got)
 
@@ -87,6 +95,11 @@ func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, wan
 	var rep bench.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Len(t, rep.Results, len(want))
+	for i, r := range rep.Results {
+		require.Equal(t, rows[i].Algo, r.Algo)
+		require.Equal(t, rows[i].Link, r.Link)
+		require.Equal(t, rows[i].Auto, r.Auto)
+	}
 	require.NotEmpty(t, rep.Machine.GoVersion)
 	require.Positive(t, rep.Machine.Cores)
 	require.NotEmpty(t, rep.Command)
@@ -105,8 +118,9 @@ func TestBenchMem(t *testing.T) {
 	requireProfile(t, profile)
 	out := stdout.String()
 	require.Contains(t, out, "3 ranks over mem")
-	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+avg µs\s+min µs\s+p50 µs\s+p99 µs\s+max µs\s+cpu µs\s+algbw GB/s\s+busbw GB/s$`, out)
-	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+gob\s+[0-9.]+`, out)
+	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+link\s+avg µs\s+min µs\s+p50 µs\s+p99 µs\s+max µs\s+cpu µs\s+algbw GB/s\s+busbw GB/s$`, out)
+	require.Regexp(t, `(?m)^allreduce\s+8 B\s+[a-z_]+ \(auto\)\s+mem\s+[0-9.]+`, out, "the selector's choice, named")
+	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+gob\s+mem\s+[0-9.]+`, out)
 	checkOutputs(t, csvPath, jsonPath, "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
 		"allreduce_object/8", "allreduce_object/12", "allreduce_object/48", "gather/12", "gather/48"})
 }
@@ -119,8 +133,8 @@ func TestBenchMemCodecs(t *testing.T) {
 	code := dispatch([]string{"bench", "-n", "2", "--transport", "mem", "--collectives", "allreduce,allgather", "--sizes", "8,64",
 		"--iters", "2", "--codec", "none,bf16,zstd", "--csv", csvPath}, &stdout, &stderr)
 	require.Zero(t, code, stderr.String())
-	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+codec\s+avg µs`, stdout.String())
-	require.Regexp(t, `(?m)^allgather\s+64 B\s+auto\s+zstd\s+[0-9.]+`, stdout.String())
+	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+link\s+codec\s+avg µs`, stdout.String())
+	require.Regexp(t, `(?m)^allgather\s+64 B\s+[a-z_]+ \(auto\)\s+mem\s+zstd\s+[0-9.]+`, stdout.String())
 
 	f, err := os.Open(csvPath)
 	require.NoError(t, err)
@@ -160,13 +174,24 @@ func TestBenchEndToEnd(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 	require.Contains(t, stdout.String(), "2 ranks over tcp")
-	require.Regexp(t, `(?m)^bcast\s+32 KiB\s+auto\s+[0-9.]+`, stdout.String())
+	require.Regexp(t, `(?m)^bcast\s+32 KiB\s+[a-z_]+ \(auto\)\s+tcp\s+[0-9.]+`, stdout.String())
 	require.NotContains(t, stdout.String(), benchProgressMarker, "progress lines are drawn, not printed")
 	require.Contains(t, stderr.String(), "] 6/6 points")
 	checkOutputs(t, csvPath, jsonPath, "tcp", 2, []string{"allreduce/8", "allreduce/1024", "allreduce/32768",
 		"bcast/8", "bcast/1024", "bcast/32768"})
 	requireProfile(t, profile+".0")
 	requireProfile(t, profile+".1")
+
+	// A default sweep, but for its sizes and calls: transport auto, the
+	// selector's choices, recorded with what carried them.
+	cmd = exec.CommandContext(ctx, bin, "bench", "--sizes", "8,64K", "--iters", "3", "--csv", csvPath, "--json", jsonPath)
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	require.Contains(t, stdout.String(), "2 ranks over auto")
+	require.Regexp(t, `(?m)^gather\s+64 KiB\s+[a-z_]+ \(auto\)\s+(segment|shm)\s+[0-9.]+`, stdout.String())
+	checkOutputs(t, csvPath, jsonPath, "auto", 2, []string{"allreduce/8", "allreduce/65536", "bcast/8", "bcast/65536", "gather/8", "gather/65536"})
 }
 
 // requireProfile checks that path holds a CPU profile: pprof writes

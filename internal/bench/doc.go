@@ -15,8 +15,14 @@
 // shows what a rank that spins while it waits pays, measured on a quarter
 // as many calls again after the timed ones, since reading it delays a
 // call; p50_us, p99_us: the median and 99th percentile of a rank's
-// calls); ReadCSV
-// reads files of either kind. BusFactor gives nccl-tests' bus bandwidth
+// calls; link, auto: see below); ReadCSV reads files of either kind.
+//
+// The transport column says what the sweep asked for, auto included; algo
+// and link say what the calls ran and over what, as the communicator
+// counted them (comm.Comm.Stats): the algorithm forced or, where auto is
+// true, the selector's choice, and "tcp", "shm" or "mem" links or the
+// host's shared "segment". Key compares a point of an auto sweep by its
+// link, so that it meets the reference files' shm and tcp points. BusFactor gives nccl-tests' bus bandwidth
 // factors, which make the figures of different rank counts comparable.
 //
 // Run measures a sweep on every rank of a job, as gocoll bench does: a

@@ -13,7 +13,7 @@ import (
 // A Result is the measurement of one collective at one size.
 type Result struct {
 	Impl       string  `json:"impl"`      // "gocoll", "openmpi", "mpi4py", ...
-	Transport  string  `json:"transport"` // "tcp", "shm", "auto", "mem"
+	Transport  string  `json:"transport"` // as asked: "tcp", "shm", "auto", "mem"
 	NP         int     `json:"np"`
 	Collective string  `json:"collective"` // "allreduce", "bcast", ...
 	Bytes      int64   `json:"bytes"`      // of the data, not the wire; see BusFactor
@@ -22,7 +22,18 @@ type Result struct {
 	BusBW      float64 `json:"busbw_GBps"` // AlgBW × BusFactor
 
 	// gocoll's own columns; empty or zero in other implementations' files.
-	Algo  string  `json:"algo,omitempty"`
+	//
+	// Algo is the algorithm the point's calls ran, as the communicator
+	// counted them (comm.Comm.Stats): several joined by "+" if the calls
+	// did not all run one, "gob" for the object collectives, and "auto"
+	// in files written before the algorithm was recorded.
+	Algo string `json:"algo,omitempty"`
+	// Link is what carried the calls, as comm.CallStats.Transport names
+	// it: "tcp", "shm" or "mem" links, "segment" for the host's shared
+	// segment, several joined by "+".
+	Link string `json:"link,omitempty"`
+	// Auto says that the selector chose Algo: the point asked for auto.
+	Auto  bool    `json:"auto,omitempty"`
 	Codec string  `json:"codec,omitempty"`
 	Chunk int     `json:"chunk,omitempty"`  // bytes, 0 for the default
 	MinUS float64 `json:"min_us,omitempty"` // the fastest single call on any rank
@@ -40,14 +51,45 @@ type Result struct {
 
 // Key is what results of different runs are compared on.
 type Key struct {
-	Transport  string
+	Transport  string // as Over says
 	NP         int
 	Collective string
 	Bytes      int64
 }
 
 // Key returns r's key.
-func (r *Result) Key() Key { return Key{r.Transport, r.NP, r.Collective, r.Bytes} }
+func (r *Result) Key() Key { return Key{r.Over(), r.NP, r.Collective, r.Bytes} }
+
+// Over is the transport r's calls went over, in the terms of the
+// reference files, whose transport is shm or tcp: the one asked for,
+// unless that was auto and Link says what was used, shm for shared
+// memory (shm links and the segment alike) and tcp for tcp links. A
+// point of an auto sweep over both stays apart as "shm+tcp".
+func (r *Result) Over() string {
+	if r.Transport != "auto" || r.Link == "" {
+		return r.Transport
+	}
+	var over []string
+	for link := range strings.SplitSeq(r.Link, "+") {
+		if link == "segment" {
+			link = "shm"
+		}
+		if !slices.Contains(over, link) {
+			over = append(over, link)
+		}
+	}
+	slices.Sort(over)
+	return strings.Join(over, "+")
+}
+
+// Asked is the algorithm r's point asked for: "auto" where the selector
+// chose, else the algorithm that ran.
+func (r *Result) Asked() string {
+	if r.Auto {
+		return "auto"
+	}
+	return r.Algo
+}
 
 // SetTime sets r's average time and the bandwidths derived from it.
 func (r *Result) SetTime(avgUS float64) {
@@ -87,9 +129,10 @@ func BusFactor(collective string, n int) float64 {
 	return 0
 }
 
-// Columns are the CSV columns: the anchors' eight, then gocoll's.
+// Columns are the CSV columns: the anchors' eight, then gocoll's, those
+// added later at the end.
 var Columns = []string{"impl", "transport", "np", "collective", "bytes", "avg_us", "algbw_GBps", "busbw_GBps",
-	"algo", "codec", "chunk", "min_us", "max_us", "cpu_us", "p50_us", "p99_us"}
+	"algo", "codec", "chunk", "min_us", "max_us", "cpu_us", "p50_us", "p99_us", "link", "auto"}
 
 // standardColumns is how many of Columns the anchors' files have.
 const standardColumns = 8
@@ -105,7 +148,7 @@ func WriteCSV(w io.Writer, results []Result) error {
 		if err := cw.Write([]string{r.Impl, r.Transport, strconv.Itoa(r.NP), r.Collective,
 			strconv.FormatInt(r.Bytes, 10), formatFloat(r.AvgUS, 3), formatFloat(r.AlgBW, 4), formatFloat(r.BusBW, 4),
 			r.Algo, r.Codec, strconv.Itoa(r.Chunk), formatFloat(r.MinUS, 3), formatFloat(r.MaxUS, 3), formatFloat(r.CPUUS, 3),
-			formatFloat(r.P50US, 3), formatFloat(r.P99US, 3)}); err != nil {
+			formatFloat(r.P50US, 3), formatFloat(r.P99US, 3), r.Link, strconv.FormatBool(r.Auto)}); err != nil {
 			return err
 		}
 	}
@@ -168,6 +211,12 @@ func (r *Result) set(name, v string) error {
 		r.Collective = v
 	case "algo":
 		r.Algo = v
+	case "link":
+		r.Link = v
+	case "auto":
+		if r.Auto, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("%q is neither true nor false", v)
+		}
 	case "codec":
 		r.Codec = v
 	case "np":

@@ -53,8 +53,9 @@ func TestSetTime(t *testing.T) {
 
 func TestCSVRoundTrip(t *testing.T) {
 	in := []Result{
-		{Impl: "gocoll", Transport: "shm", NP: 2, Collective: "allreduce", Bytes: 8, Algo: "shm", Codec: "none", MinUS: 0.4, MaxUS: 9.5, CPUUS: 3.25, P50US: 0.5, P99US: 2.125},
-		{Impl: "gocoll", Transport: "tcp", NP: 4, Collective: "bcast", Bytes: 1 << 20, Algo: "pipeline", Codec: "bf16", Chunk: 65536},
+		{Impl: "gocoll", Transport: "auto", NP: 2, Collective: "allreduce", Bytes: 8, Algo: "shm", Link: "segment", Auto: true, Codec: "none",
+			MinUS: 0.4, MaxUS: 9.5, CPUUS: 3.25, P50US: 0.5, P99US: 2.125},
+		{Impl: "gocoll", Transport: "tcp", NP: 4, Collective: "bcast", Bytes: 1 << 20, Algo: "chain", Link: "tcp", Codec: "bf16", Chunk: 65536},
 	}
 	in[0].SetTime(0.678)
 	in[1].SetTime(1234.5)
@@ -62,18 +63,50 @@ func TestCSVRoundTrip(t *testing.T) {
 	require.NoError(t, WriteCSV(&buf, in))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 3)
-	assert.Equal(t, "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us", lines[0])
-	assert.Equal(t, "gocoll,shm,2,allreduce,8,0.678,0.0118,0.0118,shm,none,0,0.400,9.500,3.250,0.500,2.125", lines[1])
+	assert.Equal(t, "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,min_us,max_us,cpu_us,p50_us,p99_us,link,auto", lines[0])
+	assert.Equal(t, "gocoll,auto,2,allreduce,8,0.678,0.0118,0.0118,shm,none,0,0.400,9.500,3.250,0.500,2.125,segment,true", lines[1])
+	assert.Equal(t, "gocoll,tcp,4,bcast,1048576,1234.500,0.8494,0.8494,chain,bf16,65536,0.000,0.000,0.000,0.000,0.000,tcp,false", lines[2])
 	out, err := ReadCSV(&buf)
 	require.NoError(t, err)
 	require.Len(t, out, 2)
 	for i := range in {
 		assert.Equal(t, in[i].Key(), out[i].Key())
 		assert.Equal(t, in[i].Algo, out[i].Algo)
+		assert.Equal(t, in[i].Link, out[i].Link)
+		assert.Equal(t, in[i].Auto, out[i].Auto)
 		assert.Equal(t, in[i].Chunk, out[i].Chunk)
 		assert.InDelta(t, in[i].AvgUS, out[i].AvgUS, 1e-3)
 		assert.InDelta(t, in[i].CPUUS, out[i].CPUUS, 1e-3)
 		assert.InDelta(t, in[i].BusBW, out[i].BusBW, 1e-4)
+	}
+}
+
+// TestOverAndAsked: a point of an auto sweep is compared by the link it
+// used, in the reference files' terms, and a point of the selector's
+// choice asked for auto, whatever ran; files from before the link and
+// auto columns keep their transport and their algo auto.
+func TestOverAndAsked(t *testing.T) {
+	tests := []struct {
+		name        string
+		r           Result
+		over, asked string
+	}{
+		{"auto through the segment", Result{Transport: "auto", Algo: "shm", Link: "segment", Auto: true}, "shm", "auto"},
+		{"auto over shm links", Result{Transport: "auto", Algo: "ring", Link: "shm", Auto: true}, "shm", "auto"},
+		{"auto over the segment and shm links", Result{Transport: "auto", Algo: "gob", Link: "segment+shm"}, "shm", "gob"},
+		{"auto across hosts", Result{Transport: "auto", Algo: "hierarchical", Link: "segment+tcp", Auto: true}, "shm+tcp", "auto"},
+		{"auto over tcp", Result{Transport: "auto", Algo: "tree", Link: "tcp", Auto: true}, "tcp", "auto"},
+		{"tcp asked and forced", Result{Transport: "tcp", Algo: "ring", Link: "tcp"}, "tcp", "ring"},
+		{"shm asked", Result{Transport: "shm", Algo: "shm", Link: "segment", Auto: true}, "shm", "auto"},
+		{"a file from before the link column", Result{Transport: "auto", Algo: "auto"}, "auto", "auto"},
+		{"another implementation's", Result{Transport: "shm"}, "shm", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.over, tt.r.Over())
+			require.Equal(t, tt.over, tt.r.Key().Transport)
+			require.Equal(t, tt.asked, tt.r.Asked())
+		})
 	}
 }
 
@@ -102,6 +135,8 @@ func TestReadCSVErrors(t *testing.T) {
 			`line 2, column np: "two" is not a number`},
 		{"short line", "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps\ngocoll,tcp,2\n",
 			"line 2: 3 fields, the header has 8"},
+		{"bad auto", "impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,auto\ngocoll,tcp,2,allreduce,8,1,1,1,maybe\n",
+			`line 2, column auto: "maybe" is neither true nor false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

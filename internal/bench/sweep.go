@@ -326,10 +326,14 @@ func fits(name string, bytes int64, n int) bool {
 // checked for equality, through a lossy codec too: the data are whole
 // numbers that the codec holds exactly, which bounds the ranks a lossy
 // codec can be measured on where the collective sums (256 for bf16, 2048
-// for fp16). A wrong value ends the sweep with a *VerifyError. progress, if
-// not nil, is called after each point with the points done and in all.
-// Every rank returns the same results. On an error Run aborts c, so that
-// the other ranks fail at once rather than wait for this one.
+// for fp16). A wrong value ends the sweep with a *VerifyError. Each
+// result's Algo and Link say what the point's calls ran, by c's Stats
+// before and after them; a forced algorithm that did not run as asked
+// ends the sweep too. progress, if not nil, is called after each point
+// with the points done and in all. Every rank returns the same results:
+// the ranks' calls agree on their algorithm, and the links of one host
+// are all of a kind. On an error Run aborts c, so that the other ranks
+// fail at once rather than wait for this one.
 func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, total int)) ([]Result, error) {
 	cfg, req, err := cfg.withDefaults()
 	if err != nil {
@@ -402,6 +406,10 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 		}
 		return d, cpu, k.stamped(it)
 	}
+	// c's counts before the warm-up and after the last call tell what the
+	// calls ran; the barriers between them count as another collective's,
+	// or as the same barrier's.
+	before := c.Stats()
 	warm := Warmup(iters)
 	var sum, cpu time.Duration
 	calls := make([]time.Duration, 0, iters)
@@ -428,6 +436,10 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 		}
 		cpu += d
 	}
+	algo, link, err := p.ran(before, c.Stats())
+	if err != nil {
+		return Result{}, err
+	}
 	if err := k.check(); err != nil {
 		return Result{}, err
 	}
@@ -441,8 +453,8 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 	if err := collective.Allreduce(ctx, c, t, codec.Max); err != nil {
 		return Result{}, fmt.Errorf("collecting the times of %s: %w", p, err)
 	}
-	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: p.algoName(), Chunk: p.chunk, Codec: codecName(p.codec),
-		MaxUS: t[1], MinUS: -t[2], CPUUS: t[3], P50US: t[4], P99US: t[5]}
+	r := Result{NP: c.Size(), Collective: p.collective, Bytes: p.bytes, Algo: algo, Link: link, Auto: p.algo == collective.Auto && !p.object,
+		Chunk: p.chunk, Codec: codecName(p.codec), MaxUS: t[1], MinUS: -t[2], CPUUS: t[3], P50US: t[4], P99US: t[5]}
 	r.SetTime(t[0])
 	return r, nil
 }

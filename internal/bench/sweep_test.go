@@ -215,9 +215,20 @@ func TestRun(t *testing.T) {
 
 	var got []string
 	for _, r := range results[0] {
-		got = append(got, fmt.Sprintf("%s/%s/%d", r.Collective, r.Algo, r.Bytes))
+		got = append(got, fmt.Sprintf("%s/%s/%d", r.Collective, r.Asked(), r.Bytes))
 		require.Equal(t, "gocoll", r.Impl)
 		require.Equal(t, "mem", r.Transport)
+		require.Equal(t, "mem", r.Link, "%+v", r)
+		switch {
+		case strings.HasSuffix(r.Collective, "_object"):
+			require.Equal(t, "gob", r.Algo)
+		case r.Auto:
+			_, err := collective.ParseAlgorithm(r.Algo)
+			require.NoError(t, err, "%+v: the selector's choice is recorded", r)
+			require.NotEqual(t, "auto", r.Algo, "%+v: the selector's choice is recorded", r)
+		default:
+			require.Equal(t, "ring", r.Algo, "%+v", r)
+		}
 		require.Equal(t, 3, r.NP)
 		require.Equal(t, "none", r.Codec)
 		require.Positive(t, r.AvgUS, "%+v", r)
@@ -449,15 +460,18 @@ func TestRunWithNothingToMeasure(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	results := []Result{
-		{Collective: "allreduce", Bytes: 8, Algo: "auto", AvgUS: 12.345, MinUS: 10, P50US: 11, P99US: 19.5, MaxUS: 20, CPUUS: 24.5, AlgBW: 0.0006, BusBW: 0.0006},
-		{Collective: "allgather_object", Bytes: 64 << 20, Algo: "recursive_doubling", AvgUS: 123456.7, MinUS: 1, MaxUS: 2, AlgBW: 5.4, BusBW: 2.7},
+		{Collective: "allreduce", Bytes: 8, Algo: "shm", Link: "segment", Auto: true, AvgUS: 12.345, MinUS: 10, P50US: 11, P99US: 19.5, MaxUS: 20, CPUUS: 24.5, AlgBW: 0.0006, BusBW: 0.0006},
+		{Collective: "allreduce", Bytes: 8, Algo: "recursive_doubling", Link: "shm", AvgUS: 20, AlgBW: 0.0004, BusBW: 0.0004},
+		{Collective: "allgather_object", Bytes: 64 << 20, Algo: "gob", Link: "segment+shm", AvgUS: 123456.7, MinUS: 1, MaxUS: 2, AlgBW: 5.4, BusBW: 2.7},
 	}
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, results))
 	require.Equal(t, ""+
-		"collective        size    algo                   avg µs  min µs  p50 µs  p99 µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
-		"allreduce         8 B     auto                    12.35   10.00   11.00   19.50   20.00   24.50       0.001       0.001\n"+
-		"allgather_object  64 MiB  recursive_doubling  123456.70    1.00    0.00    0.00    2.00    0.00       5.400       2.700\n", b.String())
+		"collective        size    algo                link            avg µs  min µs  p50 µs  p99 µs  max µs  cpu µs  algbw GB/s  busbw GB/s\n"+
+		"allreduce         8 B     shm (auto)          segment          12.35   10.00   11.00   19.50   20.00   24.50       0.001       0.001\n"+
+		"allreduce         8 B     recursive_doubling  shm              20.00    0.00    0.00    0.00    0.00    0.00       0.000       0.000\n"+
+		"allgather_object  64 MiB  gob                 segment+shm  123456.70    1.00    0.00    0.00    2.00    0.00       5.400       2.700\n", b.String(),
+		"the algorithm that ran, marked where the selector chose it, and its link")
 
 	results = []Result{
 		{Collective: "allreduce", Bytes: 1 << 20, Algo: "ring_chunked", Chunk: 64 << 10, Codec: "none", AvgUS: 100, AlgBW: 10, BusBW: 15},

@@ -9,13 +9,19 @@ import (
 
 // WriteTable writes results as a table for people: one row per result,
 // sizes as 8 B, 32 KiB, times in µs and bandwidths in GB/s, each column
-// aligned, text to the left and numbers to the right. The chunk and codec
-// columns appear only when a result has a chunk size or a codec other
-// than none, so that a plain sweep's table stays narrow.
+// aligned, text to the left and numbers to the right. The algo column
+// names the algorithm that ran, marked "(auto)" where the selector chose
+// it, and the link column what carried it. The chunk and codec columns
+// appear only when a result has a chunk size or a codec other than none,
+// so that a plain sweep's table stays narrow.
 func WriteTable(w io.Writer, results []Result) error {
+	links := slices.ContainsFunc(results, func(r Result) bool { return r.Link != "" })
 	chunks := slices.ContainsFunc(results, func(r Result) bool { return r.Chunk > 0 })
 	codecs := slices.ContainsFunc(results, func(r Result) bool { return r.Codec != "" && r.Codec != "none" })
 	header := []string{"collective", "size", "algo"}
+	if links {
+		header = append(header, "link")
+	}
 	if chunks {
 		header = append(header, "chunk")
 	}
@@ -26,7 +32,14 @@ func WriteTable(w io.Writer, results []Result) error {
 	header = append(header, "avg µs", "min µs", "p50 µs", "p99 µs", "max µs", "cpu µs", "algbw GB/s", "busbw GB/s")
 	rows := [][]string{header}
 	for _, r := range results {
-		row := []string{r.Collective, FormatBytes(r.Bytes), r.Algo}
+		algo := r.Algo
+		if r.Auto {
+			algo += " (auto)"
+		}
+		row := []string{r.Collective, FormatBytes(r.Bytes), algo}
+		if links {
+			row = append(row, r.Link)
+		}
 		if chunks {
 			chunk := "default"
 			if r.Chunk > 0 {

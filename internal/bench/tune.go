@@ -16,7 +16,7 @@ const DefaultNoise = 0.05
 // A Decision is what Tune chose for one collective at one size, and why.
 type Decision struct {
 	Chosen  Result // the fastest candidate, or the default when it was kept
-	Default Result // the selector's own choice (algo auto, default chunk, codec none)
+	Default Result // the selector's own choice (asked for auto, default chunk, codec none)
 	Kept    bool   // the default stays: fastest, or within noise of it
 }
 
@@ -29,7 +29,7 @@ func (d Decision) Speedup() float64 {
 }
 
 // Tune picks, per collective and size of results, the fastest candidate,
-// keeping the default selection (Algo "auto", Chunk 0, Codec "none")
+// keeping the default selection (the selector's choice, Chunk 0, Codec "none")
 // unless a candidate beats it by more than noise (a share, DefaultNoise
 // when 0), so a tuned choice is never slower than the default where it
 // was measured. A candidate is a named algorithm with any chunk size and
@@ -112,13 +112,13 @@ func Tune(results []Result, noise float64) ([]Decision, *tuning.Table, error) {
 
 // decide picks among the candidates of one size.
 func decide(candidates []Result, noise float64) (Decision, error) {
-	i := slices.IndexFunc(candidates, func(r Result) bool { return r.Algo == "auto" && r.Chunk == 0 && r.Codec == "none" })
+	i := slices.IndexFunc(candidates, func(r Result) bool { return r.Asked() == "auto" && r.Chunk == 0 && r.Codec == "none" })
 	if i < 0 {
 		return Decision{}, fmt.Errorf("no measurement of the default selection (algo auto, default chunk, codec none) to compare with")
 	}
 	d := Decision{Default: candidates[i], Chosen: candidates[i], Kept: true}
 	for _, r := range candidates {
-		if r.Algo != "auto" && r.AvgUS < d.Chosen.AvgUS && r.AvgUS < d.Default.AvgUS*(1-noise) {
+		if r.Asked() != "auto" && r.AvgUS < d.Chosen.AvgUS && r.AvgUS < d.Default.AvgUS*(1-noise) {
 			d.Chosen, d.Kept = r, false
 		}
 	}

@@ -33,12 +33,16 @@ Above 1 gocoll is faster; below 1 the line is marked behind, or BEHIND when
 gocoll is slower by more than the margin. A summary per pair of series
 gives the points compared, how many are behind and the geometric means of
 both ratios; points that only one side measured are counted as unmatched.
+A point of a gocoll sweep over transport auto joins by the link its calls
+used: shm for shared memory (shm links or the host's segment), tcp for tcp
+links.
 
 Ours are the results whose impl is "gocoll", in whichever file; if no file
 has any, ours are the first file, so that two other implementations can be
 compared too. Each algorithm, codec and chunk size of ours, and each impl of
 theirs (mpi4py-buffer, mpi4py-pickle, ...) is a series of its own, never
-mixed with another. Repeated points of one series (several runs appended
+mixed with another; the selector's choices are one series, auto, whatever
+algorithm each ran. Repeated points of one series (several runs appended
 to a file) count as their median.
 
 The flags are:

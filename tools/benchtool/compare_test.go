@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -59,4 +62,35 @@ func TestBenchCompareHelp(t *testing.T) {
 	require.Zero(t, compareMain([]string{"-h"}, &stdout, &stderr))
 	require.Equal(t, compareUsage, stdout.String())
 	require.Equal(t, "compare", tools["compare"].Name)
+}
+
+// TestDefaultSweep runs gocoll bench as a user would, with its defaults
+// but for the sizes and calls, and the tools on its file: compare meets
+// Open MPI's points (testdata/openmpi.csv) by the link that the
+// selector's choices used, and model fits what ran, or says that nothing
+// did that it has a formula for, as through a shared segment.
+func TestDefaultSweep(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build gocoll with")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "gocoll")
+	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/gocoll/gocoll/cmd/gocoll").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	sweep := filepath.Join(dir, "sweep.csv")
+	out, err = exec.CommandContext(ctx, bin, "bench", "--sizes", "8,64K", "--iters", "3", "--csv", sweep).CombinedOutput()
+	require.NoError(t, err, "gocoll bench: %s", out)
+
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, compareMain([]string{sweep, filepath.Join("testdata", "openmpi.csv")}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "gocoll/auto vs openmpi: 6 points compared", "every point meets Open MPI's over its link")
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Zero(t, modelMain([]string{sweep}, &stdout, &stderr), stderr.String())
+	require.Regexp(t, `(?m)^gocoll (shm|tcp): `, stdout.String(), "the points go by their link")
+	require.NotContains(t, stdout.String(), `algorithm "auto"`)
 }

@@ -40,10 +40,15 @@ points held out of the fit. Then it projects every allreduce algorithm
 1 KiB … 1 GiB, and prints which is fastest where, with the modelled times at
 a few of those points.
 
-Points whose algorithm sends no messages the model could count are
-skipped, and counted: shm and hierarchical (they go through shared memory),
-auto or an empty algo (the choice is not recorded), codecs other than none,
-and one rank.
+The points of a gocoll sweep over transport auto count as the link they
+used: shm for shared memory, tcp. Points the model has no formula for are
+skipped, and counted: shm and hierarchical (they go through a shared
+segment, not messages), gob (the object collectives), codecs other than
+none, one rank, and auto or an empty algo (the algorithm is not recorded:
+other implementations' files, and gocoll's from before it recorded what
+ran). Files with nothing to fit but points of known algorithms, such as a
+sweep that went through shared memory throughout, are no error: model
+says so. It fails when nothing could be fitted otherwise.
 
 The flags are:
 
@@ -85,9 +90,13 @@ func modelMain(args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, rs...)
 	}
-	fitted := 0
+	fitted, failed, unknown := 0, 0, 0
 	for _, g := range groupByImplTransport(results) {
-		usable := modelPoints(stdout, g, *assume)
+		usable, u := modelPoints(stdout, g, *assume)
+		unknown += u
+		if len(usable) == 0 {
+			continue // its skipped lines said why
+		}
 		fit, held, err := split(usable)
 		if err == nil {
 			var a *model.Analysis
@@ -97,13 +106,21 @@ func modelMain(args []string, stdout, stderr io.Writer) int {
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "benchtool model: %v\n", err)
+			failed++
 			continue
 		}
 		fitted++
 	}
-	if fitted == 0 {
+	switch {
+	case fitted > 0:
+	case unknown > 0:
+		fmt.Fprintf(stderr, "benchtool model: no group of points could be fitted; %d points record no algorithm, which -assume can name\n", unknown)
+		return 1
+	case failed > 0:
 		fmt.Fprintln(stderr, "benchtool model: no group of points could be fitted")
 		return 1
+	default:
+		fmt.Fprintln(stdout, "nothing to fit: every point ran an algorithm the model has no formula for")
 	}
 	return 0
 }
@@ -140,7 +157,8 @@ func holdoutSplit(v string) (func([]bench.Result) (fit, held []bench.Result, err
 }
 
 // A resultGroup is the results of one implementation on one transport,
-// which the model fits together.
+// which the model fits together: the transport as Result.Over says, so
+// that the points of an auto sweep go by the link they used.
 type resultGroup struct {
 	name    string
 	results []bench.Result
@@ -150,12 +168,12 @@ func groupByImplTransport(results []bench.Result) []resultGroup {
 	var groups []resultGroup
 	index := map[[2]string]int{}
 	for _, r := range results {
-		k := [2]string{r.Impl, r.Transport}
+		k := [2]string{r.Impl, r.Over()}
 		i, ok := index[k]
 		if !ok {
 			i = len(groups)
 			index[k] = i
-			groups = append(groups, resultGroup{name: r.Impl + " " + r.Transport})
+			groups = append(groups, resultGroup{name: k[0] + " " + k[1]})
 		}
 		groups[i].results = append(groups[i].results, r)
 	}
@@ -164,15 +182,18 @@ func groupByImplTransport(results []bench.Result) []resultGroup {
 }
 
 // modelPoints returns the points of g that the model has a formula for,
-// with auto and empty algorithms relabelled assume if it is set, and
-// prints how many it skipped and why.
-func modelPoints(w io.Writer, g resultGroup, assume string) []bench.Result {
-	var usable []bench.Result
+// with auto and empty algorithms relabelled assume if it is set, and how
+// many it skipped for recording no algorithm; it prints how many it
+// skipped and why.
+func modelPoints(w io.Writer, g resultGroup, assume string) (usable []bench.Result, unknown int) {
 	var reasons []string
 	skipped := map[string]int{}
 	for _, r := range g.results {
-		if assume != "" && (r.Algo == "" || r.Algo == "auto") {
-			r.Algo = assume
+		if r.Algo == "" || r.Algo == "auto" {
+			if assume == "" {
+				unknown++
+			}
+			r.Algo = cmp.Or(assume, r.Algo)
 		}
 		if _, err := model.TermsOf(&r); err != nil {
 			if skipped[err.Error()] == 0 {
@@ -186,5 +207,5 @@ func modelPoints(w io.Writer, g resultGroup, assume string) []bench.Result {
 	for _, why := range reasons {
 		fmt.Fprintf(w, "%s: skipped %d points: %s\n", g.name, skipped[why], why)
 	}
-	return usable
+	return usable, unknown
 }

@@ -12,32 +12,44 @@ import (
 	"github.com/gocoll/gocoll/tools/model"
 )
 
-// modelCSV writes points timed exactly by the model with α = 5 µs, β for
-// 4 GB/s and γ for 10 GB/s, plus shared-memory and auto points that it
-// cannot fit, and returns the file's path.
-func modelCSV(t *testing.T) string {
-	t.Helper()
+// setModelTime sets r's time to the model's with α = 5 µs, β for 4 GB/s
+// and γ for 10 GB/s, or to 3 µs where the model has no formula for r.
+func setModelTime(r *bench.Result) {
 	params := model.Params{Alpha: 5, Beta: 2.5e-4, Gamma: 1e-4}
-	var results []bench.Result
-	for _, algo := range []string{"recursive_doubling", "ring", "rabenseifner", "auto", "shm"} {
-		for _, np := range []int{2, 4} {
-			for n := int64(8); n <= 16<<20; n *= 8 {
-				r := bench.Result{Impl: "gocoll", Transport: "tcp", NP: np, Collective: "allreduce", Algo: algo, Bytes: n, Codec: "none"}
-				us := 3.0
-				if terms, err := model.TermsOf(&r); err == nil {
-					us = terms.Time(params)
-				}
-				r.SetTime(us)
-				results = append(results, r)
-			}
-		}
+	us := 3.0
+	if terms, err := model.TermsOf(r); err == nil {
+		us = terms.Time(params)
 	}
+	r.SetTime(us)
+}
+
+// writeResults writes results to a CSV file and returns its path.
+func writeResults(t *testing.T, results []bench.Result) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "result.csv")
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	require.NoError(t, bench.WriteCSV(f, results))
 	require.NoError(t, f.Close())
 	return path
+}
+
+// modelCSV writes points timed exactly by the model (setModelTime), plus
+// shared-memory and auto points that it cannot fit, and returns the
+// file's path.
+func modelCSV(t *testing.T) string {
+	t.Helper()
+	var results []bench.Result
+	for _, algo := range []string{"recursive_doubling", "ring", "rabenseifner", "auto", "shm"} {
+		for _, np := range []int{2, 4} {
+			for n := int64(8); n <= 16<<20; n *= 8 {
+				r := bench.Result{Impl: "gocoll", Transport: "tcp", NP: np, Collective: "allreduce", Algo: algo, Bytes: n, Codec: "none"}
+				setModelTime(&r)
+				results = append(results, r)
+			}
+		}
+	}
+	return writeResults(t, results)
 }
 
 func TestBenchModel(t *testing.T) {
@@ -66,15 +78,54 @@ func TestBenchModel(t *testing.T) {
 	runToolCases(t, "model", tests)
 }
 
-// TestBenchModelNothingToFit runs the model on the anchors' kind of file,
-// which records no algorithm.
+// TestBenchModelAutoSweep fits the selector's choices by the algorithm
+// each point ran, grouped by the link: those over tcp links are fitted,
+// those through the shared segment skipped.
+func TestBenchModelAutoSweep(t *testing.T) {
+	var results []bench.Result
+	for _, np := range []int{2, 4} {
+		for n := int64(8); n <= 16<<20; n *= 8 {
+			algo := "recursive_doubling"
+			if n >= 64<<10 {
+				algo = "ring"
+			}
+			r := bench.Result{Impl: "gocoll", Transport: "auto", NP: np, Collective: "allreduce", Algo: algo, Link: "tcp", Auto: true, Bytes: n, Codec: "none"}
+			setModelTime(&r)
+			results = append(results, r)
+			r = bench.Result{Impl: "gocoll", Transport: "auto", NP: np, Collective: "bcast", Algo: "shm", Link: "segment", Auto: true, Bytes: n, Codec: "none"}
+			setModelTime(&r)
+			results = append(results, r)
+		}
+	}
+	runToolCases(t, "model", []toolCase{{"auto sweep", []string{"-holdout", "0", writeResults(t, results)}, 0, []string{
+		`gocoll shm: skipped 16 points: no cost formula for bcast with algorithm "shm"`,
+		"gocoll tcp: fitted on 16 points, checked on 0 held out",
+		"α = 5.000 µs per message",
+	}, ""}})
+}
+
+// TestBenchModelNothingToFit runs the model on files it can fit nothing
+// of: the anchors' kind, which records no algorithm, fails and names
+// -assume; a sweep whose every point went through shared memory, which
+// the model has no formula for, has nothing to fit, and says so.
 func TestBenchModelNothingToFit(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"ref.csv": compareRef})
-	var stdout, stderr bytes.Buffer
-	require.Equal(t, 1, modelMain([]string{filepath.Join(dir, "ref.csv")}, &stdout, &stderr))
-	require.Contains(t, stdout.String(), "openmpi shm: skipped 2 points: no cost formula")
-	require.Contains(t, stderr.String(), "openmpi shm: 0 points: need at least 3")
-	require.Contains(t, stderr.String(), "no group of points could be fitted")
+	const shm = `impl,transport,np,collective,bytes,avg_us,algbw_GBps,busbw_GBps,algo,codec,chunk,link,auto
+gocoll,auto,2,allreduce,8,0.500,0.0160,0.0160,shm,none,0,segment,true
+gocoll,auto,2,allreduce,65536,15.000,4.3691,4.3691,shm,none,0,segment,true
+gocoll,auto,2,allreduce_object,8,50.000,0.0002,0.0002,gob,none,0,segment+shm,false
+`
+	dir := writeFiles(t, map[string]string{"ref.csv": compareRef, "shm.csv": shm})
+	tests := []toolCase{
+		{"no algorithm recorded", []string{filepath.Join(dir, "ref.csv")}, 1,
+			[]string{"openmpi shm: skipped 2 points: no cost formula"},
+			"no group of points could be fitted; 3 points record no algorithm, which -assume can name"},
+		{"shared memory throughout", []string{filepath.Join(dir, "shm.csv")}, 0, []string{
+			`gocoll shm: skipped 2 points: no cost formula for allreduce with algorithm "shm"`,
+			`gocoll shm: skipped 1 points: no cost formula for allreduce_object with algorithm "gob"`,
+			"nothing to fit: every point ran an algorithm the model has no formula for",
+		}, ""},
+	}
+	runToolCases(t, "model", tests)
 }
 
 func TestBenchModelHelp(t *testing.T) {

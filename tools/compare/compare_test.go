@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -75,6 +76,42 @@ func TestJoin(t *testing.T) {
 		{Transport: "tcp", NP: 4, Collective: "allreduce", Bytes: 4096},
 	}, onlyOurs)
 	require.Equal(t, []Point{{Series{Impl: "openmpi"}, bench.Key{Transport: "tcp", NP: 4, Collective: "allreduce", Bytes: 16}}}, c.OnlyTheirs)
+}
+
+// TestJoinAutoSweep: points of a sweep over transport auto meet the
+// references by the link they used, and the selector's choices are one
+// series, auto, apart from the same algorithm forced.
+func TestJoinAutoSweep(t *testing.T) {
+	ran := func(algo, link string, auto bool, size int64, us float64) bench.Result {
+		r := result("gocoll", algo, "auto", 2, "allreduce", size, us)
+		r.Link, r.Auto = link, auto
+		return r
+	}
+	ours := []bench.Result{
+		ran("shm", "segment", true, 8, 1),
+		ran("recursive_doubling", "shm", true, 1024, 4),  // over shm links
+		ran("recursive_doubling", "shm", false, 1024, 5), // forced
+		ran("ring", "tcp", true, 1<<20, 300),
+		ran("hierarchical", "segment+tcp", true, 8, 9), // no reference has both
+		ran("shm", "", true, 64, 2),                    // from before the link column: stays auto
+	}
+	theirs := []bench.Result{
+		result("openmpi", "", "shm", 2, "allreduce", 8, 2),
+		result("openmpi", "", "shm", 2, "allreduce", 1024, 3),
+		result("openmpi", "", "tcp", 2, "allreduce", 1<<20, 600),
+	}
+	c := Join(ours, theirs)
+	var got []string
+	for _, r := range c.Rows {
+		got = append(got, fmt.Sprintf("%s %d %s %g", r.Key.Transport, r.Key.Bytes, r.Ours, r.OursUS))
+	}
+	require.Equal(t, []string{"shm 8 gocoll/auto 1", "shm 1024 gocoll/auto 4", "shm 1024 gocoll/recursive_doubling 5", "tcp 1048576 gocoll/auto 300"}, got)
+	var onlyOurs []string
+	for _, p := range c.OnlyOurs {
+		onlyOurs = append(onlyOurs, fmt.Sprintf("%s %d", p.Key.Transport, p.Key.Bytes))
+	}
+	require.Equal(t, []string{"auto 64", "shm+tcp 8"}, onlyOurs)
+	require.Empty(t, c.OnlyTheirs)
 }
 
 func TestJoinEmpty(t *testing.T) {

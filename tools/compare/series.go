@@ -8,8 +8,10 @@ import (
 )
 
 // A Series names the results of one implementation run one way: gocoll's
-// algorithm, codec and chunk size, or another implementation's name with
-// whatever variant it spells into it.
+// algorithm as asked for (auto for the selector's choices, whatever they
+// ran, so that they stay apart from the same algorithm forced), codec and
+// chunk size, or another implementation's name with whatever variant it
+// spells into it.
 type Series struct {
 	Impl  string
 	Algo  string
@@ -19,7 +21,7 @@ type Series struct {
 
 // SeriesOf is the series r belongs to.
 func SeriesOf(r *bench.Result) Series {
-	return Series{Impl: r.Impl, Algo: r.Algo, Codec: r.Codec, Chunk: r.Chunk}
+	return Series{Impl: r.Impl, Algo: r.Asked(), Codec: r.Codec, Chunk: r.Chunk}
 }
 
 // String joins the series' non-empty parts with "/", as in

@@ -55,8 +55,10 @@
 //
 // Points measured with an algorithm of no message formula are not fitted:
 // "shm" and "hierarchical" (they work through a shared memory segment, not
-// messages) and "auto" or an empty algo (the selector's choice, which
-// changes with the size, is not recorded); so are points with a codec
+// messages), "gob" (the object collectives) and "auto" or an empty algo
+// (files that do not record the algorithm that ran: other
+// implementations', and gocoll's from before it recorded the selector's
+// choice); so are points with a codec
 // other than none (compression changes the bytes and adds work) and
 // points of one rank. Package users may relabel auto points with the
 // algorithm they know ran. Pipelining is not modelled either, so under

@@ -16,7 +16,7 @@ type Series struct {
 	Transport  string
 	NP         int
 	Collective string
-	Algo       string
+	Algo       string // as asked for: auto is one line, whatever each point ran
 	Codec      string
 	Points     []bench.Result // by increasing Bytes
 }
@@ -44,7 +44,7 @@ type seriesKey struct {
 }
 
 func keyOf(r *bench.Result) seriesKey {
-	return seriesKey{r.Collective, r.Impl, r.Algo, r.Codec, r.Transport, r.NP}
+	return seriesKey{r.Collective, r.Impl, r.Asked(), r.Codec, r.Transport, r.NP}
 }
 
 func compareKeys(a, b seriesKey) int {
@@ -67,7 +67,7 @@ func Group(results []bench.Result) []Series {
 			j = len(series)
 			index[k] = j
 			series = append(series, Series{Impl: r.Impl, Transport: r.Transport, NP: r.NP,
-				Collective: r.Collective, Algo: r.Algo, Codec: r.Codec})
+				Collective: r.Collective, Algo: k.algo, Codec: r.Codec})
 		}
 		series[j].Points = append(series[j].Points, *r)
 	}

@@ -46,6 +46,14 @@ func TestGroup(t *testing.T) {
 			{"allreduce", "openmpi tcp np=4", []int64{8}},
 			{"bcast", "gocoll ring none tcp np=4", []int64{8}},
 		}},
+		{"the selector's choices are one line", []bench.Result{
+			{Impl: "gocoll", Transport: "tcp", NP: 2, Collective: "allreduce", Algo: "ring_chunked", Auto: true, Codec: "none", Bytes: 4 << 20},
+			{Impl: "gocoll", Transport: "tcp", NP: 2, Collective: "allreduce", Algo: "recursive_doubling", Auto: true, Codec: "none", Bytes: 8},
+			r("gocoll", "tcp", 2, "allreduce", "recursive_doubling", "none", 8),
+		}, []line{
+			{"allreduce", "gocoll auto none tcp np=2", []int64{8, 4 << 20}},
+			{"allreduce", "gocoll recursive_doubling none tcp np=2", []int64{8}},
+		}},
 		{"chunk and size do not split", []bench.Result{
 			{Impl: "gocoll", Transport: "mem", NP: 8, Collective: "gather", Bytes: 8, Chunk: 4096},
 			{Impl: "gocoll", Transport: "mem", NP: 8, Collective: "gather", Bytes: 16, Chunk: 0},
