@@ -39,6 +39,7 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 	var k call[T]
 	err := prepare(&k, ctx, c, wire.KindAllreduce, op, len(buf), -1, opts)
 	if err == nil {
+		k.beside = true
 		err = k.register() // not start: an async call holds no communicator
 	}
 	if err != nil {
@@ -46,10 +47,10 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 		close(r.done)
 		return r
 	}
-	k.beside = true
 	go func() {
 		k.label()
 		r.err = k.allreduce(buf, buf)
+		k.c.AsyncCall(k.seq, true)
 		k.end(r.err)
 		close(r.done)
 	}()

@@ -50,9 +50,10 @@ type call[T codec.Elem] struct {
 	// t is what the call did, for its communicator's Stats.
 	t core.Tally
 	// labeled says that the call set the goroutine's profiler labels
-	// (label), and region is its execution-trace region.
-	labeled bool
-	region  *trace.Region
+	// (label), allLabels that every call sets them
+	// (GOCOLL_PROFILE_LABELS), and region is its execution-trace region.
+	labeled, allLabels bool
+	region             *trace.Region
 }
 
 // rooted and reducing say which collectives have a root and an op.
@@ -99,6 +100,7 @@ func prepare[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind w
 	if c == nil {
 		return fmt.Errorf("%w: %s on a nil communicator", codec.ErrInvalid, kind)
 	}
+	reportEnv(k.c)
 	for _, o := range opts {
 		if err := o.apply(&k.cfg); err != nil {
 			return k.invalid(err)
@@ -119,9 +121,11 @@ func prepare[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind w
 	if err := k.cfg.chooseCodec(dt); err != nil {
 		return k.invalid(err)
 	}
+	e := env()
 	if !k.cfg.receiptsSet {
-		k.cfg.noReceipts = env().noReceipts
+		k.cfg.noReceipts = e.noReceipts
 	}
+	k.allLabels = e.profileLabels
 	k.me.NoReceipts = k.cfg.noReceipts
 	commutative := !reducing(kind) || op.Commutative()
 	topo := topologyOf(k.c)
@@ -175,10 +179,13 @@ func (k *call[T]) leave(err *error) {
 		return
 	}
 	k.entered = false
+	// A blocking call accounts while it holds the communicator (see
+	// core.Comm.Account).
+	k.end(*err)
 	if e := k.c.LeaveCall(); e != nil && *err == nil {
 		*err = k.invalid(e)
+		k.c.AccountFailure(&k.t)
 	}
-	k.end(*err)
 }
 
 // end accounts for the call that ended with err: in its communicator's
@@ -224,7 +231,7 @@ func (k *call[T]) label() {
 		k.region = trace.StartRegion(k.ctx, k.me.Kind.String())
 		trace.Log(k.ctx, "algorithm", k.me.Algorithm.String())
 	}
-	if k.me.Algorithm != Shm || k.me.Count*k.size >= labelFrom || env().profileLabels {
+	if k.me.Algorithm != Shm || k.me.Count*k.size >= labelFrom || k.allLabels {
 		k.labeled = true
 		pprof.SetGoroutineLabels(profileContext(k.ctx, k.me.Kind, k.me.Algorithm))
 	}
@@ -288,7 +295,10 @@ func (k *call[T]) register() error {
 		return k.wrap(-1, err)
 	}
 	k.seq = seq
-	k.c.StartTally(&k.t, k.me.Kind, k.me.Algorithm, k.me.Count*k.size)
+	if k.beside && k.me.Algorithm != Shm {
+		k.c.AsyncCall(seq, false)
+	}
+	k.c.StartTally(&k.t, k.me.Kind, k.me.Algorithm, k.me.Count*k.size, !k.beside)
 	if !k.beside {
 		k.label()
 	}

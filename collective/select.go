@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/core"
@@ -276,15 +277,34 @@ func (c config) chunkElems(elemSize int) int {
 // of every call whose element type it applies to, GOCOLL_RECEIPTS
 // whether calls take receipts (WithReceipts), and GOCOLL_PROFILE_LABELS=1
 // puts profiler labels on every call (label). They are read once; entries
-// that do not parse are reported on stderr and ignored. Every call reads
-// them, through a pointer: a copy per read cost 5 % of an 8 B call.
+// that do not parse are ignored, and reported through the logger of the
+// first communicator a collective is called on (reportEnv). Every call
+// reads them, through a pointer: a copy per read cost 5 % of an 8 B call.
 var env = sync.OnceValue(func() *envSettings {
 	e, problems := parseEnv(os.Getenv("GOCOLL_ALGO"), os.Getenv("GOCOLL_CHUNK"), os.Getenv("GOCOLL_CODEC"), os.Getenv("GOCOLL_RECEIPTS"), os.Getenv("GOCOLL_PROFILE_LABELS"))
-	for _, p := range problems {
-		fmt.Fprintln(os.Stderr, "gocoll:", p)
-	}
+	e.problems = problems
 	return &e
 })
+
+// envReported says that reportEnv has reported: a flag, not a
+// sync.Once, whose Do does not inline and cost 4 % of an 8 B call.
+var envReported atomic.Bool
+
+// reportEnv logs what the environment's settings ignored, through c's
+// logger, the first time a collective is called. It inlines to a load.
+func reportEnv(c *core.Comm) {
+	if !envReported.Load() {
+		reportEnvOnce(c)
+	}
+}
+
+func reportEnvOnce(c *core.Comm) {
+	if envReported.CompareAndSwap(false, true) {
+		for _, p := range env().problems {
+			c.Logger().Warn(p)
+		}
+	}
+}
 
 // envSettings is what the environment overrides; zero values override
 // nothing.
@@ -297,6 +317,8 @@ type envSettings struct {
 	noReceipts bool
 	// profileLabels is GOCOLL_PROFILE_LABELS turned on.
 	profileLabels bool
+	// problems are the entries ignored, as parseEnv says them.
+	problems []string
 }
 
 // parseEnv parses GOCOLL_ALGO, GOCOLL_CHUNK, GOCOLL_CODEC,

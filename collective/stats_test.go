@@ -221,3 +221,63 @@ func TestStatsSampling(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsWhileCalling reads Stats from other goroutines while the
+// ranks call collectives, blocking and async: under the race detector
+// this checks how Stats reads the counts that blocking calls keep
+// pending, and the counts add up once the calls are over. Stats during a
+// call that waits for a late rank returns at once.
+func TestStatsWhileCalling(t *testing.T) {
+	const n, calls = 2, 200
+	cs := job(t, n)
+	stop := make(chan struct{})
+	readers := make(chan struct{})
+	for _, c := range cs {
+		go func() {
+			defer func() { readers <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					c.Stats()
+				}
+			}
+		}()
+	}
+	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		for i := range calls {
+			if i%10 == 0 {
+				if err := AllreduceAsync(ctx, c, make([]int32, 4), codec.Sum).Wait(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := Allreduce(ctx, c, make([]int32, 4), codec.Sum, WithAlgorithm(Ring)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	close(stop)
+	for range cs {
+		<-readers
+	}
+	for r, c := range cs {
+		var total uint64
+		for _, s := range c.Stats() {
+			total += s.Calls
+		}
+		require.Equal(t, uint64(calls), total, "rank %d: %+v", r, c.Stats())
+	}
+
+	// A call that waits: rank 0 alone enters a Barrier.
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Barrier(ctx, cs[0]) }()
+	for range 100 {
+		cs[0].Stats()
+	}
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+}

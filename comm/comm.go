@@ -33,7 +33,9 @@ type Request core.Request
 // (WithTCPCongestion), GOCOLL_HOST the host identity (WithHostIdentity),
 // GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
 // GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
-// and GOCOLL_DEBUG turns on
+// GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),
+// GOCOLL_TRACE the rank's timeline (WithTimeline), GOCOLL_DUMP where the
+// flight recorder dumps (see the package doc), and GOCOLL_DEBUG turns on
 // debug logging. Options override the environment.
 //
 // Rank 0 serves the rendezvous at the address; the others retry until it

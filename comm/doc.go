@@ -157,6 +157,34 @@
 // their ranks' links; the communicator id in every frame keeps their
 // traffic apart.
 //
+// # Observability
+//
+// Stats says what the collective calls on a communicator did: per
+// collective and algorithm, calls, bytes, and where the time of the
+// timed calls went (see CallStats). WithTimeline (GOCOLL_TRACE) writes a
+// Chrome trace of every call, its sends and its waits per rank, which
+// gocoll run --trace and gocoll trace merge turn into one trace with a
+// track per rank.
+//
+// Each rank keeps a flight record of its last operations on every
+// communicator: the call, and for a call whose wait turned slow, whom it
+// waits for, at which step and since when. A rank started by Init dumps
+// it when its job fails (a timeout, an abort, a lost peer) and on
+// SIGUSR1: as a JSON file at the path GOCOLL_DUMP names, with ".rankN"
+// before the extension, or else through the logger. gocoll run sets
+// GOCOLL_DUMP, gathers the dumps when the job fails or a moment after it
+// passes a SIGUSR1 on to the ranks, and prints one diagnosis: which rank
+// waits for which, in what call, and what the awaited rank does (its
+// own code, another call, nothing it could report). Recording costs the
+// fast paths nothing: a dump reads the call table that mismatch detection
+// keeps anyway, and only waits that already take long note themselves.
+//
+// Collective calls carry the pprof labels "collective" and "algorithm"
+// (merged with the caller's; goroutines that read links carry
+// gocoll=link) and, while an execution trace runs, a runtime/trace
+// region named after the collective. With GOCOLL_DEBUG=1 the logger hears
+// each communicator's setup and each link as it comes up.
+//
 // # Performance
 //
 // Send and Recv of a steady stream allocate nothing: receive requests,

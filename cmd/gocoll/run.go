@@ -129,15 +129,25 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	dumps, err := prepareDumps(&job)
+	if err != nil {
+		fmt.Fprintf(stderr, "gocoll run: %v\n", err)
+		return 1
+	}
+	defer dumps.cleanup()
+
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, forwarded...)
 	defer signal.Stop(signals)
-	job.Signals = signals
+	job.Signals = dumps.relay(signals, stderr)
 	job.Stdout, job.Stderr = stdout, stderr
 	start := time.Now()
 	err = launch.Run(context.Background(), job)
 	took := time.Since(start).Round(time.Millisecond)
 	code := jobStatus(err, took, stderr)
+	if err != nil {
+		dumps.diagnose(stderr, "when the job failed")
+	}
 	if trace != "" {
 		// A trace that could not be written fails a job that
 		// succeeded; a job that failed keeps its own status.

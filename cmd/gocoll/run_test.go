@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
@@ -79,6 +80,8 @@ func TestMain(m *testing.M) {
 		c.Close()
 	case "trace":
 		os.Exit(traceRank())
+	case "hang":
+		os.Exit(hangRank())
 	case "hello":
 		fmt.Printf("hello from %s of %s\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"))
 		os.Exit(0)
@@ -239,6 +242,63 @@ func commJob(role string) int {
 	_, err = c.Recv(ctx, (c.Rank()+c.Size()/2)%c.Size(), 0, make([]byte, 1))
 	fmt.Fprintln(os.Stderr, err)
 	return 1
+}
+
+// hangRank makes one Allreduce, says it is ready, and makes another,
+// except rank 2, which stays in its own code instead.
+func hangRank() int {
+	ctx := context.Background()
+	c, err := comm.Init(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "init:", err)
+		return 2
+	}
+	defer c.Close()
+	for i := range 2 {
+		if i == 1 {
+			fmt.Println("ready")
+			if c.Rank() == 2 {
+				time.Sleep(time.Hour)
+			}
+		}
+		if err := collective.Allreduce(ctx, c, make([]float32, 4), codec.Sum); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestRunDiagnosesAHang: rank 2 stays in its own code while the others
+// wait for it in an Allreduce; when their timeout fails the job, run
+// prints the flight recorder's diagnosis, which names rank 2 and the
+// call.
+func TestRunDiagnosesAHang(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	code, _, errOut := runGocoll(t, "hang", "run", "-n", "3", "--transport", "tcp", "--timeout", "2s", exe)
+	require.Equal(t, 1, code, errOut)
+	for _, want := range []string{"flight recorder, when the job failed", "Allreduce #2", "rank 2 has not called #2: it is in its own code"} {
+		require.Contains(t, errOut, want)
+	}
+}
+
+// TestRunDumpsOnSIGUSR1: a SIGUSR1 to gocoll run has the ranks of a
+// stuck job dump what they do, and run prints the diagnosis while the
+// job goes on. A rank notes its wait once it turns slow, so the test
+// asks again until the diagnosis shows it, a bounded number of times.
+func TestRunDumpsOnSIGUSR1(t *testing.T) {
+	l := startLauncher(t, "hang", 3, "-n", "3", "--transport", "tcp")
+	l.waitReady(t)
+	const want = "rank 2 has not called #2: it is in its own code"
+	for i := 0; i < 40 && !strings.Contains(l.stderr.String(), want); i++ {
+		require.NoError(t, l.cmd.Process.Signal(syscall.SIGUSR1))
+		time.Sleep(2 * dumpWait)
+	}
+	require.Contains(t, l.stderr.String(), "flight recorder, on SIGUSR1 (3 of 3 ranks dumped)")
+	require.Contains(t, l.stderr.String(), want)
+	require.NoError(t, l.cmd.Process.Signal(syscall.SIGTERM))
+	l.wait(t)
 }
 
 // launcher is gocoll run as a process of its own: the test binary with

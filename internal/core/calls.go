@@ -49,6 +49,7 @@ type callTable struct {
 	mu    sync.Mutex
 	rank  int   // this rank in the communicator
 	group []int // world rank of each member; nil until the communicator exists here
+	comm  *Comm // nil until the communicator exists here
 	recs  [callHistory]callRecord
 }
 
@@ -63,12 +64,22 @@ type callRecord struct {
 	// call, from world rank otherFrom; otherFrom is -1 when there is none.
 	other     wire.Call
 	otherFrom int
+	// The slow wait of this rank's own call, for the flight recorder
+	// (waiting): the communicator rank it waits for (-1: none), the step,
+	// and since when.
+	waitFor   int
+	waitStep  int
+	waitSince time.Time
+	// async says that AllreduceAsync issued the call, and finished that
+	// it is over (Comm.AsyncCall): the flight recorder tells a blocking
+	// call's progress from the communicator (Comm.busy), not these.
+	async, finished bool
 }
 
 // bind makes t the table of communicator c.
 func (t *callTable) bind(c *Comm) {
 	t.mu.Lock()
-	t.rank, t.group = c.rank, c.group
+	t.rank, t.group, t.comm = c.rank, c.group, c
 	t.mu.Unlock()
 }
 
@@ -86,9 +97,31 @@ func (t *callTable) start(seq uint64, call wire.Call) *MismatchError {
 			m = t.mismatch(call, rec.otherFrom, rec.other)
 		}
 	}
-	*rec = callRecord{seq: seq, local: true, call: call}
+	*rec = callRecord{seq: seq, local: true, call: call, waitFor: -1}
 	t.mu.Unlock()
 	return m
+}
+
+// markAsync notes that this rank's operation seq is an async one, over
+// when finished.
+func (t *callTable) markAsync(seq uint64, finished bool) {
+	t.mu.Lock()
+	if rec := &t.recs[seq%callHistory]; rec.seq == seq && rec.local {
+		rec.async, rec.finished = true, finished
+	}
+	t.mu.Unlock()
+}
+
+// waiting notes that this rank's operation seq waits, slowly, for rank
+// peer of the communicator at step step (-1: unknown): what the flight
+// recorder tells of it. Only waits that already take long call it.
+func (t *callTable) waiting(seq uint64, peer, step int) {
+	now := time.Now()
+	t.mu.Lock()
+	if rec := &t.recs[seq%callHistory]; rec.seq == seq && rec.local {
+		rec.waitFor, rec.waitStep, rec.waitSince = peer, step, now
+	}
+	t.mu.Unlock()
 }
 
 // observe checks the frame h from world rank src against the operation's

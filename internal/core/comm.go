@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 
@@ -61,6 +62,10 @@ func (ep *endpoint) bind(c *Comm) *Comm {
 	}
 	return c
 }
+
+// Logger is the logger of c's rank (comm.WithLogger), which names the
+// rank in every record.
+func (c *Comm) Logger() *slog.Logger { return c.ep.log }
 
 // OneHost reports whether every rank of c runs on one host. Links
 // between them, tcp ones too, then cost CPU time of that host rather
@@ -345,6 +350,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 		sub.Close()
 		return nil, c.opError("split", -1, tag, fmt.Errorf("setting up shared memory: %w", err))
 	}
+	sub.logSetup()
 	return sub, nil
 }
 

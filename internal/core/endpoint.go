@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path"
+	"reflect"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -49,6 +51,9 @@ type endpoint struct {
 	// timelineBase is its clock's start on Now's (setTimeline).
 	timeline     *timeline.Recorder
 	timelineBase int64
+
+	// signalsDone stops the rank's dumps on SIGUSR1 (dumpOnSignal).
+	signalsDone chan struct{}
 
 	callsMu    sync.Mutex
 	callTables map[uint64]*callTable // by communicator id
@@ -117,10 +122,11 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
 		links: links, shm: shm, linkCfg: cfg, store: store, peerTable: peers,
-		peers:      make([]peer, size),
-		inboxes:    make([]inbox, size),
-		callTables: make(map[uint64]*callTable),
-		failed:     make(chan struct{}),
+		peers:       make([]peer, size),
+		inboxes:     make([]inbox, size),
+		callTables:  make(map[uint64]*callTable),
+		failed:      make(chan struct{}),
+		signalsDone: make(chan struct{}),
 	}
 	for i := range ep.peers {
 		ep.peers[i].linked = make(chan struct{})
@@ -224,6 +230,7 @@ func (ep *endpoint) readFrom(src int, l transport.Link) {
 		return
 	}
 	ib.link = l
+	ep.log.Debug("link up", "peer", src, "kind", linkKind(l))
 	ep.wg.Add(1)
 	if pl, ok := l.(transport.Poller); ok && ep.opts.spin > 0 {
 		pl.SetSpin(ep.opts.spin, ep.opts.yield)
@@ -234,6 +241,15 @@ func (ep *endpoint) readFrom(src int, l transport.Link) {
 	} else {
 		go ep.readLoop(src, l)
 	}
+}
+
+// linkKind names the package of l's type: "shm", "tcp", "mem".
+func linkKind(l transport.Link) string {
+	t := reflect.TypeOf(l)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return path.Base(t.PkgPath())
 }
 
 // linkLabels are the profiler labels of the goroutines that read links
@@ -515,6 +531,9 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	ep.parked.Add(1)
 	defer ep.parked.Add(-1)
 	ep.watchAll()
+	if r.key.tag < 0 {
+		r.comm.calls.waiting(seqOf(r.key.tag), r.peer, StepOf(r.key.tag))
+	}
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.
 	first, rest := ep.opts.timeout, time.Duration(0)
@@ -840,6 +859,7 @@ func (ep *endpoint) close() error {
 		testHookInboxesClosed(ep)
 		ep.fail(ErrClosed)
 		ep.wg.Wait()
+		close(ep.signalsDone)
 		if err := ep.timeline.Close(); err != nil {
 			ep.log.Warn("timeline not written in full", "err", err)
 		}

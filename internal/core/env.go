@@ -32,6 +32,7 @@ type jobSpec struct {
 	statsSampling int // GOCOLL_STATS_SAMPLING, when hasSampling
 	hasSampling   bool
 	trace         string // GOCOLL_TRACE, "" when unset
+	dump          string // GOCOLL_DUMP, "" when unset
 	debug         bool
 }
 
@@ -159,6 +160,7 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 		spec.statsSampling, spec.hasSampling = n, true
 	}
 	spec.trace, _ = env("GOCOLL_TRACE")
+	spec.dump, _ = env("GOCOLL_DUMP")
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true
 	}

@@ -350,8 +350,11 @@ func (ep *endpoint) fail(err error) bool {
 		first = true
 		if !ep.closing.Load() {
 			// Before any call can return the failure and the process
-			// exit.
+			// exit, and while the calls still wait where they failed.
 			report(ep.opts.report, err)
+			if ep.opts.dumpOnFailure {
+				ep.dump(err.Error())
+			}
 		}
 		ep.failErr = err
 		close(ep.failed)

@@ -1,8 +1,6 @@
 package core
 
 import (
-	"path"
-	"reflect"
 	"time"
 )
 
@@ -35,9 +33,5 @@ func (c *Comm) LinkKind(dst int) string {
 	if o == nil {
 		return ""
 	}
-	t := reflect.TypeOf(o.Link)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return path.Base(t.PkgPath())
+	return linkKind(o.Link)
 }

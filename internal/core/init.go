@@ -48,6 +48,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 		o.statsSampling = spec.statsSampling
 	}
 	o.tracePath = spec.trace
+	o.dumpPath, o.dumpOnFailure = spec.dump, true
 	if spec.transport != "" {
 		if err := WithTransport(spec.transport)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TRANSPORT: %w", err)}
@@ -83,6 +84,7 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	if err != nil {
 		return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("%s job of %d ranks, rendezvous %s: %w", spec.launcher, spec.size, spec.addr, err)}
 	}
+	c.ep.dumpOnSignal()
 	return c, nil
 }
 
@@ -206,6 +208,7 @@ func world(ctx context.Context, ep *endpoint) (*Comm, error) {
 		ep.close()
 		return nil, fmt.Errorf("setting up shared memory: %w", err)
 	}
+	c.logSetup()
 	return c, nil
 }
 

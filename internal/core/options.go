@@ -31,6 +31,8 @@ type Options struct {
 	segmentSlot     int    // 0: DefaultSegmentSlot
 	statsSampling   int    // time one call in statsSampling below timedFrom; 0: none
 	tracePath       string // "": no timeline (WithTimeline)
+	dumpPath        string // GOCOLL_DUMP: where the flight recorder dumps; "": the log
+	dumpOnFailure   bool   // dump the flight recorder when the job fails (ranks of Init)
 	tuning          *tuning.Table
 	// report is where the world's failure is reported to the launcher
 	// (Init under gocoll run), or nil.

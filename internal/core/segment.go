@@ -448,6 +448,12 @@ func (op *SegmentOp) failed(r int) error {
 			if err := s.c.RecordCall(op.seq, op.call); err != nil {
 				return err
 			}
+			if op.beside {
+				s.c.AsyncCall(op.seq, false)
+			}
+		}
+		if r >= 0 {
+			s.c.calls.waiting(op.seq, r, -1)
 		}
 		// The first slow wait of the operation starts its clocks: a
 		// fast operation never reads the time.

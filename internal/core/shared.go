@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -50,6 +51,27 @@ func (c *Comm) Hierarchy() *Hierarchy { return c.hier }
 // sharedAllowed reports whether the endpoint's ranks may share memory.
 func (ep *endpoint) sharedAllowed() bool {
 	return ep.opts.transport == "auto" || ep.opts.transport == "shm"
+}
+
+// logSetup logs at debug level (GOCOLL_DEBUG) what c is made of: its
+// ranks, whether they share a host, and its shared segment or hierarchy.
+// Its links are logged as they come up (readFrom), on first use.
+func (c *Comm) logSetup() {
+	log := c.ep.log
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"comm", fmt.Sprintf("%#x", c.id), "rank", c.rank, "size", len(c.group),
+		"links", c.ep.opts.transport, "one host", c.oneHost}
+	switch {
+	case c.seg != nil:
+		attrs = append(attrs, "segment", fmt.Sprintf("%d ranks, %d-byte slots", c.seg.ranks, c.seg.slot))
+	case c.hier != nil:
+		attrs = append(attrs, "hierarchy", fmt.Sprintf("%d ranks on this host, %d exchange across hosts", c.hier.Node.Size(), c.hier.Shards))
+	default:
+		attrs = append(attrs, "segment", "none")
+	}
+	log.Debug("communicator", attrs...)
 }
 
 // share sets up c's segment or hierarchy, as its ranks' hosts allow. It
