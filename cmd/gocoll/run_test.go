@@ -80,8 +80,8 @@ func TestMain(m *testing.M) {
 		c.Close()
 	case "trace":
 		os.Exit(traceRank())
-	case "hang":
-		os.Exit(hangRank())
+	case "hang", "skip":
+		os.Exit(hangRank(os.Getenv(roleVar)))
 	case "hello":
 		fmt.Printf("hello from %s of %s\n", os.Getenv("GOCOLL_RANK"), os.Getenv("GOCOLL_SIZE"))
 		os.Exit(0)
@@ -245,8 +245,9 @@ func commJob(role string) int {
 }
 
 // hangRank makes one Allreduce, says it is ready, and makes another,
-// except rank 2, which stays in its own code instead.
-func hangRank() int {
+// except rank 2, which instead stays in its own code (hang) or goes on
+// to the Barrier that follows (skip).
+func hangRank(role string) int {
 	ctx := context.Background()
 	c, err := comm.Init(ctx)
 	if err != nil {
@@ -257,14 +258,21 @@ func hangRank() int {
 	for i := range 2 {
 		if i == 1 {
 			fmt.Println("ready")
-			if c.Rank() == 2 {
+			if c.Rank() == 2 && role == "hang" {
 				time.Sleep(time.Hour)
+			}
+			if c.Rank() == 2 && role == "skip" {
+				continue
 			}
 		}
 		if err := collective.Allreduce(ctx, c, make([]float32, 4), codec.Sum); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }
@@ -281,6 +289,20 @@ func TestRunDiagnosesAHang(t *testing.T) {
 	for _, want := range []string{"flight recorder, when the job failed", "Allreduce #2", "rank 2 has not called #2: it is in its own code"} {
 		require.Contains(t, errOut, want)
 	}
+}
+
+// TestRunDiagnosesAMismatch: rank 2 skips an Allreduce and calls the
+// Barrier that follows; the ranks fail with the mismatch, as before,
+// and run prints the flight recorder's account too. What it says of the
+// waits depends on how far each rank got before the mismatch stopped
+// it, so only the mismatch's own words are checked.
+func TestRunDiagnosesAMismatch(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	code, _, errOut := runGocoll(t, "skip", "run", "-n", "3", "--transport", "tcp", "--timeout", "20s", exe)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "collective mismatch: rank 2 called Barrier(0 × uint8) with dissemination but rank")
+	require.Contains(t, errOut, "gocoll run: flight recorder, when the job failed (")
 }
 
 // TestRunDumpsOnSIGUSR1: a SIGUSR1 to gocoll run has the ranks of a
