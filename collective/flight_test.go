@@ -56,7 +56,7 @@ func TestFlightRecorderHang(t *testing.T) {
 					dumps[r] = (*core.Comm)(c).FlightDump("test")
 				}
 				diagnosis = flight.Diagnose(n, dumps)
-				if waiting(dumps) == n-1 || time.Now().After(deadline) {
+				if waiting(dumps, 3) == n-1 || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -73,14 +73,14 @@ func TestFlightRecorderHang(t *testing.T) {
 	}
 }
 
-// waiting counts the dumps with a running call that waits. (A call
+// waiting counts the dumps whose operation seq runs and waits. (A call
 // that is done keeps the last slow wait it had.)
-func waiting(dumps []*flight.Dump) int {
+func waiting(dumps []*flight.Dump, seq uint64) int {
 	n := 0
 	for _, d := range dumps {
 		for _, c := range d.Comms {
 			for _, op := range c.Ops {
-				if op.Running && op.WaitFor >= 0 {
+				if op.Seq == seq && op.Running && op.WaitFor >= 0 {
 					n++
 				}
 			}
@@ -98,7 +98,7 @@ func TestFlightDumpFormat(t *testing.T) {
 	go func() { errc <- Bcast(ctx, cs[1], make([]int64, 2), 0, WithAlgorithm(Tree)) }()
 	var d *flight.Dump
 	for deadline := time.Now().Add(watchdog); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if d = (*core.Comm)(cs[1]).FlightDump("test"); waiting([]*flight.Dump{d}) == 1 {
+		if d = (*core.Comm)(cs[1]).FlightDump("test"); waiting([]*flight.Dump{d}, 1) == 1 {
 			break
 		}
 	}
