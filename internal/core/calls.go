@@ -113,13 +113,13 @@ func (t *callTable) markAsync(seq uint64, finished bool) {
 }
 
 // waiting notes that this rank's operation seq waits, slowly, for rank
-// peer of the communicator at step step (-1: unknown): what the flight
-// recorder tells of it. Only waits that already take long call it.
-func (t *callTable) waiting(seq uint64, peer, step int) {
-	now := time.Now()
+// peer of the communicator at step step (-1: unknown), since since: what
+// the flight recorder tells of it. Only waits that already take long
+// call it.
+func (t *callTable) waiting(seq uint64, peer, step int, since time.Time) {
 	t.mu.Lock()
 	if rec := &t.recs[seq%callHistory]; rec.seq == seq && rec.local {
-		rec.waitFor, rec.waitStep, rec.waitSince = peer, step, now
+		rec.waitFor, rec.waitStep, rec.waitSince = peer, step, since
 	}
 	t.mu.Unlock()
 }

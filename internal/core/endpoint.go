@@ -532,7 +532,7 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	defer ep.parked.Add(-1)
 	ep.watchAll()
 	if r.key.tag < 0 {
-		r.comm.calls.waiting(seqOf(r.key.tag), r.peer, StepOf(r.key.tag))
+		r.comm.calls.waiting(seqOf(r.key.tag), r.peer, StepOf(r.key.tag), time.Now())
 	}
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.

@@ -183,6 +183,9 @@ type SegmentOp struct {
 	// unrecorded says that the call is not in the communicator's call
 	// table yet (BeginLines): the first slow wait records it.
 	unrecorded bool
+	// noted says that a wait of the operation is in its call's record,
+	// for the flight recorder (callTable.waiting).
+	noted bool
 	// timed says to add up in waited the time the waits take (Time).
 	timed  bool
 	waited int64
@@ -452,9 +455,6 @@ func (op *SegmentOp) failed(r int) error {
 				s.c.AsyncCall(op.seq, false)
 			}
 		}
-		if r >= 0 {
-			s.c.calls.waiting(op.seq, r, -1)
-		}
 		// The first slow wait of the operation starts its clocks: a
 		// fast operation never reads the time.
 		op.live = now.Add(segLiveEvery)
@@ -465,6 +465,14 @@ func (op *SegmentOp) failed(r int) error {
 	}
 	if now.Before(op.live) {
 		return nil
+	}
+	if r >= 0 && !op.noted {
+		// A wait this long is what the flight recorder is for. The
+		// first slow wait of an operation comes after a few hundred
+		// polls, a common turn of small operations, which taking the
+		// call table's lock there made a fifth slower.
+		op.noted = true
+		s.c.calls.waiting(op.seq, r, -1, op.live.Add(-segLiveEvery))
 	}
 	op.live = now.Add(segLiveEvery)
 	if !op.deadline.IsZero() && now.After(op.deadline) {
