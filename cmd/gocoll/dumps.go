@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -102,14 +104,9 @@ func (d *jobDumps) diagnose(stderr io.Writer, when string) {
 	var dumps []*flight.Dump
 	var unread []string
 	for _, rank := range d.ranks {
-		f, err := os.Open(flight.RankPath(d.path, rank))
-		if os.IsNotExist(err) {
+		dump, err := readDump(flight.RankPath(d.path, rank))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
-		}
-		var dump *flight.Dump
-		if err == nil {
-			dump, err = flight.ReadDump(f)
-			f.Close()
 		}
 		if err != nil {
 			unread = append(unread, fmt.Sprintf("rank %d: %v", rank, err))

@@ -10,6 +10,7 @@
 //	bench   measure collectives over message sizes
 //	tune    measure this machine and write a tuning table
 //	trace   merge the timeline files of a job's ranks
+//	diagnose  say who waits for whom from the ranks' flight-recorder dumps
 //
 // Use "gocoll help <command>" for more information about a command.
 package main
@@ -24,7 +25,7 @@ import (
 var program = &cli.Program{
 	Name:     "gocoll",
 	Summary:  "gocoll runs and measures gocoll jobs.",
-	Commands: []*cli.Command{runCmd, benchCmd, tuneCmd, traceCmd},
+	Commands: []*cli.Command{runCmd, benchCmd, tuneCmd, traceCmd, diagnoseCmd},
 }
 
 func main() {

@@ -23,6 +23,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/flight"
 	"github.com/gocoll/gocoll/internal/launch"
 	"github.com/gocoll/gocoll/internal/testutil"
 )
@@ -570,4 +571,38 @@ func TestRunNamesTheCause(t *testing.T) {
 		require.Equal(t, 1, node0.wait(t), "stderr:\n%s", node0.stderr.String())
 		require.Contains(t, node0.stderr.String(), "gocoll run: ranks 2 and 3 lost: ")
 	})
+}
+
+// TestDiagnose: gocoll diagnose reads dump files as gocoll run reads
+// them, and refuses a file that is not a dump, naming it.
+func TestDiagnose(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	dumps := []*flight.Dump{
+		{Rank: 0, Size: 2, Time: now, Reason: "SIGUSR1", Comms: []flight.Comm{{ID: 1, Rank: 0, Group: []int{0, 1}, LastSeq: 4,
+			Ops: []flight.Op{{Seq: 4, Kind: "Allreduce", Call: "Allreduce(4 × float32, sum) with ring", Running: true, WaitFor: 1, Step: 0, Since: now.Add(-time.Second)}}}}},
+		{Rank: 1, Size: 2, Time: now, Reason: "SIGUSR1", Comms: []flight.Comm{{ID: 1, Rank: 1, Group: []int{0, 1}, LastSeq: 3,
+			Ops: []flight.Op{{Seq: 3, Kind: "Allreduce", Call: "Allreduce(4 × float32, sum) with ring", WaitFor: -1, Step: -1}}}}},
+	}
+	var files []string
+	for _, d := range dumps {
+		path := flight.RankPath(filepath.Join(dir, "dump.json"), d.Rank)
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		require.NoError(t, d.WriteJSON(f))
+		require.NoError(t, f.Close())
+		files = append(files, path)
+	}
+	code, out, errOut := runGocoll(t, "", append([]string{"diagnose"}, files...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "rank 0 waits in Allreduce #4")
+	require.Contains(t, out, "rank 1 has not called #4: it is in its own code")
+
+	garbage := filepath.Join(dir, "garbage.json")
+	require.NoError(t, os.WriteFile(garbage, []byte("{nope"), 0o600))
+	code, _, errOut = runGocoll(t, "", "diagnose", files[0], garbage)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, garbage)
+	code, _, _ = runGocoll(t, "", "diagnose")
+	require.Equal(t, 2, code)
 }
