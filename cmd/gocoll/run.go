@@ -18,6 +18,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/cli"
 	"github.com/gocoll/gocoll/internal/launch"
+	"github.com/gocoll/gocoll/internal/ranklist"
 	"github.com/gocoll/gocoll/internal/timeline"
 )
 
@@ -194,7 +195,7 @@ func collectTrace(job launch.Job, path string, stderr io.Writer) int {
 	pattern := rankPattern(path)
 	if job.Nodes > 1 {
 		fmt.Fprintf(stderr, "gocoll run: the timelines of %s are in %s; merge them with the other machines' files: gocoll trace merge -o %s %s\n",
-			ranksOf(ranks), pattern, path, pattern)
+			ranklist.Ranks(ranks), pattern, path, pattern)
 		return 0
 	}
 	var files []string

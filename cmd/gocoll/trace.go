@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/gocoll/gocoll/internal/cli"
+	"github.com/gocoll/gocoll/internal/ranklist"
 	"github.com/gocoll/gocoll/internal/timeline"
 )
 
@@ -123,46 +123,17 @@ func describeTrace(sum timeline.Summary, path string) string {
 			}
 			missing = append(missing, rank)
 		}
-		notes = append(notes, "no file from "+ranksOf(missing))
+		notes = append(notes, "no file from "+ranklist.Ranks(missing))
 	}
 	if len(sum.CutShort) > 0 {
-		notes = append(notes, "cut short: "+ranksOf(sum.CutShort))
+		notes = append(notes, "cut short: "+ranklist.Ranks(sum.CutShort))
 	}
 	if sum.Dropped > 0 {
 		notes = append(notes, fmt.Sprintf("%d spans dropped", sum.Dropped))
 	}
-	line := fmt.Sprintf("timeline of %s written to %s", ranksOf(sum.Ranks), path)
+	line := fmt.Sprintf("timeline of %s written to %s", ranklist.Ranks(sum.Ranks), path)
 	if len(notes) > 0 {
 		line += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return line
-}
-
-// ranksOf writes ranks, ascending, as "rank 2", "ranks 2 and 5" or
-// "ranks 0-3, 6 and 8-9": a big job's list stays one line.
-func ranksOf(ranks []int) string {
-	var runs []string
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		switch {
-		case j == i:
-			runs = append(runs, strconv.Itoa(ranks[i]))
-		case j == i+1:
-			runs = append(runs, strconv.Itoa(ranks[i]), strconv.Itoa(ranks[j]))
-		default:
-			runs = append(runs, strconv.Itoa(ranks[i])+"-"+strconv.Itoa(ranks[j]))
-		}
-		i = j + 1
-	}
-	noun := "ranks "
-	if len(ranks) == 1 {
-		noun = "rank "
-	}
-	if len(runs) <= 1 {
-		return noun + strings.Join(runs, "")
-	}
-	return noun + strings.Join(runs[:len(runs)-1], ", ") + " and " + runs[len(runs)-1]
 }

@@ -3,8 +3,8 @@ package flight
 import (
 	"cmp"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/ranklist"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -298,7 +298,7 @@ func startText(ws []*wait) string {
 		name = w.op.name()
 	}
 	var b strings.Builder
-	b.WriteString(ranksText(ranks))
+	b.WriteString(ranklist.Ranks(ranks))
 	if len(ws) == 1 {
 		b.WriteString(" waits")
 	} else {
@@ -474,7 +474,7 @@ func cycleText(path []*wait) string {
 	if len(ranks) == 1 {
 		return fmt.Sprintf(": rank %d waits for itself", ranks[0])
 	}
-	s := ": " + ranksText(ranks) + " wait for each other"
+	s := ": " + ranklist.Ranks(ranks) + " wait for each other"
 	if len(comms) > 1 {
 		// Each waits on one communicator for a rank blocked on another:
 		// the ranks call collectives on them in different orders.
@@ -485,7 +485,7 @@ func cycleText(path []*wait) string {
 				names[i] = "the world"
 			}
 		}
-		s += " (they call collectives on " + andText(names) + " in different orders)"
+		s += " (they call collectives on " + ranklist.Join(names) + " in different orders)"
 	}
 	return s
 }
@@ -532,7 +532,7 @@ func (g *diagnosis) notes() []string {
 	}
 	var notes []string
 	if len(missing) > 0 {
-		notes = append(notes, ranksText(missing)+" wrote no dump")
+		notes = append(notes, ranklist.Ranks(missing)+" wrote no dump")
 	}
 	for _, k := range order {
 		ranks := running[k]
@@ -540,16 +540,16 @@ func (g *diagnosis) notes() []string {
 		if len(ranks) > 1 {
 			verb = " are"
 		}
-		notes = append(notes, fmt.Sprintf("%s%s in %s%s with no wait recorded", ranksText(ranks), verb, k.name, commText(k.comm)))
+		notes = append(notes, fmt.Sprintf("%s%s in %s%s with no wait recorded", ranklist.Ranks(ranks), verb, k.name, commText(k.comm)))
 	}
 	notes = append(notes, bad...)
 	notes = append(notes, g.unusable...)
 	switch len(idle) {
 	case 0:
 	case 1:
-		notes = append(notes, ranksText(idle)+" is idle in its own code")
+		notes = append(notes, ranklist.Ranks(idle)+" is idle in its own code")
 	default:
-		notes = append(notes, ranksText(idle)+" are idle in their own code")
+		notes = append(notes, ranklist.Ranks(idle)+" are idle in their own code")
 	}
 	return notes
 }
@@ -561,41 +561,4 @@ func commText(id uint64) string {
 		return ""
 	}
 	return fmt.Sprintf(" on comm %#x", id)
-}
-
-// ranksText is "rank 2" or "ranks 0, 2 and 5"; ranks must be sorted.
-func ranksText(ranks []int) string {
-	if len(ranks) == 1 {
-		return "rank " + strconv.Itoa(ranks[0])
-	}
-	return "ranks " + listText(ranks)
-}
-
-// listText writes sorted, distinct numbers as "2", "2 and 3" or
-// "1, 2 and 5", with runs of three or more as ranges ("0-3 and 7"): a job
-// of a thousand ranks would print a thousand numbers.
-func listText(ns []int) string {
-	var parts []string
-	for i := 0; i < len(ns); {
-		j := i
-		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
-			j++
-		}
-		if j-i >= 2 {
-			parts = append(parts, strconv.Itoa(ns[i])+"-"+strconv.Itoa(ns[j]))
-			i = j + 1
-			continue
-		}
-		parts = append(parts, strconv.Itoa(ns[i]))
-		i++
-	}
-	return andText(parts)
-}
-
-// andText joins "a", "a and b", "a, b and c".
-func andText(parts []string) string {
-	if len(parts) <= 1 {
-		return strings.Join(parts, "")
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -452,21 +452,3 @@ func TestStepText(t *testing.T) {
 	require.Equal(t, " phase 1 step 3", opStepsText([]int{1<<20 + 3}))
 	require.Empty(t, opStepsText(nil))
 }
-
-func TestListText(t *testing.T) {
-	tests := []struct {
-		ns   []int
-		want string
-	}{
-		{[]int{2}, "2"},
-		{[]int{2, 3}, "2 and 3"},
-		{[]int{1, 2, 5}, "1, 2 and 5"},
-		{[]int{0, 1, 2, 3, 7}, "0-3 and 7"},
-		{[]int{0, 2, 3, 4, 6, 8, 9}, "0, 2-4, 6, 8 and 9"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			require.Equal(t, tt.want, listText(tt.ns))
-		})
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gocoll/gocoll/internal/ranklist"
 	"io"
 	"os"
 	"path/filepath"
@@ -266,7 +267,7 @@ func (d *Dump) Format(w io.Writer) error {
 			for j, seq := range running {
 				seqs[j] = "#" + strconv.FormatUint(seq, 10)
 			}
-			fmt.Fprintf(&b, ": running %s\n", andText(seqs))
+			fmt.Fprintf(&b, ": running %s\n", ranklist.Join(seqs))
 		case c.LastSeq == 0:
 			b.WriteString(": no operation yet\n")
 		default:
@@ -361,12 +362,12 @@ func stepsText(steps []int) string {
 		case p < 0:
 			parts = append(parts, "its last step")
 		case p == 0:
-			parts = append(parts, s+listText(in))
+			parts = append(parts, s+ranklist.Numbers(in))
 		default:
-			parts = append(parts, "phase "+strconv.Itoa(p)+" "+s+listText(in))
+			parts = append(parts, "phase "+strconv.Itoa(p)+" "+s+ranklist.Numbers(in))
 		}
 	}
-	return andText(parts)
+	return ranklist.Join(parts)
 }
 
 // forText is " (for 41s)", how long a wait that began at since had lasted
