@@ -182,7 +182,7 @@ func (k *call[T]) leave(err *error) {
 	// A blocking call accounts while it holds the communicator (see
 	// core.Comm.Account).
 	k.end(*err)
-	if e := k.c.LeaveCall(); e != nil && *err == nil {
+	if e := k.c.LeaveCall(k.me.Kind); e != nil && *err == nil {
 		*err = k.invalid(e)
 		k.c.AccountFailure(&k.t)
 	}
@@ -193,7 +193,7 @@ func (k *call[T]) leave(err *error) {
 // labels and trace region it leaves.
 func (k *call[T]) end(err error) {
 	k.c.Account(&k.t, err)
-	if k.c.Timeline() != nil {
+	if k.t.Traced() {
 		lane := 0
 		if k.beside {
 			lane = 1
@@ -208,7 +208,7 @@ func (k *call[T]) end(err error) {
 // start to end, to the rank's timeline, if it keeps one: a "send", a
 // "wait" for its first byte or the "recv" of the rest.
 func (k *call[T]) span(name string, start, end int64, peer, step, bytes int) {
-	if k.c.Timeline() == nil || end <= start {
+	if !k.t.Traced() || end <= start {
 		return
 	}
 	lane := 0
@@ -298,7 +298,7 @@ func (k *call[T]) register() error {
 	if k.beside && k.me.Algorithm != Shm {
 		k.c.AsyncCall(seq, false)
 	}
-	k.c.StartTally(&k.t, k.me.Kind, k.me.Algorithm, k.me.Count*k.size, !k.beside)
+	k.c.StartTally(&k.t, k.me.Kind, k.me.Algorithm, seq, k.me.Count*k.size, !k.beside)
 	if !k.beside {
 		k.label()
 	}

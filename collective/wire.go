@@ -197,7 +197,7 @@ func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, er
 	in.req = nil
 	if err == nil {
 		k.t.Received += uint64(n)
-		if k.c.Timeline() != nil {
+		if k.t.Traced() {
 			step, got := core.StepOf(h.Tag), max(start, arrived)
 			k.span("wait", start, got, peer, step, 0)
 			k.span("recv", got, k.t.Marked(), peer, step, n)

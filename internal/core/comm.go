@@ -34,7 +34,12 @@ type Comm struct {
 
 	busy atomic.Uint32 // the blocking call running (EnterCall)
 
-	stats statsTable
+	// What every call's tally reads (StartTally), copied from the
+	// endpoint: its options sit on cache lines that a small call would
+	// otherwise miss.
+	sampling uint64 // Options.statsSampling
+	traced   bool   // the rank keeps a timeline
+	stats    statsTable
 }
 
 // worldID is the id of the world communicator. Split derives the ids of
@@ -56,6 +61,7 @@ func newWorld(ep *endpoint) *Comm {
 func (ep *endpoint) bind(c *Comm) *Comm {
 	c.calls = ep.calls(c.id)
 	c.calls.bind(c)
+	c.sampling, c.traced = uint64(ep.opts.statsSampling), ep.timeline != nil
 	c.oneHost = true
 	for _, w := range c.group {
 		c.oneHost = c.oneHost && ep.hosts[w] == ep.hosts[c.group[0]]

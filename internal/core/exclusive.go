@@ -77,15 +77,11 @@ func (c *Comm) holdForStats() (uint32, bool) {
 	}
 }
 
-// LeaveCall marks the end of the blocking collective that EnterCall
-// started. It returns an error, wrapping ErrInvalid, when another
-// collective tried to start meanwhile.
-func (c *Comm) LeaveCall() error {
-	state := c.busy.Load()
-	for !c.busy.CompareAndSwap(state, (state&0xff)<<lastKindShift) {
-		state = c.busy.Load()
-	}
-	if state&busyContended != 0 {
+// LeaveCall marks the end of the blocking collective of kind kind that
+// EnterCall started. It returns an error, wrapping ErrInvalid, when
+// another collective tried to start meanwhile.
+func (c *Comm) LeaveCall(kind wire.Kind) error {
+	if state := c.busy.Swap(uint32(kind) << lastKindShift); state&busyContended != 0 {
 		return fmt.Errorf("%w: another collective was called on this communicator in another goroutine while %s ran: "+
 			"the ranks may have matched the wrong calls (use AllreduceAsync, or Split a communicator per goroutine)",
 			ErrInvalid, wire.Kind(state&0xff))

@@ -422,7 +422,7 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 func (op *SegmentOp) timeWait(r int, step uint64, start int64) {
 	end := Now()
 	op.waited += end - start
-	if op.s.c.ep.timeline != nil {
+	if op.s.c.traced {
 		op.s.c.TimelineSpan(&timeline.Span{Name: "wait", Cat: "wait", Start: start, End: end,
 			Seq: op.seq, Peer: r, Step: int(step), Transport: "segment"})
 	}

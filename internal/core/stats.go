@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,8 +17,9 @@ import (
 //
 // Reading the clock costs about 25 ns here, a tenth of an 8-byte call
 // over shared memory, so not every call is timed: one in
-// Options.statsSampling of the calls of less than timedFrom bytes, and
-// every larger one, whose time dwarfs the clock's.
+// Options.statsSampling of the calls of less than timedFrom bytes
+// (sampled, by their sequence numbers), and every larger one, whose time
+// dwarfs the clock's.
 //
 // Counting must cost less than an atomic add per figure, about 2.5 ns
 // each (three of them were 3 % of an 8-byte call). A blocking call, which
@@ -69,8 +71,12 @@ const (
 type Tally struct {
 	Sent, Received uint64
 
-	row         *statsRow // nil: not started
-	blocking    bool      // the call holds its communicator
+	kind        wire.Kind
+	algo        wire.Algorithm
+	started     bool // by StartTally
+	blocking    bool // the call holds its communicator
+	traced      bool // the call goes on the rank's timeline
+	quick       bool // blocking and not timed: Account's common case
 	on          bool
 	start, last int64
 	parts       [numParts]int64
@@ -81,6 +87,10 @@ func (t *Tally) Started() int64 { return t.start }
 
 // Marked is when the last lap ended or Mark was called, if it is timed.
 func (t *Tally) Marked() int64 { return t.last }
+
+// Traced reports whether the call goes on the rank's timeline (then it
+// is timed too).
+func (t *Tally) Traced() bool { return t.traced }
 
 // Timed reports whether the tally measures time. A nil Tally does not.
 func (t *Tally) Timed() bool { return t != nil && t.on }
@@ -155,63 +165,78 @@ func (r *statsRow) flush() {
 // statsTable is a communicator's statistics, a row per collective and
 // algorithm, made on first use.
 type statsTable struct {
-	rows [wire.NumKinds][wire.NumAlgorithms]atomic.Pointer[statsRow]
+	// rows by rowIndex: 256 of them, indexed by a byte, which takes
+	// no bounds check.
+	rows [1 << 8]atomic.Pointer[statsRow]
+}
+
+// Every row has an index of its own.
+var _ [1<<8 - wire.NumKinds*wire.NumAlgorithms]struct{}
+
+// rowIndex is the index of kind and algo's row.
+func rowIndex(kind wire.Kind, algo wire.Algorithm) uint8 {
+	return uint8(int(kind)*wire.NumAlgorithms + int(algo))
 }
 
 // row is the row of kind and algo. It inlines but for a row's first
 // call.
 func (s *statsTable) row(kind wire.Kind, algo wire.Algorithm) *statsRow {
-	if r := s.rows[kind][algo].Load(); r != nil {
+	if r := s.rows[rowIndex(kind, algo)].Load(); r != nil {
 		return r
 	}
 	return s.newRow(kind, algo)
 }
 
 func (s *statsTable) newRow(kind wire.Kind, algo wire.Algorithm) *statsRow {
-	p := &s.rows[kind][algo]
+	p := &s.rows[rowIndex(kind, algo)]
 	p.CompareAndSwap(nil, new(statsRow))
 	return p.Load()
 }
 
-// StartTally starts t, the tally of a call of kind and algo moving bytes
-// bytes (the size the selector went by), and times it when the sampling
-// says so. A blocking call holds c (EnterCall); an async one does not.
-func (c *Comm) StartTally(t *Tally, kind wire.Kind, algo wire.Algorithm, bytes int, blocking bool) {
-	t.row, t.blocking = c.stats.row(kind, algo), blocking
-	if c.ep.timeline != nil || c.timeNext(t, bytes) {
-		t.on = true
-		t.start = Now()
-		t.last = t.start
+// StartTally starts t, the tally of call seq of kind and algo moving
+// bytes bytes (the size the selector went by), and times it when the
+// sampling says so. A blocking call holds c (EnterCall); an async one
+// does not. It only notes what the call is: the call's row is looked up
+// when the call ends (Account), which is all a small call pays.
+func (c *Comm) StartTally(t *Tally, kind wire.Kind, algo wire.Algorithm, seq uint64, bytes int, blocking bool) {
+	t.kind, t.algo, t.blocking, t.traced, t.started, t.quick = kind, algo, blocking, c.traced, true, blocking
+	if c.traced || c.sampling != 0 && (bytes >= timedFrom || sampled(seq, c.sampling)) {
+		t.time()
 	}
 }
 
-// timeNext says whether to time the next call of row, of bytes bytes. A
-// sampling that is a power of two, as the default, takes a mask instead
-// of a division, which costs as much as the rest of the choice.
-func (c *Comm) timeNext(t *Tally, bytes int) bool {
-	n := uint64(c.ep.opts.statsSampling)
-	switch {
-	case n == 0:
-		return false
-	case bytes >= timedFrom:
-		return true
-	}
-	calls := t.row.calls.Load()
-	if t.blocking {
-		calls += t.row.pending.calls
-	}
-	if n&(n-1) == 0 {
-		return calls&(n-1) == 0
-	}
-	return calls%n == 0
+// time starts timing the tally's call.
+func (t *Tally) time() {
+	t.on, t.quick = true, false
+	t.start = Now()
+	t.last = t.start
+}
+
+// sampled picks one in n of a communicator's sequence numbers, by a hash
+// of the number: with no state to keep, and without favouring one kind
+// of call where kinds alternate (a Barrier after every Allreduce, say),
+// as every nth call would.
+func sampled(seq, n uint64) bool {
+	hi, _ := bits.Mul64(seq*0x9e3779b97f4a7c15, n)
+	return hi == 0
 }
 
 // Account adds t, the tally of a call that ended with err, to its row.
 // A blocking call accounts before it leaves its communicator
 // (LeaveCall), which hands its pending counts on to the next holder.
 func (c *Comm) Account(t *Tally, err error) {
-	r := t.row
+	if !t.started {
+		return
+	}
+	r := c.stats.rows[rowIndex(t.kind, t.algo)].Load() // row, by hand: it does not inline
 	if r == nil {
+		r = c.stats.newRow(t.kind, t.algo)
+	}
+	if p := &r.pending; t.quick && err == nil && p.calls < flushEvery-1 {
+		// The common case: a blocking call that went well, not timed.
+		p.calls++
+		p.sent += t.Sent
+		p.received += t.Received
 		return
 	}
 	if t.blocking {
@@ -247,8 +272,8 @@ func (c *Comm) Account(t *Tally, err error) {
 // AccountFailure counts a failure that a call of t's learned after it
 // accounted (LeaveCall's).
 func (c *Comm) AccountFailure(t *Tally) {
-	if t.row != nil {
-		t.row.failed.Add(1)
+	if t.started {
+		c.stats.row(t.kind, t.algo).failed.Add(1)
 	}
 }
 
@@ -277,9 +302,9 @@ func (c *Comm) Stats() []CallStats {
 		defer c.busy.Store(restore)
 	}
 	var out []CallStats
-	for kind := range c.stats.rows {
-		for algo := range c.stats.rows[kind] {
-			r := c.stats.rows[kind][algo].Load()
+	for kind := range wire.NumKinds {
+		for algo := range wire.NumAlgorithms {
+			r := c.stats.rows[rowIndex(wire.Kind(kind), wire.Algorithm(algo))].Load()
 			if r == nil {
 				continue
 			}

@@ -27,12 +27,8 @@ func (ep *endpoint) setTimeline(r *timeline.Recorder) {
 	ep.timelineBase = Now() - r.Now()
 }
 
-// Timeline is the recorder of c's rank's timeline, nil when it keeps
-// none.
-func (c *Comm) Timeline() *timeline.Recorder { return c.ep.timeline }
-
 // TimelineSpan adds s to the rank's timeline, its times taken on Now's
-// clock. The caller checks that there is a timeline.
+// clock. The caller checks that there is a timeline (Tally.Traced).
 func (c *Comm) TimelineSpan(s *timeline.Span) {
 	s.Start -= c.ep.timelineBase
 	s.End -= c.ep.timelineBase
