@@ -47,10 +47,11 @@ func AllreduceAsync[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op
 		close(r.done)
 		return r
 	}
+	k.c.AsyncCall(k.seq, k.me, true)
 	go func() {
 		k.label()
 		r.err = k.allreduce(buf, buf)
-		k.c.AsyncCall(k.seq, true)
+		k.c.AsyncCall(k.seq, k.me, false)
 		k.end(r.err)
 		close(r.done)
 	}()

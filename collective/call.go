@@ -194,12 +194,8 @@ func (k *call[T]) leave(err *error) {
 func (k *call[T]) end(err error) {
 	k.c.Account(&k.t, err)
 	if k.t.Traced() {
-		lane := 0
-		if k.beside {
-			lane = 1
-		}
 		k.c.TimelineSpan(&timeline.Span{Name: k.me.Kind.String(), Cat: "collective", Start: k.t.Started(), End: core.Now(),
-			Seq: k.seq, Bytes: int64(k.me.Count * k.size), Peer: -1, Step: -1, Algorithm: k.me.Algorithm.String(), Lane: lane})
+			Seq: k.seq, Bytes: int64(k.me.Count * k.size), Peer: -1, Step: -1, Algorithm: k.me.Algorithm.String(), Lane: k.lane()})
 	}
 	k.unlabel()
 }
@@ -211,12 +207,17 @@ func (k *call[T]) span(name string, start, end int64, peer, step, bytes int) {
 	if !k.t.Traced() || end <= start {
 		return
 	}
-	lane := 0
-	if k.beside {
-		lane = 1
-	}
 	k.c.TimelineSpan(&timeline.Span{Name: name, Cat: name, Start: start, End: end, Seq: k.seq,
-		Bytes: int64(bytes), Peer: peer, Step: step, Lane: lane})
+		Bytes: int64(bytes), Peer: peer, Step: step, Lane: k.lane()})
+}
+
+// lane is the timeline track of the call's spans: 0 for blocking calls,
+// 1 for async ones, which overlap them.
+func (k *call[T]) lane() int {
+	if k.beside {
+		return 1
+	}
+	return 0
 }
 
 // label marks the running goroutine as running the call: an
@@ -252,10 +253,10 @@ func (k *call[T]) unlabel() {
 // labels.
 const labelFrom = 64 << 10
 
-// labeled holds, by collective and algorithm, a context with nothing but
-// their profiler labels, made on first use: a call whose context carries
-// no labels of its own sets these, without allocating.
-var labeled [wire.NumKinds][wire.NumAlgorithms]atomic.Pointer[context.Context]
+// labelContexts holds, by collective and algorithm, a context with
+// nothing but their profiler labels, made on first use: a call whose
+// context carries no labels of its own sets these, without allocating.
+var labelContexts [wire.NumKinds][wire.NumAlgorithms]atomic.Pointer[context.Context]
 
 // profileContext is ctx with the profiler labels of a call of kind and
 // algo.
@@ -265,7 +266,7 @@ func profileContext(ctx context.Context, kind wire.Kind, algo wire.Algorithm) co
 	if own {
 		return pprof.WithLabels(ctx, pprof.Labels("collective", kind.String(), "algorithm", algo.String()))
 	}
-	p := &labeled[kind][algo]
+	p := &labelContexts[kind][algo]
 	if l := p.Load(); l != nil {
 		return *l
 	}
@@ -295,9 +296,6 @@ func (k *call[T]) register() error {
 		return k.wrap(-1, err)
 	}
 	k.seq = seq
-	if k.beside && k.me.Algorithm != Shm {
-		k.c.AsyncCall(seq, false)
-	}
 	k.c.StartTally(&k.t, k.me.Kind, k.me.Algorithm, seq, k.me.Count*k.size, !k.beside)
 	if !k.beside {
 		k.label()

@@ -65,9 +65,6 @@ func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) 
 		if err := k.c.RecordCall(k.seq, k.me); err != nil {
 			return k.wrap(-1, err)
 		}
-		if k.beside {
-			k.c.AsyncCall(k.seq, false)
-		}
 	}
 	if err := s.Begin(op, k.ctx, k.ticket, k.seq, k.me, [2][]byte{asBytes(a), asBytes(b)}); err != nil {
 		return k.wrap(-1, err)

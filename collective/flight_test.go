@@ -110,3 +110,36 @@ func TestFlightDumpFormat(t *testing.T) {
 		require.Contains(t, b.String(), want)
 	}
 }
+
+// TestFlightDumpAsync checks that a dump shows an AllreduceAsync that
+// waits as running and async, over links and through the segment's fast
+// lines, and as done once it ended.
+func TestFlightDumpAsync(t *testing.T) {
+	for _, transport := range []string{"mem", "auto"} {
+		t.Run(transport, func(t *testing.T) {
+			cs := job(t, 2, comm.WithTransport(transport))
+			ctx, cancel := context.WithCancel(context.Background())
+			req := AllreduceAsync(ctx, cs[0], make([]float32, 2), codec.Sum) // rank 1 never joins
+			running := func() *flight.Op {
+				d := (*core.Comm)(cs[0]).FlightDump("test")
+				for _, c := range d.Comms {
+					for i, op := range c.Ops {
+						if op.Seq == 1 && op.Running && op.Async {
+							return &c.Ops[i]
+						}
+					}
+				}
+				return nil
+			}
+			var op *flight.Op
+			for deadline := time.Now().Add(watchdog); op == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				op = running()
+			}
+			require.NotNil(t, op, "the async call is not in the dump as running")
+			require.Equal(t, "Allreduce", op.Kind)
+			cancel()
+			require.ErrorIs(t, req.Wait(), context.Canceled)
+			require.Nil(t, running(), "the async call still shows as running after it ended")
+		})
+	}
+}

@@ -51,6 +51,17 @@ type callTable struct {
 	group []int // world rank of each member; nil until the communicator exists here
 	comm  *Comm // nil until the communicator exists here
 	recs  [callHistory]callRecord
+	// async are this rank's async calls (AllreduceAsync) that run, for
+	// the flight recorder: a blocking call's progress it reads from the
+	// communicator (Comm.busy), but async calls run beside it, and one
+	// through the fast lines is in no record.
+	async []asyncCall
+}
+
+// asyncCall is an async call that runs.
+type asyncCall struct {
+	seq  uint64
+	call wire.Call
 }
 
 // callRecord is one operation: the call this rank made, or, before it
@@ -70,10 +81,6 @@ type callRecord struct {
 	waitFor   int
 	waitStep  int
 	waitSince time.Time
-	// async says that AllreduceAsync issued the call, and finished that
-	// it is over (Comm.AsyncCall): the flight recorder tells a blocking
-	// call's progress from the communicator (Comm.busy), not these.
-	async, finished bool
 }
 
 // bind makes t the table of communicator c.
@@ -100,16 +107,6 @@ func (t *callTable) start(seq uint64, call wire.Call) *MismatchError {
 	*rec = callRecord{seq: seq, local: true, call: call, waitFor: -1}
 	t.mu.Unlock()
 	return m
-}
-
-// markAsync notes that this rank's operation seq is an async one, over
-// when finished.
-func (t *callTable) markAsync(seq uint64, finished bool) {
-	t.mu.Lock()
-	if rec := &t.recs[seq%callHistory]; rec.seq == seq && rec.local {
-		rec.async, rec.finished = true, finished
-	}
-	t.mu.Unlock()
 }
 
 // waiting notes that this rank's operation seq waits, slowly, for rank

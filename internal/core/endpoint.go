@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/timeline"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
 )

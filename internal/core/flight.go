@@ -70,12 +70,19 @@ func (t *callTable) flight() (flight.Comm, bool) {
 			continue
 		}
 		// The blocking call in progress has the last number, unless an
-		// async call was issued from another goroutine meanwhile, which
-		// the dump then shows as running in its place.
-		runs := rec.async && !rec.finished || !rec.async && blocking && rec.seq == fc.LastSeq
+		// async call was issued from another goroutine meanwhile.
 		fc.Ops = append(fc.Ops, flight.Op{Seq: rec.seq, Kind: rec.call.Kind.String(), Call: rec.call.String(),
-			Running: runs, Async: rec.async, WaitFor: rec.waitFor, Step: rec.waitStep, Since: rec.waitSince})
+			Running: blocking && rec.seq == fc.LastSeq, WaitFor: rec.waitFor, Step: rec.waitStep, Since: rec.waitSince})
 		recorded = recorded || rec.seq == fc.LastSeq
+	}
+	for _, a := range t.async {
+		i := slices.IndexFunc(fc.Ops, func(op flight.Op) bool { return op.Seq == a.seq })
+		if i < 0 {
+			i = len(fc.Ops)
+			fc.Ops = append(fc.Ops, flight.Op{Seq: a.seq, Kind: a.call.Kind.String(), Call: a.call.String(), WaitFor: -1, Step: -1})
+		}
+		fc.Ops[i].Running, fc.Ops[i].Async = true, true
+		recorded = recorded || a.seq == fc.LastSeq
 	}
 	// A call through the fast lines is recorded only if it waits long:
 	// the communicator still knows the kind of the last one, and of the
@@ -95,9 +102,18 @@ func (t *callTable) flight() (flight.Comm, bool) {
 	return fc, true
 }
 
-// AsyncCall notes that this rank's operation seq on c was issued by
-// AllreduceAsync, and whether it is over, for the flight recorder.
-func (c *Comm) AsyncCall(seq uint64, finished bool) { c.calls.markAsync(seq, finished) }
+// AsyncCall notes, for the flight recorder, that the async call (from
+// AllreduceAsync) numbered seq on c runs, or no longer does.
+func (c *Comm) AsyncCall(seq uint64, call wire.Call, running bool) {
+	t := c.calls
+	t.mu.Lock()
+	if running {
+		t.async = append(t.async, asyncCall{seq, call})
+	} else {
+		t.async = slices.DeleteFunc(t.async, func(a asyncCall) bool { return a.seq == seq })
+	}
+	t.mu.Unlock()
+}
 
 // dump writes the flight recorder's dump for reason where it goes: the
 // file that GOCOLL_DUMP names, or the log.

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/timeline"
 	"log/slog"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gocoll/gocoll/internal/rendezvous"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/mem"
 	"github.com/gocoll/gocoll/internal/transport/tcp"

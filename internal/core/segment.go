@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/timeline"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/regmem"
 	"github.com/gocoll/gocoll/internal/shmem"
+	"github.com/gocoll/gocoll/internal/timeline"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -450,9 +450,6 @@ func (op *SegmentOp) failed(r int) error {
 			op.unrecorded = false
 			if err := s.c.RecordCall(op.seq, op.call); err != nil {
 				return err
-			}
-			if op.beside {
-				s.c.AsyncCall(op.seq, false)
 			}
 		}
 		// The first slow wait of the operation starts its clocks: a

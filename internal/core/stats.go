@@ -76,7 +76,6 @@ type Tally struct {
 	started     bool // by StartTally
 	blocking    bool // the call holds its communicator
 	traced      bool // the call goes on the rank's timeline
-	quick       bool // blocking and not timed: Account's common case
 	on          bool
 	start, last int64
 	parts       [numParts]int64
@@ -92,8 +91,8 @@ func (t *Tally) Marked() int64 { return t.last }
 // is timed too).
 func (t *Tally) Traced() bool { return t.traced }
 
-// Timed reports whether the tally measures time. A nil Tally does not.
-func (t *Tally) Timed() bool { return t != nil && t.on }
+// Timed reports whether the tally measures time.
+func (t *Tally) Timed() bool { return t.on }
 
 // Mark starts a lap: the time since the last one goes to no part.
 func (t *Tally) Mark() {
@@ -178,8 +177,7 @@ func rowIndex(kind wire.Kind, algo wire.Algorithm) uint8 {
 	return uint8(int(kind)*wire.NumAlgorithms + int(algo))
 }
 
-// row is the row of kind and algo. It inlines but for a row's first
-// call.
+// row is the row of kind and algo, made on its first call.
 func (s *statsTable) row(kind wire.Kind, algo wire.Algorithm) *statsRow {
 	if r := s.rows[rowIndex(kind, algo)].Load(); r != nil {
 		return r
@@ -199,7 +197,7 @@ func (s *statsTable) newRow(kind wire.Kind, algo wire.Algorithm) *statsRow {
 // does not. It only notes what the call is: the call's row is looked up
 // when the call ends (Account), which is all a small call pays.
 func (c *Comm) StartTally(t *Tally, kind wire.Kind, algo wire.Algorithm, seq uint64, bytes int, blocking bool) {
-	t.kind, t.algo, t.blocking, t.traced, t.started, t.quick = kind, algo, blocking, c.traced, true, blocking
+	t.kind, t.algo, t.blocking, t.traced, t.started = kind, algo, blocking, c.traced, true
 	if c.traced || c.sampling != 0 && (bytes >= timedFrom || sampled(seq, c.sampling)) {
 		t.time()
 	}
@@ -207,7 +205,7 @@ func (c *Comm) StartTally(t *Tally, kind wire.Kind, algo wire.Algorithm, seq uin
 
 // time starts timing the tally's call.
 func (t *Tally) time() {
-	t.on, t.quick = true, false
+	t.on = true
 	t.start = Now()
 	t.last = t.start
 }
@@ -228,17 +226,7 @@ func (c *Comm) Account(t *Tally, err error) {
 	if !t.started {
 		return
 	}
-	r := c.stats.rows[rowIndex(t.kind, t.algo)].Load() // row, by hand: it does not inline
-	if r == nil {
-		r = c.stats.newRow(t.kind, t.algo)
-	}
-	if p := &r.pending; t.quick && err == nil && p.calls < flushEvery-1 {
-		// The common case: a blocking call that went well, not timed.
-		p.calls++
-		p.sent += t.Sent
-		p.received += t.Received
-		return
-	}
+	r := c.stats.row(t.kind, t.algo)
 	if t.blocking {
 		p := &r.pending
 		p.calls++

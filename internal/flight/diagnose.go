@@ -3,10 +3,11 @@ package flight
 import (
 	"cmp"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/ranklist"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gocoll/gocoll/internal/ranklist"
 )
 
 // Diagnose reads the dumps of one job's ranks (any subset, in any order;

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gocoll/gocoll/internal/ranklist"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gocoll/gocoll/internal/ranklist"
 )
 
 // worldID is the id of the world communicator, which spans the job.
