@@ -27,11 +27,13 @@ portable; where views exist Store sees that the bytes already are s and
 does nothing:
 
 	b := codec.Bytes(s)
-	n, err := c.Recv(ctx, src, tag, b)
+	st, err := c.Recv(ctx, src, tag, b)
 	if err != nil {
 		return err
 	}
-	codec.Store(s, b[:n])
+	codec.Store(s, b[:st.Bytes])
+
+comm.Send and comm.Recv do this for typed slices.
 
 # Half precision
 

@@ -16,9 +16,6 @@ type Comm core.Comm
 // core is c as the engine knows it.
 func (c *Comm) core() *core.Comm { return (*core.Comm)(c) }
 
-// Request is a receive posted with Irecv.
-type Request core.Request
-
 // Init joins the job described by the environment and returns its world
 // communicator. It reads, in this order, the variables of gocoll run
 // (GOCOLL_RANK, GOCOLL_SIZE, GOCOLL_ADDR), torchrun (RANK, WORLD_SIZE,
@@ -35,11 +32,24 @@ type Request core.Request
 // GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
 // GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),
 // GOCOLL_TRACE the rank's timeline (WithTimeline), GOCOLL_DUMP where the
-// flight recorder dumps (see the package doc), and GOCOLL_DEBUG turns on
-// debug logging. Options override the environment.
+// flight recorder dumps (see the package doc), GOCOLL_SINGLETON whether a
+// program without a launcher runs as a single rank (WithSingleton), and
+// GOCOLL_DEBUG turns on debug logging. Options override the environment.
 //
 // Rank 0 serves the rendezvous at the address; the others retry until it
 // is up or the timeout passes. Init returns once every rank has joined.
+//
+// A program that no launcher started, where none of the rank variables
+// above (GOCOLL_RANK, RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
+// JOB_COMPLETION_INDEX) nor GOCOLL_SIZE, WORLD_SIZE,
+// OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or GOCOLL_ADDR is set, becomes a job
+// of one rank, as with MPI's singleton init: Init returns rank 0 of a
+// world of size 1 at once, without a rendezvous, links or a listening
+// socket, and logs so at Info through the logger (WithLogger). Every
+// collective and point-to-point call works on it. GOCOLL_SINGLETON=0 or
+// WithSingleton(false) make that an error wrapping ErrInvalid instead. A
+// partial environment, such as RANK without WORLD_SIZE or WORLD_SIZE
+// without RANK, is always an error.
 func Init(ctx context.Context, opts ...Option) (*Comm, error) {
 	c, err := core.Init(ctx, engineOptions(opts)...)
 	return (*Comm)(c), err
@@ -84,19 +94,37 @@ func (c *Comm) Size() int {
 	return c.core().Size()
 }
 
-// Send sends b to rank dst with the given tag. It returns once b may be
-// reused, which for messages the peer has not yet asked for means once the
-// bytes are handed to the transport. Tags are non-negative; messages with
-// the same tag from one sender arrive in the order they were sent.
-func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
-	return c.core().Send(ctx, dst, tag, b)
+// LocalRank is this rank's index among the ranks of c that run on its
+// host, counted in the order of their ranks in c: 0 for the lowest rank
+// of c on the host, up to LocalSize()-1. It is what torchrun calls
+// LOCAL_RANK and Open MPI OMPI_COMM_WORLD_LOCAL_RANK, but gocoll works it
+// out itself from the host identities the ranks exchange when they join,
+// so it is right under every launcher (and without one), and for every
+// communicator, those made by Split too: there it counts only the
+// members of the new communicator. Use it to pick a device or a core
+// per rank of a host.
+//
+// Ranks run on one host when their host identities are equal. A rank's
+// identity is, first, what WithHostIdentity returns for it; else the
+// GOCOLL_HOST variable of its process, when set and not empty; else the
+// machine's own: its hostname and machine id (or boot id), so that
+// containers that repeat a hostname still differ. Ranks that set
+// GOCOLL_HOST to one value count as one host wherever they run, and ranks
+// of one machine that set different values count as several hosts, which
+// lets one machine stand in for many. The ranks of NewLocal share one
+// process, hence one identity unless WithHostIdentity says otherwise.
+//
+// Both are worked out once, when c is made; the calls cost nothing.
+func (c *Comm) LocalRank() int {
+	return c.core().LocalRank()
 }
 
-// Recv receives a message with the given tag from rank src into b and
-// returns its length. A message longer than b is an error wrapping
-// ErrTruncated that names both sizes; the message is not consumed.
-func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (int, error) {
-	return c.core().Recv(ctx, src, tag, b)
+// LocalSize is the number of ranks of c that run on this rank's host,
+// this rank among them: torchrun's LOCAL_WORLD_SIZE, Open MPI's
+// OMPI_COMM_WORLD_LOCAL_SIZE, for c. See LocalRank for what makes a host.
+// It is Size() when every rank of c runs on one host.
+func (c *Comm) LocalSize() int {
+	return c.core().LocalSize()
 }
 
 // Split partitions c into disjoint communicators, like MPI_Comm_split.
@@ -127,21 +155,6 @@ func (c *Comm) Abort(err error) {
 // Close is idempotent.
 func (c *Comm) Close() error {
 	return c.core().Close()
-}
-
-// Irecv posts a receive and returns at once. A message that arrives after
-// the receive is posted is read straight into b; b must not be touched
-// until Wait returns.
-func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
-	r, err := c.core().Irecv(src, tag, b)
-	return (*Request)(r), err
-}
-
-// Wait blocks until the receive completes and returns the message length.
-// It honours ctx and the communicator's timeout: a receive that no message
-// matched yet is withdrawn and the error wraps ctx's error or ErrTimeout.
-func (r *Request) Wait(ctx context.Context) (int, error) {
-	return (*core.Request)(r).Wait(ctx)
 }
 
 // LossSettle is how long a rank that finds a peer lost waits for news of

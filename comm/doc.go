@@ -12,6 +12,20 @@
 // when a rank dies or aborts. NewLocal starts all ranks of a job inside one
 // process, over in-memory links or over real TCP sockets.
 //
+// A program started without a launcher (none of the launchers' rank and
+// size variables set) is a job of its own: Init makes it rank 0 of a
+// world of one, as MPI's singleton init does, with no rendezvous and no
+// sockets, and logs so once at Info. Every call works on that world, so
+// one binary runs both alone and under a launcher. GOCOLL_SINGLETON=0
+// or WithSingleton(false) make a missing environment an error instead; a
+// partial one (RANK without WORLD_SIZE, say) always is.
+//
+// Every communicator knows which of its ranks share a host, by the host
+// identity each rank publishes when it joins (see Shared memory):
+// LocalRank and LocalSize are this rank's place among its host's ranks
+// and their number, under any launcher and for communicators made by
+// Split too.
+//
 // # Links
 //
 // Links are opened lazily, on a rank's first message to a peer, so a job
@@ -54,10 +68,31 @@
 // refusals at a bounded rate, so a flood of strangers costs bounded
 // memory and log lines.
 //
+// # Point to point
+//
+// Send and Recv move bytes; the generic Send and Recv move typed slices
+// (their own memory on little-endian hosts) and check the element type.
+// Isend and Irecv start a send or a receive and return a Request;
+// Request.Wait, WaitAny and WaitAll finish them. Sendrecv exchanges with
+// two peers at once. Probe and Iprobe report the Status (source, tag,
+// length) of the next message a receive would take, without taking it,
+// so that a receiver can size its buffer or learn who is asking:
+//
+//	st, err := c.Probe(ctx, comm.AnySource, tagResult)
+//	buf := make([]byte, st.Bytes)
+//	_, err = c.Recv(ctx, st.Source, st.Tag, buf)
+//
 // # Matching
 //
-// A receive names (source, communicator, tag); messages with the same
-// triple are received in the order they were sent, as in MPI. When the
+// A receive names (source, communicator, tag), where the source may be
+// AnySource and the tag AnyTag; messages with the same triple are
+// received in the order they were sent, as in MPI. A message goes to the
+// earliest posted receive that matches it, named or wildcard, and a
+// receive takes the earliest matching message that has arrived, whichever
+// rank sent it. Wildcards match only messages of user tags of their own
+// communicator, never a collective's traffic. A wildcard receive that
+// names no source looks at every member's messages at once, which costs
+// a little more per posted receive on large communicators. When the
 // receive is posted before the message arrives the payload is read
 // straight into the receive's buffer. A message that arrives first is kept
 // in a pooled buffer; the bytes kept that way are bounded
@@ -121,10 +156,11 @@
 //
 // # Concurrency
 //
-// A Comm may be used from several goroutines at once: Rank, Size, Send,
-// Recv, Irecv, Abort and Close are safe concurrently, and messages of
-// concurrent sends to one peer with one tag arrive in some order of the
-// sends. Operations are another matter: ranks match them by the order in
+// A Comm may be used from several goroutines at once: Rank, Size, the
+// point-to-point calls, Abort and Close are safe concurrently, and
+// messages of concurrent sends to one peer with one tag arrive in some
+// order of the sends; sends from one goroutine, Isend's included, arrive
+// in the order it made them. Operations are another matter: ranks match them by the order in
 // which each rank starts them, so two goroutines that start operations
 // on one communicator at once make that order the scheduler's. A blocking
 // collective that overlaps another on the same communicator therefore
@@ -187,8 +223,10 @@
 //
 // # Performance
 //
-// Send and Recv of a steady stream allocate nothing: receive requests,
-// timers and buffers for early messages come from pools. Each message costs
+// Send and Recv of a steady stream allocate nothing, typed or not and
+// with wildcards too: requests, timers and buffers for early messages
+// come from pools. Isend costs a goroutine per destination while sends
+// to it are in flight, and WaitAny a channel per call. Each message costs
 // one fixed-size header and, over TCP, one system call per MiB.
 //
 // A call that waits for a message over TCP first polls the socket itself

@@ -27,7 +27,8 @@ func ExampleComm_Send() {
 		}
 	})
 	buf := make([]byte, 16)
-	n, err := cs[1].Recv(ctx, 0, 7, buf)
+	st, err := cs[1].Recv(ctx, 0, 7, buf)
+	n := st.Bytes
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -33,7 +33,8 @@ func TestPingPong(t *testing.T) {
 						if err := c.Send(ctx, next, seq, payload(me, next, seq, sz)); err != nil {
 							return err
 						}
-						got, err := req.Wait(ctx)
+						st, err := req.Wait(ctx)
+						got := st.Bytes
 						if err != nil {
 							return err
 						}
@@ -189,7 +190,8 @@ func TestTruncationKeepsMessage(t *testing.T) {
 					assertTruncated(t, err)
 				}
 				big := make([]byte, 200)
-				n, err := cs[1].Recv(ctx, 0, 3, big)
+				st, err := cs[1].Recv(ctx, 0, 3, big)
+				n := st.Bytes
 				require.NoError(t, err)
 				require.Equal(t, 100, n)
 				require.Equal(t, msg, big[:n])
@@ -218,7 +220,8 @@ func TestSelfSend(t *testing.T) {
 	req, err := c.Irecv(0, 2, make([]byte, 5))
 	require.NoError(t, err)
 	require.NoError(t, c.Send(ctx, 0, 2, []byte("later")))
-	n, err := req.Wait(ctx)
+	st, err := req.Wait(ctx)
+	n := st.Bytes
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 	buf := make([]byte, 5)
@@ -240,7 +243,12 @@ func TestInvalidArguments(t *testing.T) {
 		{"send to rank -1", func() error { return c.Send(ctx, -1, 0, nil) }, "rank -1 is outside"},
 		{"send negative tag", func() error { return c.Send(ctx, 1, -3, nil) }, "tag -3 is negative"},
 		{"recv from rank 5", func() error { _, err := c.Recv(ctx, 5, 0, nil); return err }, "rank 5 is outside"},
-		{"irecv negative tag", func() error { _, err := c.Irecv(1, -1, nil); return err }, "tag -1 is negative"},
+		{"irecv negative tag", func() error { _, err := c.Irecv(1, -2, nil); return err }, "tag -2 is negative"},
+		{"recv from rank -2", func() error { _, err := c.Recv(ctx, -2, 0, nil); return err }, "rank -2 is outside"},
+		{"probe negative tag", func() error { _, _, err := c.Iprobe(comm.AnySource, -5); return err }, "tag -5 is negative"},
+		{"send to AnySource", func() error { return c.Send(ctx, comm.AnySource, 0, nil) }, "rank -1 is outside"},
+		{"send with AnyTag", func() error { return c.Send(ctx, 1, comm.AnyTag, nil) }, "tag -1 is negative"},
+		{"isend to rank 2", func() error { _, err := c.Isend(2, 0, nil); return err }, "rank 2 is outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +276,8 @@ func TestContextCancelReturnsPromptly(t *testing.T) {
 			bg := context.Background()
 			require.NoError(t, cs[0].Send(bg, 1, 9, []byte("after")))
 			buf := make([]byte, 8)
-			n, err := cs[1].Recv(bg, 0, 9, buf)
+			st, err := cs[1].Recv(bg, 0, 9, buf)
+			n := st.Bytes
 			require.NoError(t, err)
 			require.Equal(t, "after", string(buf[:n]))
 		})
@@ -376,7 +385,8 @@ func TestPeerClosed(t *testing.T) {
 			require.NoError(t, cs[0].Send(ctx, 1, 0, []byte("last words")))
 			require.NoError(t, cs[0].Close())
 			buf := make([]byte, 16)
-			n, err := cs[1].Recv(ctx, 0, 0, buf)
+			st, err := cs[1].Recv(ctx, 0, 0, buf)
+			n := st.Bytes
 			require.NoError(t, err)
 			require.Equal(t, "last words", string(buf[:n]))
 			_, err = cs[1].Recv(ctx, 0, 1, buf)

@@ -75,14 +75,16 @@ func crossTraffic(ctx context.Context, parent, sub *comm.Comm) error {
 		return err
 	}
 	buf := make([]byte, 8)
-	n, err := sub.Recv(ctx, prev, tag, buf)
+	st, err := sub.Recv(ctx, prev, tag, buf)
+	n := st.Bytes
 	if err != nil {
 		return err
 	}
 	if string(buf[:n]) != "sub" {
 		return fmt.Errorf("sub rank %d got %q on the sub communicator", me, buf[:n])
 	}
-	n, err = parent.Recv(ctx, pPrev, tag, buf)
+	st, err = parent.Recv(ctx, pPrev, tag, buf)
+	n = st.Bytes
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,8 @@ func TestIntrudersAreRefused(t *testing.T) {
 	msg := []byte("still here")
 	require.NoError(t, cs[0].Send(ctx, 1, 0, msg))
 	buf := make([]byte, 16)
-	n, err := cs[1].Recv(ctx, 0, 0, buf)
+	st, err := cs[1].Recv(ctx, 0, 0, buf)
+	n := st.Bytes
 	require.NoError(t, err)
 	require.Equal(t, msg, buf[:n])
 	require.Eventually(t, func() bool { return bytes.Count([]byte(log.String()), []byte("\n")) >= 3 },

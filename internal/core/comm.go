@@ -29,8 +29,13 @@ type Comm struct {
 	closed atomic.Bool
 	seg    *Segment   // shared memory of a communicator on one host
 	hier   *Hierarchy // levels of a communicator across hosts
+	// members is set by the first wildcard receive or probe (memberList).
+	members atomic.Pointer[members]
 	// oneHost: every rank runs on one host, whatever links join them.
 	oneHost bool
+	// localRank and localSize: this rank's index among the ranks of c
+	// on its host, in rank order, and how many they are (LocalRank).
+	localRank, localSize int
 
 	busy atomic.Uint32 // the blocking call running (EnterCall)
 
@@ -57,14 +62,22 @@ func newWorld(ep *endpoint) *Comm {
 	return ep.bind(&Comm{ep: ep, id: worldID, rank: ep.rank, group: group})
 }
 
-// bind attaches c, its group set, to its call table on ep.
+// bind attaches c, its group and rank set, to its call table on ep, and
+// works out what c's ranks' hosts say of it (OneHost, LocalRank).
 func (ep *endpoint) bind(c *Comm) *Comm {
 	c.calls = ep.calls(c.id)
 	c.calls.bind(c)
 	c.sampling, c.traced = uint64(ep.opts.statsSampling), ep.timeline != nil
 	c.oneHost = true
-	for _, w := range c.group {
+	own := ep.hosts[c.group[c.rank]]
+	for r, w := range c.group {
 		c.oneHost = c.oneHost && ep.hosts[w] == ep.hosts[c.group[0]]
+		if ep.hosts[w] == own {
+			if r < c.rank {
+				c.localRank++
+			}
+			c.localSize++
+		}
 	}
 	return c
 }
@@ -77,6 +90,14 @@ func (c *Comm) Logger() *slog.Logger { return c.ep.log }
 // between them, tcp ones too, then cost CPU time of that host rather
 // than time on a wire.
 func (c *Comm) OneHost() bool { return c.oneHost }
+
+// LocalRank is comm.Comm.LocalRank: c.Rank's index among the ranks of c
+// whose host identity equals its own, counted in rank order.
+func (c *Comm) LocalRank() int { return c.localRank }
+
+// LocalSize is comm.Comm.LocalSize: the number of ranks of c whose host
+// identity equals this rank's, this rank among them.
+func (c *Comm) LocalSize() int { return c.localSize }
 
 // Rank is comm.Comm.Rank.
 func (c *Comm) Rank() int { return c.rank }
@@ -110,11 +131,21 @@ func (c *Comm) check(op string, peer, tag int) error {
 
 // Send is comm.Comm.Send.
 func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
+	return c.SendTyped(ctx, dst, tag, b, kernel.Uint8, len(b))
+}
+
+// SendTyped is Send of b, the bytes of count elements of type dt, which
+// the message's header names (comm.Send[T]).
+func (c *Comm) SendTyped(ctx context.Context, dst, tag int, b []byte, dt kernel.DType, count int) error {
 	if err := c.check("send", dst, tag); err != nil {
 		return err
 	}
-	h := wire.Header{Kind: wire.KindSend, DType: kernel.Uint8, Comm: c.id, Tag: int64(tag),
-		Count: uint64(len(b)), Length: uint64(len(b)), Root: -1}
+	h := userHeader(c, tag, b, dt, count)
+	if c.ep.peers[c.group[dst]].isends.n.Load() != 0 {
+		// Behind the sends queued to dst, which it must not overtake.
+		_, err := c.isend(dst, &h, b).Wait(ctx)
+		return err
+	}
 	if err := c.SendHeader(ctx, dst, &h, b); err != nil {
 		return c.opError("send", dst, int64(tag), err)
 	}
@@ -122,39 +153,74 @@ func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
 }
 
 // Recv is comm.Comm.Recv.
-func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (int, error) {
+func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (Status, error) {
 	r, err := c.Irecv(src, tag, b)
 	if err != nil {
-		return 0, err
+		return Status{}, err
 	}
 	return r.Wait(ctx)
 }
 
+// RecvTyped is Recv into b, the bytes of elements of type dt and size
+// bytes each (comm.Recv[T]): a message of whole elements, sent as bytes
+// or as elements of type dt.
+func (c *Comm) RecvTyped(ctx context.Context, src, tag int, b []byte, dt kernel.DType, size int) (Status, error) {
+	r, err := c.Irecv(src, tag, b)
+	if err != nil {
+		return Status{}, err
+	}
+	st, h, _, err := r.wait(ctx)
+	switch {
+	case err != nil:
+		return st, err
+	case h.DType != kernel.Uint8 && h.DType != dt:
+		err = fmt.Errorf("%w: rank %d sent %d %v elements where this rank receives %v", ErrMismatch, st.Source, h.Count, h.DType, dt)
+	case st.Bytes%size != 0:
+		err = fmt.Errorf("%w: rank %d sent %d bytes, not a whole number of %d-byte %v elements", ErrMismatch, st.Source, st.Bytes, size, dt)
+	default:
+		return st, nil
+	}
+	return st, c.opError("recv", st.Source, int64(st.Tag), err)
+}
+
 // Irecv is comm.Comm.Irecv.
 func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
-	if err := c.check("recv", src, tag); err != nil {
+	if err := c.checkRecv("recv", src, tag); err != nil {
 		return nil, err
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: int64(tag)}, b, false), nil
+	return c.post(src, int64(tag), b), nil
 }
 
 // Wait is comm.Request.Wait.
-func (r *Request) Wait(ctx context.Context) (int, error) {
-	n, _, _, err := r.wait(ctx)
-	return n, err
+func (r *Request) Wait(ctx context.Context) (Status, error) {
+	st, _, _, err := r.wait(ctx)
+	return st, err
 }
 
-// wait is Wait that also returns the header of the message received
-// and, for a stamped receive, when it arrived.
-func (r *Request) wait(ctx context.Context) (int, wire.Header, int64, error) {
-	n, err := r.ep.wait(ctx, r)
-	h, c, peer, tag, arrived := r.hdr, r.comm, r.peer, r.key.tag, r.arrived
+// wait completes a request: a receive's status, the header of the
+// message received and, for a stamped receive, when it arrived; or a
+// send's status.
+func (r *Request) wait(ctx context.Context) (Status, wire.Header, int64, error) {
+	var n int
+	var err error
+	op, tag := "recv", r.key.tag
+	if r.isSend {
+		op = "send"
+		n, err = r.ep.waitSend(ctx, r)
+	} else {
+		n, err = r.ep.wait(ctx, r)
+		if tag == AnyTag && r.hdr.Comm != 0 {
+			tag = r.hdr.Tag // the header of the message matched
+		}
+	}
+	h, c, peer, arrived := r.hdr, r.comm, r.peer, r.arrived
 	*r = Request{done: r.done}
 	requestPool.Put(r)
+	st := Status{Source: peer, Tag: int(tag), Bytes: n}
 	if err != nil {
-		return n, h, arrived, c.opError("recv", peer, tag, err)
+		return st, h, arrived, c.opError(op, peer, tag, err)
 	}
-	return n, h, arrived, nil
+	return st, h, arrived, nil
 }
 
 // SendHeader sends payload to rank dst of c with a header the caller fills
@@ -206,7 +272,8 @@ func (c *Comm) IrecvHeader(src int, tag int64, b []byte, stamped bool) (*Request
 // truncation error the header is that of the message that did not fit,
 // so the caller can say what the sender sent.
 func (r *Request) WaitHeader(ctx context.Context) (int, wire.Header, int64, error) {
-	return r.wait(ctx)
+	st, h, arrived, err := r.wait(ctx)
+	return st.Bytes, h, arrived, err
 }
 
 // StartCall begins this rank's next operation on c, the collective call

@@ -46,6 +46,7 @@ type endpoint struct {
 
 	peers   []peer  // the links sent on, by world rank
 	inboxes []inbox // what arrives, by world rank: the same links, read
+	wild    wildcards
 
 	// timeline records the rank's calls, nil when it keeps none;
 	// timelineBase is its clock's start on Now's (setTimeline).
@@ -97,7 +98,8 @@ type peer struct {
 	dialing bool
 	linked  chan struct{}
 
-	sends sendWatch
+	sends  sendWatch
+	isends sendQueue
 }
 
 // publish makes l the pair's link; the caller holds pair.
@@ -299,7 +301,9 @@ func (c *callCache) get(ep *endpoint, id uint64) *callTable {
 func (ep *endpoint) handle(src int, ib *inbox, l transport.Link, h *wire.Header, calls *callCache, wait bool) error {
 	switch {
 	case h.Flags&wire.FlagGoodbye != 0:
-		ib.close(fmt.Errorf("%w: rank %d", ErrPeerClosed, src))
+		err := fmt.Errorf("%w: rank %d", ErrPeerClosed, src)
+		ib.close(err)
+		ep.closeWild(src, err)
 		return nil
 	case h.Flags&wire.FlagAbort != 0:
 		return ep.readFailure(src, l, h)
@@ -318,7 +322,7 @@ func (ep *endpoint) handle(src int, ib *inbox, l transport.Link, h *wire.Header,
 	if h.Flags&wire.FlagProbe != 0 {
 		return nil
 	}
-	return ep.receive(ib, l, h, wait)
+	return ep.receive(src, ib, l, h, wait)
 }
 
 // linkDown handles the end of an inbound link. After a goodbye, or while
@@ -346,11 +350,11 @@ const heldReadMax = 4 << 10
 // into a posted receive when there is one, else into a pooled buffer.
 // When the early messages have used up their budget it waits for room,
 // or with wait false returns errStall at once, having read nothing.
-func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bool) error {
+func (ep *endpoint) receive(src int, ib *inbox, l transport.Link, h *wire.Header, wait bool) error {
 	n := int(h.Length)
 	for {
 		ib.mu.Lock()
-		if r := ib.takePosted(h); r != nil {
+		if r := ep.takePosted(ib, src, h); r != nil {
 			if n > len(r.buf) {
 				r.complete(0, h, &TruncateError{Len: n, Cap: len(r.buf)})
 				ib.mu.Unlock()
@@ -374,7 +378,7 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bo
 				ib.mu.Lock()
 			}
 			if err != nil {
-				ib.repost(r)
+				ib.repost(r, src)
 			} else {
 				r.complete(n, h, nil)
 			}
@@ -384,10 +388,11 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bo
 		if ep.reserve(n) {
 			m := getMessage(h)
 			ib.unexpected.push(keyOf(h), m)
+			ep.noteArrival(m)
 			ib.mu.Unlock()
 			err := l.ReadPayload(m.buf)
 			ib.mu.Lock()
-			ib.arrived(ep, m, err)
+			ib.arrived(ep, src, m, err)
 			ib.mu.Unlock()
 			return err
 		}
@@ -414,11 +419,11 @@ func (ep *endpoint) receive(ib *inbox, l transport.Link, h *wire.Header, wait bo
 // arrived finishes an early message whose payload read ended with err:
 // it hands the message to a receive that claimed it meanwhile, or keeps
 // it for one to come. The caller holds ib.mu.
-func (ib *inbox) arrived(ep *endpoint, m *message, err error) {
+func (ib *inbox) arrived(ep *endpoint, src int, m *message, err error) {
 	if err != nil {
 		ib.drop(m)
 		if m.claim != nil {
-			ib.repost(m.claim)
+			ib.repost(m.claim, src)
 		}
 		ep.releaseMessage(m)
 		return
@@ -432,10 +437,16 @@ func (ib *inbox) arrived(ep *endpoint, m *message, err error) {
 // repost puts back a receive whose payload read failed because its link
 // broke, for the failure that follows (lose) to complete it with the error
 // that names every rank lost; at once when that failure already stands.
+// A wildcard receive fails at once: it would have to wait for messages
+// of every source again, which the link's failure ends anyway.
 // The caller holds ib.mu.
-func (ib *inbox) repost(r *Request) {
+func (ib *inbox) repost(r *Request, src int) {
 	if ib.closed != nil {
 		r.complete(0, nil, ib.closed)
+		return
+	}
+	if r.wild {
+		r.complete(0, nil, fmt.Errorf("%w: the link from rank %d broke in the middle of a message", ErrPeerLost, src))
 		return
 	}
 	r.state = reqPosted
@@ -522,8 +533,10 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	if r.completed() {
 		return r.n, r.err
 	}
-	if p := ep.inboxes[r.src].polled.Load(); p != nil && ep.poll(r, p) {
-		return r.n, r.err
+	if !r.anySource {
+		if p := ep.inboxes[r.src].polled.Load(); p != nil && ep.poll(r, p) {
+			return r.n, r.err
+		}
 	}
 	if !r.sleep() {
 		return r.n, r.err
@@ -531,13 +544,14 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 	ep.parked.Add(1)
 	defer ep.parked.Add(-1)
 	ep.watchAll()
-	if r.key.tag < 0 {
+	collective := r.key.tag < 0 && !r.wild // AnyTag is negative too
+	if collective {
 		r.comm.calls.waiting(seqOf(r.key.tag), r.peer, StepOf(r.key.tag), time.Now())
 	}
 	// One timer serves both deadlines: first the probe's, then the rest of
 	// the timeout.
 	first, rest := ep.opts.timeout, time.Duration(0)
-	probe := r.key.tag < 0 && (first <= 0 || first > ProbeDelay)
+	probe := collective && (first <= 0 || first > ProbeDelay)
 	if probe {
 		if first > 0 {
 			rest = first - ProbeDelay
@@ -562,7 +576,7 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 			cause = ep.failErr
 		case <-fired:
 			if !probe {
-				cause = ep.silent(r.src, fmt.Sprintf("no message from rank %d for %v", r.src, ep.opts.timeout))
+				cause = ep.silentFor(r)
 				break
 			}
 			probe = false
@@ -574,7 +588,7 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 			}
 		}
 	}
-	if ep.inboxes[r.src].withdraw(r) {
+	if ep.withdraw(r) {
 		return 0, cause
 	}
 	grace := getTimer(deliveryGrace(ep.opts.timeout))
@@ -593,6 +607,25 @@ func (ep *endpoint) wait(ctx context.Context, r *Request) (int, error) {
 		<-r.done
 	}
 	return r.n, r.err
+}
+
+// withdraw removes r if it is still waiting for a message, and reports
+// whether it did.
+func (ep *endpoint) withdraw(r *Request) bool {
+	if r.wild {
+		return ep.withdrawWild(r)
+	}
+	return ep.inboxes[r.src].withdraw(r)
+}
+
+// silentFor fails the endpoint for the receive r that no message matched
+// within the timeout.
+func (ep *endpoint) silentFor(r *Request) error {
+	if !r.anySource {
+		return ep.silent(r.src, fmt.Sprintf("no message from rank %d for %v", r.src, ep.opts.timeout))
+	}
+	ep.fail(fmt.Errorf("%w: no message from any rank matched a receive for %v", ErrTimeout, ep.opts.timeout))
+	return ep.err()
 }
 
 func deliveryGrace(timeout time.Duration) time.Duration {
@@ -675,7 +708,7 @@ func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	for {
-		r := ib.takePosted(h)
+		r := ep.takePosted(ib, ep.rank, h)
 		if r == nil {
 			break
 		}
@@ -692,6 +725,7 @@ func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
 	ep.budgetUsed += messageCost(len(m.buf))
 	ep.budgetMu.Unlock()
 	ib.unexpected.push(keyOf(h), m)
+	ep.noteArrival(m)
 }
 
 // linkTo returns the pair's link to dst, dialing it on first use. A dial

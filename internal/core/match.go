@@ -41,6 +41,22 @@ type Request struct {
 	// (IrecvHeader).
 	stamped bool
 	arrived int64
+
+	// Wildcard matching (wild.go). order numbers the receive among
+	// those posted while wildcard ones may wait; wild marks a wildcard
+	// receive (AnySource or AnyTag), which waits in the endpoint's list
+	// while inWild (guarded by wild.mu) rather than in an inbox.
+	order     uint64
+	wild      bool
+	anySource bool
+	inWild    bool
+
+	// isSend marks a send started with Isend (p2p.go) to world rank src,
+	// of buf, with header hdr.
+	isSend bool
+	// notify, when set, is where the request signals its completion
+	// instead of done: the channel of a WaitAny that waits for it.
+	notify chan struct{}
 }
 
 // The values of Request.signal.
@@ -71,6 +87,7 @@ type message struct {
 	class   int
 	arrived bool     // payload fully read
 	claim   *Request // receive that matched the message while it was still arriving
+	order   uint64   // when it arrived, among every early message (wild.go)
 }
 
 type inbox struct {
@@ -120,20 +137,20 @@ func (ib *inbox) post(r *Request) {
 		return
 	}
 	r.state = reqPosted
+	r.ep.stampNamed(r)
 	ib.posted.push(r.key, r)
+	ib.poke()
+}
+
+// poke lets a reader that has no room for an early message look again
+// for a receive. The caller holds ib.mu.
+func (ib *inbox) poke() {
 	if ib.stalled != nil {
 		select {
 		case ib.stalled <- struct{}{}:
 		default:
 		}
 	}
-}
-
-// takePosted removes and returns the oldest posted receive for h, or nil.
-// The caller holds ib.mu.
-func (ib *inbox) takePosted(h *wire.Header) *Request {
-	r, _ := ib.posted.take(keyOf(h))
-	return r
 }
 
 func keyOf(h *wire.Header) matchKey { return matchKey{h.Comm, h.Tag} }
@@ -177,6 +194,10 @@ func (r *Request) complete(n int, h *wire.Header, err error) {
 // the request holds must be stored before.
 func (r *Request) signalDone() {
 	if r.signal.Swap(sigDone) == sigSleeping {
+		if r.notify != nil {
+			r.notify <- struct{}{}
+			return
+		}
 		r.done <- struct{}{}
 	}
 }

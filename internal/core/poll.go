@@ -173,7 +173,7 @@ const (
 // left one for the reading goroutine.
 func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, error) {
 	if p.hasPending {
-		if err := ep.receive(ib, p.link, &p.pending, block); err != nil {
+		if err := ep.receive(src, ib, p.link, &p.pending, block); err != nil {
 			if err == errStall {
 				return buffered, nil
 			}

@@ -64,7 +64,8 @@ func TestPolledLinkDelivers(t *testing.T) {
 					for tag := g; tag < messages; tag += receivers {
 						want := payload(tag, sizes[tag%len(sizes)])
 						got := make([]byte, len(want))
-						n, err := cs[0].Recv(ctx, 1, tag, got)
+						st, err := cs[0].Recv(ctx, 1, tag, got)
+						n := st.Bytes
 						if err != nil {
 							errs <- fmt.Errorf("tag %d: %w", tag, err)
 							return
@@ -101,7 +102,8 @@ func TestPolledLinkStalls(t *testing.T) {
 	received := make(chan string, 3)
 	recv := func(tag int) {
 		b := make([]byte, 16)
-		n, err := cs[0].Recv(ctx, 1, tag, b)
+		st, err := cs[0].Recv(ctx, 1, tag, b)
+		n := st.Bytes
 		if err != nil {
 			received <- err.Error()
 			return
@@ -160,7 +162,8 @@ func TestCallerLeavesTheSocketAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kept, left)
 	require.Equal(t, int64(1), tp.polls.Load(), "Poll calls: the message's, and none after it")
-	n, err := r.Wait(ctx)
+	st, err := r.Wait(ctx)
+	n := st.Bytes
 	require.NoError(t, err)
 	require.Equal(t, "8 bytes!", string(buf[:n]))
 }

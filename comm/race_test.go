@@ -1,0 +1,5 @@
+//go:build race
+
+package comm_test
+
+const raceEnabled = true

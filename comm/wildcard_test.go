@@ -1,0 +1,539 @@
+package comm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/comm"
+)
+
+// wildMessage is the payload of message seq from src with tag: it
+// carries all three, so the receiver can check what a wildcard receive
+// says against what was sent.
+func wildMessage(src, tag, seq int) []byte {
+	b := make([]byte, 24)
+	for i, v := range []int{src, tag, seq} {
+		for j := range 8 {
+			b[8*i+j] = byte(uint64(v) >> (8 * j))
+		}
+	}
+	return b
+}
+
+func readWild(b []byte) (src, tag, seq int) {
+	var v [3]int
+	for i := range v {
+		for j := range 8 {
+			v[i] |= int(b[8*i+j]) << (8 * j)
+		}
+	}
+	return v[0], v[1], v[2]
+}
+
+// TestWildcardReceives: every rank but 0 sends rank 0 many messages with
+// tags in a shuffled order; rank 0 receives them with AnySource and
+// AnyTag, with AnySource and a named tag, and with a named source and
+// AnyTag, mixed with named receives. Every status must say what the
+// payload says, and the messages of one sender with one tag must come in
+// the order they were sent.
+func TestWildcardReceives(t *testing.T) {
+	const perSender, tags = 60, 4
+	for _, tr := range transports {
+		for _, n := range []int{2, 3, 5} {
+			t.Run(fmt.Sprintf("%s/n=%d", tr, n), func(t *testing.T) {
+				cs := newJob(t, n, comm.WithTransport(tr))
+				runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					if c.Rank() != 0 {
+						rng := rand.New(rand.NewPCG(uint64(c.Rank()), 7))
+						for seq := range perSender {
+							tag := rng.IntN(tags)
+							if err := c.Send(ctx, 0, tag, wildMessage(c.Rank(), tag, seq)); err != nil {
+								return err
+							}
+						}
+						return nil
+					}
+					last := map[[2]int]int{} // (src, tag) → last seq received
+					buf := make([]byte, 64)
+					for i := range (n - 1) * perSender {
+						src, tag := comm.AnySource, comm.AnyTag
+						switch i % 4 {
+						case 1:
+							tag = i / 4 % tags
+						case 2:
+							src = 1 + i/4%(n-1)
+						case 3:
+							// A named receive, when a message it takes is
+							// still to come.
+							src, tag = 1+i/4%(n-1), comm.AnyTag
+						}
+						st, err := recvWithin(ctx, c, src, tag, buf)
+						if errors.Is(err, errNothingLeft) {
+							continue
+						}
+						if err != nil {
+							return fmt.Errorf("receive %d (source %d, tag %d): %w", i, src, tag, err)
+						}
+						gotSrc, gotTag, seq := readWild(buf[:st.Bytes])
+						if st.Source != gotSrc || st.Tag != gotTag || st.Bytes != 24 {
+							return fmt.Errorf("receive %d: status %+v for a message from rank %d with tag %d", i, st, gotSrc, gotTag)
+						}
+						if src != comm.AnySource && gotSrc != src || tag != comm.AnyTag && gotTag != tag {
+							return fmt.Errorf("receive %d of source %d, tag %d took rank %d's message with tag %d", i, src, tag, gotSrc, gotTag)
+						}
+						key := [2]int{gotSrc, gotTag}
+						if prev, ok := last[key]; ok && seq <= prev {
+							return fmt.Errorf("rank %d's message %d with tag %d came after its message %d", gotSrc, seq, gotTag, prev)
+						}
+						last[key] = seq
+					}
+					// Whatever the named receives skipped is still there.
+					for {
+						st, ok, err := c.Iprobe(comm.AnySource, comm.AnyTag)
+						if err != nil || !ok {
+							return err
+						}
+						if _, err := c.Recv(ctx, st.Source, st.Tag, buf); err != nil {
+							return err
+						}
+						gotSrc, gotTag, seq := readWild(buf)
+						key := [2]int{gotSrc, gotTag}
+						if prev, ok := last[key]; ok && seq <= prev {
+							return fmt.Errorf("rank %d's message %d with tag %d came after its message %d", gotSrc, seq, gotTag, prev)
+						}
+						last[key] = seq
+					}
+				})
+			})
+		}
+	}
+}
+
+var errNothingLeft = errors.New("nothing left to match")
+
+// recvWithin receives from src with tag unless a named source or tag
+// has nothing more to come: a probe of everything tells when the
+// receive's own sources are done, which keeps the test free of timing.
+func recvWithin(ctx context.Context, c *comm.Comm, src, tag int, buf []byte) (comm.Status, error) {
+	if src == comm.AnySource && tag == comm.AnyTag {
+		return c.Recv(ctx, src, tag, buf)
+	}
+	st, ok, err := c.Iprobe(src, tag)
+	if err != nil {
+		return st, err
+	}
+	if !ok {
+		return st, errNothingLeft
+	}
+	return c.Recv(ctx, src, tag, buf)
+}
+
+// TestWildcardTakesEarliest: a wildcard receive takes the message that
+// arrived first, whichever rank sent it; probes make the arrival order
+// certain.
+func TestWildcardTakesEarliest(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 3, comm.WithTransport(tr))
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				switch c.Rank() {
+				case 0:
+					for _, from := range []int{2, 1} {
+						if err := c.Send(ctx, from, 0, nil); err != nil { // your turn
+							return err
+						}
+						if _, err := c.Probe(ctx, from, 5); err != nil {
+							return err
+						}
+					}
+					buf := make([]byte, 8)
+					for _, want := range []int{2, 1} {
+						st, err := c.Recv(ctx, comm.AnySource, 5, buf)
+						if err != nil {
+							return err
+						}
+						if st.Source != want || buf[0] != byte(want) {
+							return fmt.Errorf("wildcard receive took rank %d's message; rank %d's arrived first", st.Source, want)
+						}
+					}
+					return nil
+				default:
+					if _, err := c.Recv(ctx, 0, 0, nil); err != nil {
+						return err
+					}
+					return c.Send(ctx, 0, 5, []byte{byte(c.Rank())})
+				}
+			})
+		})
+	}
+}
+
+// TestWildcardPostingOrder: a message goes to the earliest posted receive
+// that matches it, whether that one is named or a wildcard.
+func TestWildcardPostingOrder(t *testing.T) {
+	for _, tr := range transports {
+		for _, namedFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/namedFirst=%v", tr, namedFirst), func(t *testing.T) {
+				cs := newJob(t, 2, comm.WithTransport(tr))
+				runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					if c.Rank() == 1 {
+						if _, err := c.Recv(ctx, 0, 1, nil); err != nil { // both posted
+							return err
+						}
+						for i := range 2 {
+							if err := c.Send(ctx, 0, 5, []byte{byte(i)}); err != nil {
+								return err
+							}
+						}
+						return nil
+					}
+					named, wild := make([]byte, 1), make([]byte, 1)
+					var reqs [2]*comm.Request
+					var err error
+					post := []func() error{
+						func() error { reqs[0], err = c.Irecv(1, 5, named); return err },
+						func() error { reqs[1], err = c.Irecv(comm.AnySource, comm.AnyTag, wild); return err },
+					}
+					if !namedFirst {
+						post[0], post[1] = post[1], post[0]
+					}
+					for _, p := range post {
+						if err := p(); err != nil {
+							return err
+						}
+					}
+					if err := c.Send(ctx, 1, 1, nil); err != nil {
+						return err
+					}
+					if _, err := comm.WaitAll(ctx, reqs[:]); err != nil {
+						return err
+					}
+					first := named
+					if !namedFirst {
+						first = wild
+					}
+					if first[0] != 0 {
+						return fmt.Errorf("the receive posted first got message %d", first[0])
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestProbe: Iprobe with nothing there, a blocking Probe that a later
+// message ends, a receive of the probed message, and a wildcard receive
+// too small for the message, which names both sizes and leaves it.
+func TestProbe(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					if _, err := c.Recv(ctx, 0, 1, nil); err != nil {
+						return err
+					}
+					return c.Send(ctx, 0, 9, make([]byte, 100))
+				}
+				if _, ok, err := c.Iprobe(comm.AnySource, comm.AnyTag); err != nil || ok {
+					return fmt.Errorf("Iprobe with nothing sent: found %v, err %v", ok, err)
+				}
+				if err := c.Send(ctx, 1, 1, nil); err != nil {
+					return err
+				}
+				st, err := c.Probe(ctx, comm.AnySource, comm.AnyTag)
+				if err != nil {
+					return err
+				}
+				if st != (comm.Status{Source: 1, Tag: 9, Bytes: 100}) {
+					return fmt.Errorf("Probe: %+v", st)
+				}
+				_, err = c.Recv(ctx, comm.AnySource, comm.AnyTag, make([]byte, 10))
+				var te *comm.TruncateError
+				if !errors.As(err, &te) || !errors.Is(err, comm.ErrTruncated) || te.Len != 100 || te.Cap != 10 {
+					return fmt.Errorf("a 100-byte message into 10 bytes: %v", err)
+				}
+				st, err = c.Recv(ctx, st.Source, st.Tag, make([]byte, 128))
+				if err != nil {
+					return err
+				}
+				if st.Bytes != 100 {
+					return fmt.Errorf("received %d bytes of the probed message", st.Bytes)
+				}
+				if _, ok, err := c.Iprobe(1, comm.AnyTag); err != nil || ok {
+					return fmt.Errorf("Iprobe after the receive: found %v, err %v", ok, err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestWildcardsStayInTheirCommunicator: a wildcard receive on one
+// communicator never takes a message of another, nor the library's own.
+func TestWildcardsStayInTheirCommunicator(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				sub, err := c.Split(ctx, 0, c.Rank())
+				if err != nil {
+					return err
+				}
+				defer sub.Close()
+				if c.Rank() == 1 {
+					if err := c.Send(ctx, 0, 3, []byte("parent")); err != nil {
+						return err
+					}
+					if _, err := c.Recv(ctx, 0, 1, nil); err != nil {
+						return err
+					}
+					return sub.Send(ctx, 0, 3, []byte("child"))
+				}
+				if _, err := c.Probe(ctx, 1, 3); err != nil {
+					return err
+				}
+				if _, ok, err := sub.Iprobe(comm.AnySource, comm.AnyTag); err != nil || ok {
+					return fmt.Errorf("the child's Iprobe saw the parent's message: %v %v", ok, err)
+				}
+				if err := c.Send(ctx, 1, 1, nil); err != nil {
+					return err
+				}
+				buf := make([]byte, 16)
+				st, err := sub.Recv(ctx, comm.AnySource, comm.AnyTag, buf)
+				if err != nil {
+					return err
+				}
+				if got := string(buf[:st.Bytes]); got != "child" {
+					return fmt.Errorf("the child's wildcard receive took %q", got)
+				}
+				st, err = c.Recv(ctx, comm.AnySource, comm.AnyTag, buf)
+				if err != nil {
+					return err
+				}
+				if got := string(buf[:st.Bytes]); got != "parent" {
+					return fmt.Errorf("the parent's wildcard receive took %q", got)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestIsend: sends started with Isend, and Sends between them, arrive in
+// the order they were issued; two ranks that Isend large messages to
+// each other before either receives do not wait for one another.
+func TestIsend(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			const count = 40
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				peer := 1 - c.Rank()
+				big := make([]byte, 4<<20)
+				for i := range big {
+					big[i] = byte(i * (c.Rank() + 1))
+				}
+				out, err := c.Isend(peer, 1, big)
+				if err != nil {
+					return err
+				}
+				in := make([]byte, len(big))
+				if _, err := c.Recv(ctx, peer, 1, in); err != nil {
+					return err
+				}
+				if st, err := out.Wait(ctx); err != nil || st.Bytes != len(big) {
+					return fmt.Errorf("Isend's Wait: %+v, %v", st, err)
+				}
+				for i := range in {
+					if in[i] != byte(i*(peer+1)) {
+						return fmt.Errorf("byte %d of the exchange is %d", i, in[i])
+					}
+				}
+				if c.Rank() == 0 {
+					var reqs []*comm.Request
+					for i := range count {
+						if i%5 == 4 {
+							if err := c.Send(ctx, 1, 2, []byte{byte(i)}); err != nil {
+								return err
+							}
+							continue
+						}
+						r, err := c.Isend(1, 2, []byte{byte(i)})
+						if err != nil {
+							return err
+						}
+						reqs = append(reqs, r)
+					}
+					_, err := comm.WaitAll(ctx, reqs)
+					return err
+				}
+				buf := make([]byte, 1)
+				for i := range count {
+					if _, err := c.Recv(ctx, 0, 2, buf); err != nil {
+						return err
+					}
+					if buf[0] != byte(i) {
+						return fmt.Errorf("message %d arrived %d-th", buf[0], i)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestWaitAny: receives posted from every rank complete in whatever
+// order the messages come; WaitAny returns each once. A WaitAny whose
+// context ends leaves the requests pending.
+func TestWaitAny(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			const n = 4
+			cs := newJob(t, n, comm.WithTransport(tr))
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() != 0 {
+					if _, err := c.Recv(ctx, 0, 1, nil); err != nil {
+						return err
+					}
+					return c.Send(ctx, 0, 2, []byte{byte(c.Rank())})
+				}
+				reqs := make([]*comm.Request, n-1)
+				bufs := make([][]byte, n-1)
+				for i := range reqs {
+					bufs[i] = make([]byte, 1)
+					var err error
+					if reqs[i], err = c.Irecv(i+1, 2, bufs[i]); err != nil {
+						return err
+					}
+				}
+				short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+				_, _, err := comm.WaitAny(short, reqs)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("WaitAny with nothing sent: %v", err)
+				}
+				for _, r := range []int{3, 1, 2} {
+					if err := c.Send(ctx, r, 1, nil); err != nil {
+						return err
+					}
+				}
+				seen := map[int]bool{}
+				for range n - 1 {
+					i, st, err := comm.WaitAny(ctx, reqs)
+					if err != nil {
+						return err
+					}
+					if reqs[i] != nil || seen[i] || st.Source != i+1 || bufs[i][0] != byte(i+1) {
+						return fmt.Errorf("WaitAny returned %d (%+v) again or wrong", i, st)
+					}
+					seen[i] = true
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestSendrecv: a ring of Sendrecv calls, every rank sending right and
+// receiving from the left at once.
+func TestSendrecv(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 4, comm.WithTransport(tr))
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				me, size := c.Rank(), c.Size()
+				out := payload(me, (me+1)%size, 0, 1<<20)
+				in := make([]byte, len(out))
+				st, err := c.Sendrecv(ctx, out, (me+1)%size, 4, in, comm.AnySource, comm.AnyTag)
+				if err != nil {
+					return err
+				}
+				if st.Source != (me+size-1)%size || st.Tag != 4 {
+					return fmt.Errorf("Sendrecv status %+v", st)
+				}
+				return checkPayload(in, st.Source, me, 0)
+			})
+		})
+	}
+}
+
+// TestTypedSendRecv: Send and Recv of typed slices, and a receive of
+// another element type, which fails naming both.
+func TestTypedSendRecv(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			errs := run(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 0 {
+					if err := comm.Send(ctx, c, 1, 0, []float64{1.5, -2, 3}); err != nil {
+						return err
+					}
+					return comm.Send(ctx, c, 1, 1, []float32{1, 2})
+				}
+				got := make([]float64, 4)
+				st, err := comm.Recv(ctx, c, comm.AnySource, 0, got)
+				if err != nil {
+					return err
+				}
+				if st.Bytes != 24 || got[0] != 1.5 || got[1] != -2 || got[2] != 3 {
+					return fmt.Errorf("typed receive: %+v %v", st, got)
+				}
+				_, err = comm.Recv(ctx, c, 0, 1, make([]float64, 2))
+				return err
+			})
+			require.NoError(t, errs[0])
+			require.ErrorIs(t, errs[1], comm.ErrMismatch)
+			assert.Contains(t, errs[1].Error(), "float32")
+			assert.Contains(t, errs[1].Error(), "float64")
+		})
+	}
+}
+
+// TestTypedWildcardAllocs: a steady round trip of typed messages, the
+// reply taken by a wildcard receive, allocates nothing.
+func TestTypedWildcardAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items); make test runs this without -race")
+	}
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			ctx := context.Background()
+			const rounds = 200
+			echo := make(chan error, 1)
+			go func() {
+				buf := make([]float32, 256)
+				for range rounds + 1 {
+					st, err := comm.Recv(ctx, cs[1], comm.AnySource, comm.AnyTag, buf)
+					if err == nil {
+						err = comm.Send(ctx, cs[1], st.Source, st.Tag+1, buf[:st.Bytes/4])
+					}
+					if err != nil {
+						echo <- err
+						return
+					}
+				}
+				echo <- nil
+			}()
+			out, in := make([]float32, 256), make([]float32, 256)
+			roundTrip := func() {
+				require.NoError(t, comm.Send(ctx, cs[0], 1, 1, out))
+				_, err := comm.Recv(ctx, cs[0], comm.AnySource, 2, in)
+				require.NoError(t, err)
+			}
+			roundTrip()
+			allocs := testing.AllocsPerRun(rounds-1, roundTrip)
+			require.NoError(t, <-echo)
+			require.Zero(t, allocs, "allocations per round trip")
+		})
+	}
+}
