@@ -155,3 +155,13 @@ func WithUnexpectedLimit(bytes int) Option { return Option(core.WithUnexpectedLi
 // with a mismatch error. A file that does not load fails Init. It
 // overrides GOCOLL_TUNING; an empty path loads no table.
 func WithTuning(path string) Option { return Option(core.WithTuning(path)) }
+
+// WithSingleton says what Init does when no launcher's variables are set
+// (none of GOCOLL_RANK, RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID and
+// JOB_COMPLETION_INDEX, nor the size variables and GOCOLL_ADDR that come
+// with them): with true, the default, the program becomes a job of one
+// rank, as with MPI's singleton init, and Init logs so at Info; with
+// false that is an error wrapping ErrInvalid that names the variables
+// looked for. It overrides GOCOLL_SINGLETON (0 for false, 1 for true).
+// NewLocal ignores it.
+func WithSingleton(on bool) Option { return Option(core.WithSingleton(on)) }

@@ -34,6 +34,13 @@ type jobSpec struct {
 	trace         string // GOCOLL_TRACE, "" when unset
 	dump          string // GOCOLL_DUMP, "" when unset
 	debug         bool
+
+	// singleton: no launcher's variables are set, and the job is this
+	// process alone (singleton start), unless singletonOff forbids it.
+	singleton bool
+	// singletonOff: GOCOLL_SINGLETON=0 makes a missing job environment
+	// an error; hasSingleton says whether GOCOLL_SINGLETON was set.
+	singletonOff, hasSingleton bool
 }
 
 // launcher describes how one launcher names rank, size and rendezvous.
@@ -54,7 +61,53 @@ var launchers = []launcher{
 	{name: "Kubernetes indexed job", rank: "JOB_COMPLETION_INDEX", addr: masterAddr},
 }
 
+// rankVars names the launchers' rank variables, for messages.
+var rankVars = func() string {
+	names := make([]string, len(launchers))
+	for i, l := range launchers {
+		names[i] = l.rank
+	}
+	return strings.Join(names, ", ")
+}()
+
+// partialVars are the variables that only come with a launcher's rank
+// variable, and the rank variable each one wants. One of them set without
+// any rank variable is a job environment gone wrong, not a singleton.
+var partialVars = []struct{ name, wants string }{
+	{"GOCOLL_SIZE", "GOCOLL_RANK (or JOB_COMPLETION_INDEX)"},
+	{"GOCOLL_ADDR", "GOCOLL_RANK and GOCOLL_SIZE"},
+	{"WORLD_SIZE", "RANK (or JOB_COMPLETION_INDEX)"},
+	{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+	{"SLURM_NTASKS", "SLURM_PROCID (start each rank with srun)"},
+}
+
+// singletonSpec is the job of a process that no launcher started: rank 0
+// of 1, no rendezvous.
+func singletonSpec(env func(string) (string, bool)) (jobSpec, error) {
+	for _, v := range partialVars {
+		if _, ok := env(v.name); ok {
+			return jobSpec{}, fmt.Errorf("%w: %s is set but none of %s is: set %s, or unset %s to run as a single rank",
+				ErrInvalid, v.name, rankVars, v.wants, v.name)
+		}
+	}
+	return jobSpec{rank: 0, size: 1, launcher: "singleton", singleton: true, identity: jobIdentity(env, "singleton")}, nil
+}
+
+// parseSingleton reads GOCOLL_SINGLETON: 0 (or false, off, no) forbids
+// singleton start, 1 (true, on, yes) or empty allows it.
+func parseSingleton(s string) (off bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "0", "false", "off", "no":
+		return true, nil
+	case "", "1", "true", "on", "yes":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: GOCOLL_SINGLETON=%q is not 0 (a missing job environment is an error) or 1 (it starts a single rank)", ErrInvalid, s)
+}
+
 // jobFromEnv reads the job description from env (os.LookupEnv in Init).
+// Without any launcher's variables the job is a singleton: this process
+// as rank 0 of 1.
 func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 	var spec jobSpec
 	var l *launcher
@@ -64,10 +117,28 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 			break
 		}
 	}
+	var err error
 	if l == nil {
-		return spec, fmt.Errorf("%w: no job environment: set GOCOLL_RANK, GOCOLL_SIZE and GOCOLL_ADDR, "+
-			"or start the program with gocoll run, torchrun, mpirun, srun or as a Kubernetes indexed job", ErrInvalid)
+		spec, err = singletonSpec(env)
+	} else {
+		spec, err = launcherSpec(env, l)
 	}
+	if err != nil {
+		return spec, err
+	}
+	if s, ok := env("GOCOLL_SINGLETON"); ok {
+		if spec.singletonOff, err = parseSingleton(s); err != nil {
+			return spec, err
+		}
+		spec.hasSingleton = true
+	}
+	return settingsFromEnv(env, spec)
+}
+
+// launcherSpec reads rank, size, rendezvous address and job identity
+// from the variables of launcher l, whose rank variable is set.
+func launcherSpec(env func(string) (string, bool), l *launcher) (jobSpec, error) {
+	var spec jobSpec
 	spec.launcher = l.name
 	var err error
 	if spec.rank, err = intVar(env, l.rank, l.name); err != nil {
@@ -116,6 +187,12 @@ func jobFromEnv(env func(string) (string, bool)) (jobSpec, error) {
 	}
 
 	spec.identity = jobIdentity(env, l.name)
+	return spec, nil
+}
+
+// settingsFromEnv reads into spec the variables that set options, which
+// every job takes, a singleton's too.
+func settingsFromEnv(env func(string) (string, bool), spec jobSpec) (jobSpec, error) {
 	if s, ok := env("GOCOLL_SECRET"); ok {
 		spec.secret = []byte(s)
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +13,13 @@ import (
 
 func TestJobFromEnv(t *testing.T) {
 	tests := []struct {
-		name    string
-		env     map[string]string
-		rank    int
-		size    int
-		addr    string
-		wantErr string
+		name      string
+		env       map[string]string
+		rank      int
+		size      int
+		addr      string
+		singleton bool
+		wantErr   string
 	}{
 		{name: "gocoll", env: map[string]string{"GOCOLL_RANK": "2", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "10.0.0.1:7000"},
 			rank: 2, size: 4, addr: "10.0.0.1:7000"},
@@ -49,8 +51,26 @@ func TestJobFromEnv(t *testing.T) {
 			rank: 7, size: 8, addr: "job-0.svc:4000"},
 		{name: "indexed job without size", env: map[string]string{"JOB_COMPLETION_INDEX": "7", "GOCOLL_ADDR": "a:1"},
 			wantErr: "JOB_COMPLETION_INDEX is set but the job size is not: set GOCOLL_SIZE or WORLD_SIZE"},
-		{name: "nothing", env: map[string]string{},
-			wantErr: "no job environment: set GOCOLL_RANK, GOCOLL_SIZE and GOCOLL_ADDR"},
+		{name: "nothing is a singleton", env: map[string]string{},
+			rank: 0, size: 1, singleton: true},
+		{name: "MASTER_ADDR alone is a singleton", env: map[string]string{"MASTER_ADDR": "localhost", "MASTER_PORT": "29500"},
+			rank: 0, size: 1, singleton: true},
+		{name: "GOCOLL_SIZE without a rank", env: map[string]string{"GOCOLL_SIZE": "4"},
+			wantErr: "GOCOLL_SIZE is set but none of GOCOLL_RANK, RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX is: set GOCOLL_RANK"},
+		{name: "GOCOLL_ADDR without a rank", env: map[string]string{"GOCOLL_ADDR": "h:1"},
+			wantErr: "GOCOLL_ADDR is set but none of"},
+		{name: "WORLD_SIZE without RANK", env: map[string]string{"WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
+			wantErr: "WORLD_SIZE is set but none of GOCOLL_RANK, RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX is: set RANK"},
+		{name: "OMPI_COMM_WORLD_SIZE without its rank", env: map[string]string{"OMPI_COMM_WORLD_SIZE": "2"},
+			wantErr: "set OMPI_COMM_WORLD_RANK, or unset OMPI_COMM_WORLD_SIZE to run as a single rank"},
+		{name: "SLURM_NTASKS without SLURM_PROCID", env: map[string]string{"SLURM_NTASKS": "2", "SLURM_JOB_ID": "9"},
+			wantErr: "set SLURM_PROCID (start each rank with srun), or unset SLURM_NTASKS"},
+		{name: "RANK without WORLD_SIZE", env: map[string]string{"RANK": "0", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
+			wantErr: "torchrun: RANK is set but the job size is not: set WORLD_SIZE"},
+		{name: "singleton checks the other variables", env: map[string]string{"GOCOLL_TIMEOUT": "soon"},
+			wantErr: `GOCOLL_TIMEOUT="soon" is not a duration`},
+		{name: "bad GOCOLL_SINGLETON", env: map[string]string{"GOCOLL_SINGLETON": "maybe"},
+			wantErr: `GOCOLL_SINGLETON="maybe" is not 0`},
 		{name: "rank not a number", env: map[string]string{"GOCOLL_RANK": "two", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "h:1"},
 			wantErr: `GOCOLL_RANK="two" is not a non-negative integer`},
 		{name: "rank beyond size", env: map[string]string{"GOCOLL_RANK": "4", "GOCOLL_SIZE": "4", "GOCOLL_ADDR": "h:1"},
@@ -84,7 +104,42 @@ func TestJobFromEnv(t *testing.T) {
 			assert.Equal(t, tt.rank, spec.rank)
 			assert.Equal(t, tt.size, spec.size)
 			assert.Equal(t, tt.addr, spec.addr)
+			assert.Equal(t, tt.singleton, spec.singleton, "singleton")
 		})
+	}
+}
+
+// TestSingletonFromEnv: GOCOLL_SINGLETON takes 0 and 1 and their
+// spellings, and is read under a launcher too, where it changes nothing.
+func TestSingletonFromEnv(t *testing.T) {
+	tests := []struct {
+		value   string
+		off     bool
+		wantErr bool
+	}{
+		{"0", true, false}, {"false", true, false}, {"off", true, false}, {"No", true, false},
+		{"1", false, false}, {"true", false, false}, {"on", false, false}, {"yes", false, false}, {"", false, false},
+		{"2", false, true}, {"nope", false, true},
+	}
+	for _, tt := range tests {
+		for _, launched := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%q/launched=%v", tt.value, launched), func(t *testing.T) {
+				env := map[string]string{"GOCOLL_SINGLETON": tt.value}
+				if launched {
+					env["GOCOLL_RANK"], env["GOCOLL_SIZE"], env["GOCOLL_ADDR"] = "0", "2", "h:1"
+				}
+				spec, err := jobFromEnv(mapEnv(env))
+				if tt.wantErr {
+					require.ErrorIs(t, err, ErrInvalid)
+					require.ErrorContains(t, err, "GOCOLL_SINGLETON=")
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, !launched, spec.singleton)
+				assert.True(t, spec.hasSingleton)
+				assert.Equal(t, tt.off, spec.singletonOff)
+			})
+		}
 	}
 }
 

@@ -77,6 +77,18 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: err}
 		}
 	}
+	if spec.singleton {
+		allowed, why := !spec.singletonOff, "GOCOLL_SINGLETON"
+		if o.singleton != nil {
+			allowed, why = *o.singleton, "comm.WithSingleton(false)"
+		}
+		if !allowed {
+			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: fmt.Errorf("%w: no job environment: none of %s is set, "+
+				"and %s forbids running as a single rank: set GOCOLL_RANK, GOCOLL_SIZE and GOCOLL_ADDR, "+
+				"or start the program with gocoll run, torchrun, mpirun, srun or as a Kubernetes indexed job", ErrInvalid, rankVars, why)}
+		}
+		return singleton(ctx, spec, o)
+	}
 	if len(o.secret) == 0 {
 		warnNoSecret(o.logger, spec.rank, spec.launcher)
 	}
@@ -86,6 +98,41 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	}
 	c.ep.dumpOnSignal()
 	return c, nil
+}
+
+// singletonMessage is what Init logs when it starts a singleton.
+var singletonMessage = "gocoll: no launcher environment found (" + rankVars + " unset): " +
+	"running as a single rank; set GOCOLL_SINGLETON=0 to make this an error"
+
+// singleton starts the world of a process that no launcher started, as
+// MPI's singleton init does: rank 0 of a job of 1. It is the rank that
+// NewLocal(1) makes, with Init's options: no rendezvous to serve or dial,
+// no links and no listening socket, and every collective and
+// point-to-point call works on it (to and from rank 0). Init makes it
+// unless GOCOLL_SINGLETON=0 or WithSingleton(false) forbid it.
+func singleton(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
+	// One rank has no peer to link to, whatever links were asked for.
+	o.transport = "mem"
+	if len(o.secret) == 0 {
+		o.secret = make([]byte, 32)
+		rand.Read(o.secret)
+	}
+	cs, err := newLocal(ctx, 1, o, spec.identity)
+	if err != nil {
+		return nil, &OpError{Op: "init", Rank: 0, Peer: -1, Err: fmt.Errorf("single rank: %w", err)}
+	}
+	c := cs[0]
+	c.ep.log.Info(singletonMessage)
+	c.ep.dumpOnSignal()
+	return c, nil
+}
+
+// WithSingleton is comm.WithSingleton.
+func WithSingleton(on bool) Option {
+	return func(o *Options) error {
+		o.singleton = &on
+		return nil
+	}
 }
 
 func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
@@ -339,6 +386,19 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
 		}
 	}
+	comms, err := newLocal(context.Background(), n, o, "NewLocal")
+	if err != nil {
+		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+	}
+	return comms, nil
+}
+
+// newLocal starts the n ranks of a job in this process, with options o
+// and the job identity given (what the links' key is bound to): the ranks
+// of NewLocal, and the single rank of a singleton (Init without a
+// launcher). The rendezvous is in memory; links are too unless
+// o.transport asks for tcp.
+func newLocal(ctx context.Context, n int, o Options, identity string) ([]*Comm, error) {
 	var tr transport.Transport
 	switch o.transport {
 	case "mem":
@@ -346,18 +406,18 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 	case "tcp", "auto", "shm":
 		t, err := tcp.New(o.tcpOptions()...)
 		if err != nil {
-			return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+			return nil, err
 		}
 		tr = t
 	}
-	key := jobKey(o.secret, "NewLocal")
+	key := jobKey(o.secret, identity)
 	server, err := rendezvous.NewServer(n, key, o.logger)
 	if err != nil {
-		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+		return nil, err
 	}
 	// A rank that fails to start cancels the others, which would otherwise
 	// wait for its address until the timeout.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, ErrTimeout)
@@ -399,7 +459,7 @@ func NewLocal(n int, opts ...Option) ([]*Comm, error) {
 			}
 		}
 		server.Close()
-		return nil, &OpError{Op: "init", Rank: -1, Peer: -1, Err: err}
+		return nil, err
 	}
 	return comms, nil
 }

@@ -28,6 +28,7 @@ type Options struct {
 	logger          *slog.Logger
 	unexpectedLimit int
 	hostOf          func(rank int) string
+	singleton       *bool  // WithSingleton; nil: GOCOLL_SINGLETON decides
 	segmentSlot     int    // 0: DefaultSegmentSlot
 	statsSampling   int    // time one call in statsSampling below timedFrom; 0: none
 	tracePath       string // "": no timeline (WithTimeline)

@@ -54,7 +54,8 @@ func (ep *endpoint) sharedAllowed() bool {
 }
 
 // logSetup logs at debug level (GOCOLL_DEBUG) what c is made of: its
-// ranks, whether they share a host, and its shared segment or hierarchy.
+// ranks, whether they share a host, this rank's place among its host's
+// ranks, and its shared segment or hierarchy.
 // Its links are logged as they come up (readFrom), on first use.
 func (c *Comm) logSetup() {
 	log := c.ep.log
@@ -62,7 +63,7 @@ func (c *Comm) logSetup() {
 		return
 	}
 	attrs := []any{"comm", fmt.Sprintf("%#x", c.id), "rank", c.rank, "size", len(c.group),
-		"links", c.ep.opts.transport, "one host", c.oneHost}
+		"links", c.ep.opts.transport, "one host", c.oneHost, "local rank", c.localRank, "local size", c.localSize}
 	switch {
 	case c.seg != nil:
 		attrs = append(attrs, "segment", fmt.Sprintf("%d ranks, %d-byte slots", c.seg.ranks, c.seg.slot))
