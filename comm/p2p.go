@@ -48,6 +48,12 @@ func (c *Comm) Send(ctx context.Context, dst, tag int, b []byte) error {
 // messages from one sender with one tag are received in the order they
 // were sent. A message longer than b is an error wrapping ErrTruncated
 // that names both sizes; the message is not consumed.
+//
+// Recv honours ctx and the communicator's timeout. A receive from a named
+// rank that the timeout ends finds that rank silent and fails the
+// communicator (see Failure); one from AnySource blames no rank, and
+// fails alone with an error wrapping ErrTimeout, so a coordinator that
+// waits for any worker may simply call it again.
 func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (Status, error) {
 	st, err := c.core().Recv(ctx, src, tag, b)
 	return Status(st), err
@@ -84,7 +90,9 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 // status, as its Wait would; that entry of reqs is set to nil, so that
 // WaitAny can be called again on the rest. Nil entries are skipped. When
 // ctx ends first, the error wraps its cause and every request stays
-// pending. The communicator's timeout applies as to a receive.
+// pending, and so it does when the communicator's timeout passes (the
+// error then wraps ErrTimeout): a wait for any of several requests blames
+// no rank.
 func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 	i, st, err := core.WaitAny(ctx, coreRequests(reqs))
 	return i, Status(st), err
@@ -113,7 +121,7 @@ func coreRequests(reqs []*Request) []*core.Request {
 // allowed) would take a message, and returns the message's status
 // without receiving it: a receive from that status's Source and Tag then
 // takes it, unless another goroutine's receive takes it first. It honours
-// ctx and the communicator's timeout as a receive does.
+// ctx and the communicator's timeout as Recv does.
 func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 	st, err := c.core().Probe(ctx, src, tag)
 	return Status(st), err

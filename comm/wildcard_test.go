@@ -537,3 +537,50 @@ func TestTypedWildcardAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestWildcardTimeoutFailsTheCallAlone: a receive or probe from any
+// source that the timeout ends blames no rank: it fails with ErrTimeout,
+// and the communicator goes on.
+func TestWildcardTimeoutFailsTheCallAlone(t *testing.T) {
+	cs := newJob(t, 2, comm.WithTimeout(200*time.Millisecond))
+	// Not a receive: rank 1 would time out waiting for it.
+	timedOut := make(chan struct{})
+	runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		if c.Rank() == 1 {
+			<-timedOut
+			return c.Send(ctx, 0, 2, []byte{5})
+		}
+		calls := map[string]func() error{
+			"Recv":  func() error { _, err := c.Recv(ctx, comm.AnySource, 2, nil); return err },
+			"Probe": func() error { _, err := c.Probe(ctx, comm.AnySource, comm.AnyTag); return err },
+			"WaitAny": func() error {
+				r, err := c.Irecv(comm.AnySource, 2, make([]byte, 1))
+				if err != nil {
+					return err
+				}
+				reqs := []*comm.Request{r}
+				if _, _, err = comm.WaitAny(ctx, reqs); !errors.Is(err, comm.ErrTimeout) {
+					return fmt.Errorf("WaitAny: %v", err)
+				}
+				cancelled, cancel := context.WithCancel(ctx)
+				cancel()
+				_, err = reqs[0].Wait(cancelled) // withdraw it
+				if !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("withdrawing the receive: %v", err)
+				}
+				return comm.ErrTimeout
+			},
+		}
+		for name, call := range calls {
+			if err := call(); !errors.Is(err, comm.ErrTimeout) {
+				return fmt.Errorf("%s from any source with nothing sent: %v", name, err)
+			}
+		}
+		close(timedOut)
+		buf := make([]byte, 1)
+		if _, err := c.Recv(ctx, 1, 2, buf); err != nil || buf[0] != 5 {
+			return fmt.Errorf("a named receive after the timeouts: %v", err)
+		}
+		return nil
+	})
+}

@@ -618,14 +618,20 @@ func (ep *endpoint) withdraw(r *Request) bool {
 	return ep.inboxes[r.src].withdraw(r)
 }
 
-// silentFor fails the endpoint for the receive r that no message matched
-// within the timeout.
+// silentFor is the error of the receive r that no message matched
+// within the timeout. A named source is silent, which fails the
+// endpoint; a receive from any source blames nobody, and fails alone.
 func (ep *endpoint) silentFor(r *Request) error {
 	if !r.anySource {
 		return ep.silent(r.src, fmt.Sprintf("no message from rank %d for %v", r.src, ep.opts.timeout))
 	}
-	ep.fail(fmt.Errorf("%w: no message from any rank matched a receive for %v", ErrTimeout, ep.opts.timeout))
-	return ep.err()
+	return anyTimeout("a receive", ep.opts.timeout)
+}
+
+// anyTimeout is the error of a wait for any rank (what) that the timeout
+// ended: it names no rank, so it fails only the call.
+func anyTimeout(what string, timeout time.Duration) error {
+	return fmt.Errorf("%w: no message from any rank matched %s for %v", ErrTimeout, what, timeout)
 }
 
 func deliveryGrace(timeout time.Duration) time.Duration {

@@ -118,8 +118,7 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 			err = ep.failErr
 		case <-fired:
 			if src == AnySource {
-				ep.fail(fmt.Errorf("%w: no message from any rank matched a probe for %v", ErrTimeout, ep.opts.timeout))
-				err = ep.err()
+				err = anyTimeout("a probe", ep.opts.timeout)
 			} else {
 				err = ep.silent(c.group[src], fmt.Sprintf("no message from rank %d for %v", c.group[src], ep.opts.timeout))
 			}
@@ -284,7 +283,7 @@ func firstDone(reqs []*Request) (int, *endpoint) {
 }
 
 // anyCause is why awaitAny gave up: ctx's end, the endpoint's failure,
-// or the timeout, which fails the endpoint as a receive's does.
+// or the timeout, which names no rank and so fails only the call.
 func (ep *endpoint) anyCause(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
@@ -292,8 +291,7 @@ func (ep *endpoint) anyCause(ctx context.Context) error {
 	if err := ep.err(); err != nil {
 		return err
 	}
-	ep.fail(fmt.Errorf("%w: none of the requests waited for completed in %v", ErrTimeout, ep.opts.timeout))
-	return ep.err()
+	return fmt.Errorf("%w: none of the requests waited for completed in %v", ErrTimeout, ep.opts.timeout)
 }
 
 // awaitAny sleeps until one of reqs completes, and returns its index, or
