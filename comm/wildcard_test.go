@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -545,11 +546,13 @@ func TestWildcardTimeoutFailsTheCallAlone(t *testing.T) {
 	cs := newJob(t, 2, comm.WithTimeout(200*time.Millisecond))
 	// Not a receive: rank 1 would time out waiting for it.
 	timedOut := make(chan struct{})
+	release := sync.OnceFunc(func() { close(timedOut) })
 	runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		if c.Rank() == 1 {
 			<-timedOut
 			return c.Send(ctx, 0, 2, []byte{5})
 		}
+		defer release()
 		calls := map[string]func() error{
 			"Recv":  func() error { _, err := c.Recv(ctx, comm.AnySource, 2, nil); return err },
 			"Probe": func() error { _, err := c.Probe(ctx, comm.AnySource, comm.AnyTag); return err },
@@ -559,8 +562,8 @@ func TestWildcardTimeoutFailsTheCallAlone(t *testing.T) {
 					return err
 				}
 				reqs := []*comm.Request{r}
-				if _, _, err = comm.WaitAny(ctx, reqs); !errors.Is(err, comm.ErrTimeout) {
-					return fmt.Errorf("WaitAny: %v", err)
+				if _, _, err = comm.WaitAny(ctx, reqs); !errors.Is(err, comm.ErrTimeout) || reqs[0] == nil {
+					return fmt.Errorf("WaitAny finished the receive (%v) or did not time out: %v", reqs[0] == nil, err)
 				}
 				cancelled, cancel := context.WithCancel(ctx)
 				cancel()
@@ -576,7 +579,7 @@ func TestWildcardTimeoutFailsTheCallAlone(t *testing.T) {
 				return fmt.Errorf("%s from any source with nothing sent: %v", name, err)
 			}
 		}
-		close(timedOut)
+		release()
 		buf := make([]byte, 1)
 		if _, err := c.Recv(ctx, 1, 2, buf); err != nil || buf[0] != 5 {
 			return fmt.Errorf("a named receive after the timeouts: %v", err)
