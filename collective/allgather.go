@@ -20,31 +20,43 @@ import (
 // power of two; the default for a power of two below 512 KiB, and at
 // every size where all ranks run on one host).
 func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
-	p := 0
-	if c != nil {
-		p = c.Size()
-	}
 	var k call[T]
-	if err = prepare(&k, ctx, c, wire.KindAllgather, codec.Op{}, p*len(send), -1, opts); err != nil {
+	if err = prepareAllgather(&k, ctx, c, send, recv, opts); err != nil {
+		return err
+	}
+	if err = k.start(); err != nil {
+		return err
+	}
+	defer k.leave(&err)
+	return k.allgather(send, recv)
+}
+
+// prepareAllgather prepares k as an Allgather from send into recv and
+// checks their lengths: what Allgather and AllgatherAsync check before
+// they start.
+func prepareAllgather[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, send, recv []T, opts []Option) error {
+	p := commSize(c)
+	if err := prepare(k, ctx, c, wire.KindAllgather, codec.Op{}, p*len(send), -1, opts); err != nil {
 		return err
 	}
 	if len(recv) != p*len(send) {
 		return k.invalid(fmt.Errorf("%w: recv has %d elements, want Size()·len(send) = %d·%d = %d",
 			codec.ErrInvalid, len(recv), p, len(send), p*len(send)))
 	}
-	if err = k.start(); err != nil {
-		return err
-	}
-	defer k.leave(&err)
+	return nil
+}
+
+// allgather runs the chosen algorithm.
+func (k *call[T]) allgather(send, recv []T) error {
 	switch k.me.Algorithm {
 	case Ring:
-		return allgatherRing(&k, send, recv)
+		return allgatherRing(k, send, recv)
 	case RecursiveDoubling:
-		return allgatherRecursive(&k, send, recv)
+		return allgatherRecursive(k, send, recv)
 	case Shm:
-		return gatherShm(&k, send, recv, -1)
+		return gatherShm(k, send, recv, -1)
 	}
-	return allgatherBruck(&k, send, recv)
+	return allgatherBruck(k, send, recv)
 }
 
 // allgatherRing passes blocks around the ring: in step s every rank sends

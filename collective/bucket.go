@@ -397,7 +397,10 @@ func (b *Bucketer) finish(ctx context.Context, stopped error) error {
 				b.cancel()
 			}
 		}
-		if err := bk.req.Wait(); err != nil {
+		// The allreduce has completed or is cancelled and ends soon; its
+		// buffer is the bucket's, which unpack and the next step use, so
+		// wait for its end whatever ctx says.
+		if err := bk.req.Wait(context.Background()); err != nil {
 			if first == nil {
 				first = fmt.Errorf("bucketer: %s: %w", b.label(i), err)
 				b.cancel()

@@ -566,7 +566,7 @@ func TestBucketAllocations(t *testing.T) {
 		}
 		var err error
 		for _, req := range reqs[r] {
-			err = errors.Join(err, req.Wait())
+			err = errors.Join(err, req.Wait(ctx))
 		}
 		return err
 	}

@@ -208,7 +208,7 @@ func ExampleAllreduceAsync() {
 		buf := []float64{1, 2}
 		req := collective.AllreduceAsync(ctx, c, buf, codec.Sum)
 		// ... compute something that does not touch buf ...
-		if err := req.Wait(); err != nil {
+		if err := req.Wait(ctx); err != nil {
 			return err
 		}
 		if c.Rank() == 0 {

@@ -138,7 +138,7 @@ func TestFlightDumpAsync(t *testing.T) {
 			require.NotNil(t, op, "the async call is not in the dump as running")
 			require.Equal(t, "Allreduce", op.Kind)
 			cancel()
-			require.ErrorIs(t, req.Wait(), context.Canceled)
+			require.ErrorIs(t, req.Wait(context.Background()), context.Canceled)
 			require.Nil(t, running(), "the async call still shows as running after it ended")
 		})
 	}

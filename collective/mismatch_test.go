@@ -236,7 +236,7 @@ func TestMismatch(t *testing.T) {
 			call: func(ctx context.Context, c *comm.Comm) error {
 				first := AllreduceAsync(ctx, c, make([]float32, 100), codec.Sum)
 				second := AllreduceAsync(ctx, c, make([]float32, 100+c.Rank()%2), codec.Sum)
-				return errors.Join(first.Wait(), second.Wait())
+				return errors.Join(first.Wait(ctx), second.Wait(ctx))
 			},
 			want: []string{"Allreduce(100 × float32, sum)", "Allreduce(101 × float32, sum)"},
 		},

@@ -32,7 +32,7 @@ func TestNilCommunicator(t *testing.T) {
 		{"Barrier", func() error { return Barrier(ctx, nil) }},
 		{"Gather", func() error { return Gather(ctx, nil, buf, buf, 0) }},
 		{"Allgather", func() error { return Allgather(ctx, nil, buf, buf) }},
-		{"AllreduceAsync", func() error { return AllreduceAsync(ctx, nil, buf, codec.Sum).Wait() }},
+		{"AllreduceAsync", func() error { return AllreduceAsync(ctx, nil, buf, codec.Sum).Wait(ctx) }},
 		{"BcastObject", func() error { v := 1; return BcastObject(ctx, nil, &v, 0) }},
 		{"AllgatherObject", func() error { _, err := AllgatherObject(ctx, nil, "x"); return err }},
 		{"GatherObject", func() error { _, err := GatherObject(ctx, nil, "x", 0); return err }},
@@ -104,7 +104,7 @@ func TestCanceledContext(t *testing.T) {
 		{"allreduce", func(ctx context.Context, c *comm.Comm) error { return Allreduce(ctx, c, make([]int64, 8), codec.Sum) }},
 		{"barrier", func(ctx context.Context, c *comm.Comm) error { return Barrier(ctx, c) }},
 		{"async", func(ctx context.Context, c *comm.Comm) error {
-			return AllreduceAsync(ctx, c, make([]int64, 8), codec.Sum).Wait()
+			return AllreduceAsync(ctx, c, make([]int64, 8), codec.Sum).Wait(ctx)
 		}},
 	}
 	for _, tr := range transports {
@@ -169,7 +169,7 @@ func TestConcurrentBlockingCalls(t *testing.T) {
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 			a := AllreduceAsync(ctx, c, make([]float64, 16), codec.Sum)
 			b := AllreduceAsync(ctx, c, make([]float64, 16), codec.Sum)
-			return errors.Join(a.Wait(), b.Wait(), Barrier(ctx, c))
+			return errors.Join(a.Wait(ctx), b.Wait(ctx), Barrier(ctx, c))
 		})
 	})
 }

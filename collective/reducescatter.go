@@ -23,30 +23,46 @@ import (
 // at the price of one more step that moves each block to its rank.
 func ReduceScatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
 	var k call[T]
-	if err = prepare(&k, ctx, c, wire.KindReduceScatter, op, len(send), -1, opts); err != nil {
+	if err = prepareReduceScatter(&k, ctx, c, send, recv, op, opts); err != nil {
 		return err
-	}
-	p := c.Size()
-	if len(send) != p*len(recv) {
-		return k.invalid(fmt.Errorf("%w: send has %d elements, want Size()·len(recv) = %d·%d = %d",
-			codec.ErrInvalid, len(send), p, len(recv), p*len(recv)))
 	}
 	if err = k.start(); err != nil {
 		return err
 	}
 	defer k.leave(&err)
+	return k.reduceScatter(send, recv)
+}
+
+// prepareReduceScatter prepares k as a ReduceScatter from send into recv
+// and checks their lengths: what ReduceScatter and ReduceScatterAsync
+// check before they start.
+func prepareReduceScatter[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts []Option) error {
+	if err := prepare(k, ctx, c, wire.KindReduceScatter, op, len(send), -1, opts); err != nil {
+		return err
+	}
+	if p := c.Size(); len(send) != p*len(recv) {
+		return k.invalid(fmt.Errorf("%w: send has %d elements, want Size()·len(recv) = %d·%d = %d",
+			codec.ErrInvalid, len(send), p, len(recv), p*len(recv)))
+	}
+	return nil
+}
+
+// reduceScatter runs the chosen algorithm and finishes the op (Avg
+// divides).
+func (k *call[T]) reduceScatter(send, recv []T) error {
+	var err error
 	switch k.me.Algorithm {
 	case Ring:
-		err = reduceScatterRing(&k, send, recv)
+		err = reduceScatterRing(k, send, recv)
 	case Shm:
-		err = reduceScatterShm(&k, send, recv)
+		err = reduceScatterShm(k, send, recv)
 	default: // RecursiveHalving
-		err = reduceScatterRecursive(&k, send, recv)
+		err = reduceScatterRecursive(k, send, recv)
 	}
 	if err != nil {
 		return err
 	}
-	kernel.Finish(op, recv, p)
+	kernel.Finish(k.op, recv, k.c.Size())
 	return nil
 }
 

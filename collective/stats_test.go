@@ -259,7 +259,7 @@ func TestStatsWhileCalling(t *testing.T) {
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		for i := range calls {
 			if i%10 == 0 {
-				if err := AllreduceAsync(ctx, c, make([]int32, 4), codec.Sum).Wait(); err != nil {
+				if err := AllreduceAsync(ctx, c, make([]int32, 4), codec.Sum).Wait(ctx); err != nil {
 					return err
 				}
 				continue
