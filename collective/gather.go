@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -46,17 +49,24 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 }
 
 // Gatherv collects send of every rank, in rank order, into root's recv:
-// rank i sends counts[i] elements, which land at recv[counts[0]+…+counts[i-1]:].
-// Every rank passes the same counts, with counts[Rank()] == len(send);
-// at root recv must hold at least their sum (it is ignored elsewhere).
-// The algorithm is Linear.
+// rank i sends counts[i] elements, which land at
+// recv[counts[0]+…+counts[i-1]:]. As in MPI, only root needs counts: root
+// passes one per rank, and recv must hold at least their sum. The other
+// ranks may pass nil counts (their recv is ignored and may be nil too);
+// each sends len(send) elements, which must be root's count for it. A
+// rank that passes counts anyway must pass one per rank, with
+// counts[Rank()] == len(send); root's count for every other rank is
+// root's alone. A rank whose len(send) differs from root's count for it
+// fails with ErrMismatch, and so does root, naming the rank and both
+// counts (without receipts, WithReceipts(false), such a rank may instead
+// return nil and fail in its next call). The algorithm is Linear.
 func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) (err error) {
 	var k call[T]
-	if err = prepare(&k, ctx, c, wire.KindGatherv, codec.Op{}, countsTotal(counts), root, opts); err != nil {
+	if err = prepare(&k, ctx, c, wire.KindGatherv, codec.Op{}, 0, root, opts); err != nil {
 		return err
 	}
 	me := c.Rank()
-	total, err := checkCounts(counts, c.Size(), me, len(send), "send")
+	total, err := checkCounts(counts, c.Size(), me, root, len(send), "send")
 	if err != nil {
 		return k.invalid(err)
 	}
@@ -69,25 +79,38 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 	}
 	defer k.leave(&err)
 	if me != root {
-		if err := k.send(root, 0, send, countsBefore(counts, me)); err != nil {
+		if err := k.sendPart(root, send); err != nil {
 			return err
 		}
-		return k.awaitAck(root)
+		return k.awaitPartAck(root, len(send))
 	}
 	batch := getRecvBatch()
 	defer batch.release()
 	off := 0
 	for r, m := range counts {
 		if r != root {
-			if err := postRecv(&k, batch, r, 0, recv, off, off+m, off); err != nil {
+			if err := postRecv(&k, batch, r, 0, recv, off, off+m, 0); err != nil {
 				return err
 			}
 		}
 		off += m
 	}
+	for r, m := range counts {
+		if r != root {
+			if err := k.ackPart(r, m); err != nil {
+				return err
+			}
+		}
+	}
 	at := countsBefore(counts, root)
 	copy(recv[at:at+len(send)], send)
-	return ackThenWait(&k, batch, recv, true)
+	for i := range batch.recvs {
+		b := &batch.recvs[i]
+		if err := k.awaitPart(&b.in, b.peer, recv[b.lo:b.hi]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // gatherLinear: every rank sends straight to root, which has posted all
@@ -280,23 +303,6 @@ func commSize(c *comm.Comm) int {
 	return c.Size()
 }
 
-// countsTotal is the element count of a v-collective on the wire: the sum
-// of counts, with negative counts left out (checkCounts refuses them, but
-// only once begin has named the call) and saturating instead of
-// overflowing.
-func countsTotal(counts []int) int {
-	total := 0
-	for _, n := range counts {
-		if n > 0 {
-			if n > math.MaxInt-total {
-				return math.MaxInt
-			}
-			total += n
-		}
-	}
-	return total
-}
-
 // countsBefore is where rank r's elements start: the sum of the counts
 // of the ranks before it.
 func countsBefore(counts []int, r int) int {
@@ -307,12 +313,19 @@ func countsBefore(counts []int, r int) int {
 	return off
 }
 
-// checkCounts validates the counts of a rooted v-collective on rank me
-// of p, whose own buffer (named what) has mine elements, and returns
-// their sum.
-func checkCounts(counts []int, p, me, mine int, what string) (int, error) {
+// checkCounts validates the counts of a rooted v-collective (Gatherv,
+// Scatterv) on rank me of p, whose own buffer (named what) has mine
+// elements, and returns their sum. Root must pass one count per rank;
+// the others may pass none (nil, or empty), and their sum is then 0.
+func checkCounts(counts []int, p, me, root, mine int, what string) (int, error) {
+	if len(counts) == 0 && me != root {
+		return 0, nil
+	}
 	if len(counts) != p {
-		return 0, fmt.Errorf("%w: counts has %d entries for %d ranks", codec.ErrInvalid, len(counts), p)
+		if me == root {
+			return 0, fmt.Errorf("%w: counts has %d entries at root %d, which needs one for each of %d ranks", codec.ErrInvalid, len(counts), root, p)
+		}
+		return 0, fmt.Errorf("%w: counts has %d entries for %d ranks on rank %d (only root needs counts: pass nil or one per rank)", codec.ErrInvalid, len(counts), p, me)
 	}
 	total := 0
 	for r, n := range counts {
@@ -329,4 +342,115 @@ func checkCounts(counts []int, p, me, mine int, what string) (int, error) {
 			codec.ErrInvalid, what, mine, me, me, counts[me])
 	}
 	return total, nil
+}
+
+// The parts of Gatherv and Scatterv. Only root knows every rank's count,
+// so their calls record none (wire.Kind.PartCounted), and each message
+// carries the count of the part it is for, in its header's Count, with
+// the part at offset 0: the receiver checks that count against its own,
+// root against counts[r], any other rank against the length of its
+// buffer. The receipts carry a count too: root's receipt for a Gatherv
+// sender, which only sends, tells it root's counts[r], and the receipt of
+// a Scatterv receiver tells root, which only sends, the length of its
+// recv. So a rank whose count differs from root's fails in the call, and
+// so does root, whichever of the two only sends.
+
+// sendPart sends s, a whole part (this rank's of a Gatherv, peer's of a
+// Scatterv), to peer.
+func (k *call[T]) sendPart(peer int, s []T) error {
+	payload, c, wb := k.encode(s)
+	h := k.header(0, len(s), 0)
+	h.Count, h.Codec, h.Length = uint64(len(s)), c, uint64(len(payload))
+	err := k.sendPayload(peer, &h, payload)
+	wb.release()
+	return err
+}
+
+// ackPart acknowledges (ack) peer's part of the call, which has n
+// elements as this rank counts it.
+func (k *call[T]) ackPart(peer, n int) error {
+	if k.me.NoReceipts {
+		return nil
+	}
+	h := k.header(ackStep, 0, 0)
+	h.Codec, h.Count = k.cfg.codec, uint64(n)
+	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
+		return k.sendFailed(peer, err)
+	}
+	return nil
+}
+
+// awaitPartAck waits for peer's acknowledgement (ackPart) of a part that
+// has n elements as this rank counts it.
+func (k *call[T]) awaitPartAck(peer, n int) error {
+	if k.me.NoReceipts {
+		return nil
+	}
+	in, err := k.irecv(peer, ackStep, nil)
+	if err != nil {
+		return err
+	}
+	defer in.withdraw()
+	_, _, err = k.arrivePart(&in, peer, nil, n)
+	return err
+}
+
+// awaitPart is await for in, the receive of a part (sendPart) from peer
+// into dst, whose length is the part's count as this rank counts it.
+func (k *call[T]) awaitPart(in *inbound, peer int, dst []T) error {
+	defer in.withdraw()
+	n, h, err := k.arrivePart(in, peer, dst, len(dst))
+	if err != nil {
+		return err
+	}
+	if k.cfg.codec == codec.None {
+		codec.Store(dst, in.b)
+		return nil
+	}
+	k.t.Mark()
+	err = kernel.Decode(h.Codec, dst, in.b[:n])
+	k.t.Lap(core.PartCodec)
+	if err != nil {
+		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes does not decode to the %d elements expected: %v",
+			h.Codec, n, len(dst), err))
+	}
+	return nil
+}
+
+// arrivePart is arrive for a message of a part, or its receipt (dst nil),
+// whose count is want as this rank counts it: a message of the same call
+// that counts the part differently is a mismatch that names both counts,
+// whatever its length.
+func (k *call[T]) arrivePart(in *inbound, peer int, dst []T, want int) (int, wire.Header, error) {
+	k.t.Mark()
+	start := k.t.Marked()
+	n, h, arrived, err := in.req.WaitHeader(k.ctx)
+	k.t.LapArrival(arrived)
+	in.req = nil
+	if h.Call() == k.me && int(h.Count) != want && (err == nil || errors.As(err, new(*comm.TruncateError))) {
+		return n, h, k.mismatch(peer, &h, k.partDiffers(peer, int(h.Count), want))
+	}
+	if err == nil {
+		k.t.Received += uint64(n)
+		if k.t.Traced() {
+			step, got := core.StepOf(h.Tag), max(start, arrived)
+			k.span("wait", start, got, peer, step, 0)
+			k.span("recv", got, k.t.Marked(), peer, step, n)
+		}
+	}
+	return n, h, k.check(peer, n, &h, len(dst), 0, err)
+}
+
+// partDiffers describes the disagreement over peer's part (root) or this
+// rank's (any other rank), which this rank counts want elements and
+// peer got.
+func (k *call[T]) partDiffers(peer, got, want int) string {
+	what, root, me := "send", k.me.Root, k.c.Rank()
+	if k.me.Kind == wire.KindScatterv {
+		what = "recv"
+	}
+	if me == root {
+		return fmt.Sprintf("rank %d's %s has %d elements, but root %d's counts[%d] is %d", peer, what, got, root, peer, want)
+	}
+	return fmt.Sprintf("root %d's counts[%d] is %d, but rank %d's %s has %d elements", root, me, got, me, what, want)
 }

@@ -168,7 +168,7 @@ func TestGathervRefusesBadArguments(t *testing.T) {
 	t.Run("counts of wrong length", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 4), []int{2, 2}, 0)
-		}, "Gatherv", "counts has 2 entries for 3 ranks")
+		}, "Gatherv", "counts has 2 entries")
 	})
 	t.Run("negative count", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
@@ -184,7 +184,7 @@ func TestGathervRefusesBadArguments(t *testing.T) {
 	t.Run("recv too short at root", func(t *testing.T) {
 		requireRefused(t, 3, []int{2}, func(ctx context.Context, c *comm.Comm) error {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 5), []int{2, 2, 2}, 2)
-		}, "Gatherv(6 × float32, root 2)", "recv has 5 elements at root 2; the counts add up to 6")
+		}, "Gatherv(float32, root 2)", "recv has 5 elements at root 2; the counts add up to 6")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {

@@ -39,16 +39,23 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 }
 
 // Scatterv sends counts[r] elements of root's send to rank r's recv: the
-// ones at send[counts[0]+…+counts[r-1]:]. Every rank passes the same
-// counts, with counts[Rank()] == len(recv); at root send must hold at
-// least their sum (it is ignored elsewhere). The algorithm is Linear.
+// ones at send[counts[0]+…+counts[r-1]:]. As in MPI, only root needs
+// counts: root passes one per rank, and send must hold at least their sum
+// there. The other ranks may pass nil counts (their send is ignored and
+// may be nil too); each receives len(recv) elements, which must be root's
+// count for it. A rank that passes counts anyway must pass one per rank,
+// with counts[Rank()] == len(recv); root's count for every other rank is
+// root's alone. A rank whose len(recv) differs from root's count for it
+// fails with ErrMismatch, and so does root, naming the rank and both
+// counts (without receipts, WithReceipts(false), root may instead return
+// nil and fail in its next call). The algorithm is Linear.
 func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) (err error) {
 	var k call[T]
-	if err = prepare(&k, ctx, c, wire.KindScatterv, codec.Op{}, countsTotal(counts), root, opts); err != nil {
+	if err = prepare(&k, ctx, c, wire.KindScatterv, codec.Op{}, 0, root, opts); err != nil {
 		return err
 	}
 	p, me := c.Size(), c.Rank()
-	total, err := checkCounts(counts, p, me, len(recv), "recv")
+	total, err := checkCounts(counts, p, me, root, len(recv), "recv")
 	if err != nil {
 		return k.invalid(err)
 	}
@@ -61,15 +68,20 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 	}
 	defer k.leave(&err)
 	if me != root {
-		if err := k.ack(root); err != nil {
+		in, err := k.irecv(root, 0, recv)
+		if err != nil {
 			return err
 		}
-		return k.recv(root, 0, recv, countsBefore(counts, me))
+		if err := k.ackPart(root, len(recv)); err != nil {
+			in.withdraw()
+			return err
+		}
+		return k.awaitPart(&in, root, recv)
 	}
 	off := 0
 	for r, m := range counts {
 		if r != root {
-			if err := k.send(r, 0, send[off:off+m], off); err != nil {
+			if err := k.sendPart(r, send[off:off+m]); err != nil {
 				return err
 			}
 		}
@@ -77,7 +89,14 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 	}
 	at := countsBefore(counts, root)
 	copy(recv, send[at:at+len(recv)])
-	return awaitAcks(&k, root)
+	for r, m := range counts {
+		if r != root {
+			if err := k.awaitPartAck(r, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // scatterLinear: root sends each rank its block in turn; the others

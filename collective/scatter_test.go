@@ -145,7 +145,7 @@ func TestScattervRefusesBadArguments(t *testing.T) {
 	t.Run("counts of wrong length", func(t *testing.T) {
 		requireRefused(t, 2, []int{0, 1}, func(ctx context.Context, c *comm.Comm) error {
 			return Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2), 1)
-		}, "Scatterv", "counts has 3 entries for 2 ranks")
+		}, "Scatterv", "counts has 3 entries")
 	})
 	t.Run("negative count", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {
@@ -161,7 +161,7 @@ func TestScattervRefusesBadArguments(t *testing.T) {
 	t.Run("send too short at root", func(t *testing.T) {
 		requireRefused(t, 3, []int{0}, func(ctx context.Context, c *comm.Comm) error {
 			return Scatterv(ctx, c, make([]uint8, 5), []int{2, 2, 2}, make([]uint8, 2), 0)
-		}, "Scatterv(6 × uint8, root 0)", "send has 5 elements at root 0; the counts add up to 6")
+		}, "Scatterv(uint8, root 0)", "send has 5 elements at root 0; the counts add up to 6")
 	})
 	t.Run("root out of range", func(t *testing.T) {
 		requireRefused(t, 3, []int{0, 1, 2}, func(ctx context.Context, c *comm.Comm) error {

@@ -90,11 +90,24 @@ type Call struct {
 	NoReceipts bool
 }
 
-// Call returns the call that h belongs to.
+// Call returns the call that h belongs to. The call of a collective
+// whose frames count their sender's part (PartCounted) has no count.
 func (h *Header) Call() Call {
-	return Call{Kind: h.Kind, DType: h.DType, Op: h.Op, Count: int(h.Count), Root: int(h.Root), Algorithm: h.Algorithm,
+	c := Call{Kind: h.Kind, DType: h.DType, Op: h.Op, Count: int(h.Count), Root: int(h.Root), Algorithm: h.Algorithm,
 		NoReceipts: h.Flags&FlagNoReceipts != 0}
+	if h.Kind.PartCounted() {
+		c.Count = 0
+	}
+	return c
 }
+
+// PartCounted reports whether collectives of kind k are v-collectives
+// whose ranks other than the root pass no counts (Gatherv and Scatterv,
+// as MPI has them): no rank but the root knows the operation's count, so
+// their calls have none (Count 0), and the Count of each of their frames
+// is the part of the rank it is for, which bounds its payload (Validate)
+// and which the receiver checks against the count it expects.
+func (k Kind) PartCounted() bool { return k == KindGatherv || k == KindScatterv }
 
 // String describes the call as a user wrote it, with the algorithm that
 // ran it: "Allreduce(10 × float32, sum) with ring", and "without
@@ -104,6 +117,9 @@ func (c Call) String() string {
 		return "Split"
 	}
 	s := fmt.Sprintf("%s(%d × %s", c.Kind, c.Count, c.DType)
+	if c.Kind.PartCounted() && c.Count == 0 {
+		s = fmt.Sprintf("%s(%s", c.Kind, c.DType) // a count only the root knows
+	}
 	if c.Op != ops.None {
 		s += ", " + c.Op.String()
 	}

@@ -21,6 +21,8 @@ func TestCallString(t *testing.T) {
 		{Call{Kind: KindBcast, DType: kernel.Uint8, Count: 8, Root: 0, Algorithm: AlgoLinear, NoReceipts: true}, "Bcast(8 × uint8, root 0) with linear without receipts"},
 		{Call{Kind: KindBarrier, DType: kernel.Uint8, Root: -1, Algorithm: AlgoDissemination}, "Barrier(0 × uint8) with dissemination"},
 		{Call{Kind: KindSplit, DType: kernel.Int64, Count: 8}, "Split"},
+		{Call{Kind: KindGatherv, DType: kernel.Float32, Root: 2, Algorithm: AlgoLinear}, "Gatherv(float32, root 2) with linear"},
+		{Call{Kind: KindScatterv, DType: kernel.Int8, Count: 3, Root: 0}, "Scatterv(3 × int8, root 0)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -53,6 +55,22 @@ func TestHeaderCall(t *testing.T) {
 		change(&c)
 		require.NotEqual(t, a.Call(), c.Call(), "%v", &c)
 	}
+}
+
+// TestHeaderCallPartCounted: the frames of a Gatherv or Scatterv count
+// their sender's part, which differs from rank to rank; their call has
+// no count, so that every rank's frames show the same call.
+func TestHeaderCallPartCounted(t *testing.T) {
+	for _, kind := range []Kind{KindGatherv, KindScatterv} {
+		a := Header{Kind: kind, DType: kernel.Float32, Seq: 3, Tag: -5, Count: 7, Length: 28, Root: 1, Algorithm: AlgoLinear}
+		require.NoError(t, a.Validate())
+		b := a
+		b.Count, b.Length = 2, 8
+		require.Equal(t, a.Call(), b.Call())
+		require.Equal(t, Call{Kind: kind, DType: kernel.Float32, Root: 1, Algorithm: AlgoLinear}, a.Call())
+	}
+	require.False(t, KindGather.PartCounted())
+	require.False(t, KindAllgatherv.PartCounted())
 }
 
 func TestParseAlgorithm(t *testing.T) {

@@ -177,7 +177,7 @@ type Header struct {
 	Comm   uint64 // communicator id
 	Seq    uint64 // collective sequence number on Comm; 0 for point-to-point
 	Tag    int64  // matching tag
-	Count  uint64 // elements in the whole operation's buffer, as the sender sees it
+	Count  uint64 // elements in the whole operation's buffer, as the sender sees it; of the part the frame is for where Kind.PartCounted
 	Length uint64 // payload bytes that follow the header
 	Root   int32  // root rank of rooted collectives, -1 where there is none
 	// Algorithm is the algorithm of the collective call the frame belongs
