@@ -14,6 +14,9 @@ build:
 	$(GO) build -o $(BIN)/gocoll ./cmd/gocoll
 	$(GO) build -o $(BIN)/allreduce ./examples/allreduce
 	$(GO) build -o $(BIN)/exchange ./examples/exchange
+	$(GO) build -o $(BIN)/workerpool ./examples/workerpool
+	$(GO) build -o $(BIN)/train ./examples/train
+	$(GO) build -o $(BIN)/sweep ./examples/sweep
 
 # benchtool (compare, plot, model) is in the tools module, so that the
 # library's users never download its plotting and linear algebra.
