@@ -53,9 +53,29 @@
 //
 // # Async and buckets
 //
-// AllreduceAsync starts an Allreduce and returns a Request at once; Wait
-// collects its error. A Bucketer does what distributed trainers do with
-// gradients: it packs many small tensors, registered once, into buckets
+// AllreduceAsync, ReduceScatterAsync and AllgatherAsync start their
+// collective and return a *Request at once; it runs in a goroutine of its
+// own beside the caller's work. Each takes its place in the
+// communicator's order when it is issued, not when it runs, so any number
+// may be in flight, with blocking collectives between them, as long as
+// every rank issues the same calls in the same order. Their buffers are
+// the collective's until it completes: touch them only once Wait has
+// returned its result or Done is closed. Arguments are checked at issue;
+// a bad one aborts the job, as in the blocking calls, and is the error
+// Wait returns.
+//
+// Wait(ctx) returns the collective's error once it completes. If ctx ends
+// first, Wait returns at once with a *comm.OpError naming the call that
+// wraps ctx's error and its cause, and the collective goes on: its
+// buffers are still in use, and a later Wait, or Done, gives its result.
+// Only the context the collective was issued with, and the communicator's
+// timeout, end the collective itself.
+//
+// ReduceScatterAsync and AllgatherAsync are the two halves of a sharded
+// (ZeRO, FSDP) optimiser step: reduce-scatter each gradient bucket as it
+// is ready, update the local shard when it completes, and allgather the
+// updated shards, in place, while later buckets still reduce. A Bucketer
+// does what distributed trainers do with gradients: it packs many small tensors, registered once, into buckets
 // of WithBucketBytes and reduces each bucket as soon as its tensors are
 // Ready, so communication overlaps the backward pass.
 //
@@ -95,7 +115,9 @@
 // before it returns. WithReceipts(false) (or GOCOLL_RECEIPTS=0) drops the
 // receipts where calls are known to match: such a rank then returns once
 // its data is sent, as in MPI, and learns of a disagreement in its next
-// call.
+// call. Gatherv and Scatterv need counts only at root, as in MPI: every
+// other rank's part must have root's count for it, which each message
+// carries and both sides check.
 //
 // # Errors
 //
