@@ -79,6 +79,25 @@
 // of WithBucketBytes and reduces each bucket as soon as its tensors are
 // Ready, so communication overlaps the backward pass.
 //
+// # Objects
+//
+// BcastObject, AllgatherObject, GatherObject and ScatterObject move any
+// Go value (configuration, vocabularies, metadata, structs holding
+// gradients), and SendObject and RecvObject move one between two ranks,
+// RecvObject from comm.AnySource too. Each value is encoded by an
+// ObjectCodec and decoded on arrival, as mpi4py's lowercase methods
+// pickle. The default, RawCodec, sends a slice or array of numbers, or of
+// structs of numbers, as its own memory: a []float32 inside a value costs
+// a memmove each way, and a BcastObject of a slice goes straight between
+// the ranks' slices. It covers everything gob encodes, but every rank
+// must pass the same type, which a fingerprint checks. GobCodec
+// (WithObjectCodec) sends self-describing gob, for types that differ
+// between ranks. In a collective, a value that does not encode aborts the
+// job with ErrInvalid, and one that does not decode with comm.ErrMismatch
+// naming both ranks and the type; point to point, either is the call's
+// error alone. Small encodings take one call; a value broadcast again at
+// about the same size, up to 64 KiB, takes one Bcast after the first.
+//
 // # Concurrency
 //
 // Ranks match their collectives by the order in which each rank issues

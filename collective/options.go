@@ -43,6 +43,8 @@ type Option struct {
 	bytes int
 	codec codec.ID
 	on    bool
+	// objects is WithObjectCodec's codec.
+	objects ObjectCodec
 }
 
 type optionKind uint8
@@ -52,6 +54,7 @@ const (
 	setChunkSize
 	setCompression
 	setReceipts
+	setObjectCodec
 )
 
 type config struct {
@@ -92,8 +95,11 @@ func (o Option) apply(c *config) error {
 		c.codec, c.codecSet = o.codec, true
 	case setReceipts:
 		c.noReceipts, c.receiptsSet = !o.on, true
+	case setObjectCodec:
+		// The object helpers read it (objectCodecOf); the collectives
+		// that move their bytes, and every other call, ignore it.
 	default:
-		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize, WithCompression and WithReceipts", codec.ErrInvalid)
+		return fmt.Errorf("%w: the zero Option sets nothing; make options with WithAlgorithm, WithChunkSize, WithCompression, WithReceipts and WithObjectCodec", codec.ErrInvalid)
 	}
 	return nil
 }
@@ -152,3 +158,16 @@ func WithCompression(c codec.ID) Option { return Option{set: setCompression, cod
 // The shared-memory algorithms (Shm, Hierarchical) compare every rank's
 // call inside the segment and take no receipts either way.
 func WithReceipts(on bool) Option { return Option{set: setReceipts, on: on} }
+
+// WithObjectCodec sets the encoding of the values of the object helpers
+// (BcastObject, AllgatherObject, GatherObject, ScatterObject): RawCodec,
+// GobCodec, or a codec of the caller's. The default is RawCodec, because
+// it sends slices and arrays of numbers (and of structs of numbers) as
+// raw blocks, at nearly the speed of a typed collective, and covers
+// everything else that gob encodes; GobCodec is for values whose
+// encoding must describe itself. Every rank must pass the same codec; a
+// rank that cannot decode what another encoded aborts the job with
+// comm.ErrMismatch. The other calls, which move typed slices, ignore the
+// option, so one list of options can serve both. A nil codec is an error
+// of the object helpers that get it.
+func WithObjectCodec(oc ObjectCodec) Option { return Option{set: setObjectCodec, objects: oc} }
