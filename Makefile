@@ -51,7 +51,7 @@ test-race:
 # unsafe.
 test-all:
 	$(GO) test -count=1 -timeout 10m ./...
-	$(GO) test -count=1 -timeout 5m -tags purego ./codec/... ./internal/kernel/...
+	$(GO) test -count=1 -timeout 5m -tags purego ./codec/... ./internal/kernel/... ./internal/objcodec/...
 
 test-tools:
 	cd tools && $(GO) test -count=1 -timeout 5m ./...
@@ -60,6 +60,8 @@ test-tools:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime 30s ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/kernel
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/objcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 30s ./internal/objcodec
 
 # Point-to-point and kernel benchmarks.
 # A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,

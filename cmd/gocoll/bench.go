@@ -132,8 +132,8 @@ The flags are:
 		also write the results as JSON, with the machine and this command
 	--objects
 		also measure allreduce and allgather of the same data inside a Go
-		value sent through gob (allreduce_object, allgather_object, algo
-		gob), as mpi4py's lowercase methods pickle, to show what
+		value sent through the object codec (allreduce_object,
+		allgather_object, algo raw), as mpi4py's lowercase methods pickle, to show what
 		serialisation costs; uncompressed, whatever --codec says
 	--registered
 		place every rank's buffers in registered memory

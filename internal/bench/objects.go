@@ -7,7 +7,7 @@ import (
 )
 
 // The object sweeps move the same float32 data as allreduce and allgather
-// inside a Go value, through collective.AllgatherObject: encoded with gob,
+// inside a Go value, through collective.AllgatherObject: encoded with RawCodec,
 // its length sent first, decoded on arrival, and, for allreduce, summed
 // locally, as mpi4py's lowercase allreduce and allgather do with pickle.
 // Next to the typed rows they show what serialisation costs.

@@ -71,7 +71,7 @@ func TestStatsNames(t *testing.T) {
 }
 
 // TestPointRan: a point records the algorithm that ran, the selector's or
-// the one forced, and "gob" for an object collective; a forced algorithm
+// the one forced, and "raw" for an object collective; a forced algorithm
 // that did not run, or calls the counts miss, fail the point.
 func TestPointRan(t *testing.T) {
 	before := []comm.CallStats{{Collective: "Allreduce", Algorithm: "ring", Transport: "tcp", Calls: 5}}
@@ -92,7 +92,7 @@ func TestPointRan(t *testing.T) {
 			"allreduce of 8 bytes with ring ran tree instead, by the communicator's counts"},
 		{"not counted", point{collective: "allreduce", bytes: 8}, before, "", "",
 			"allreduce of 8 bytes with auto: the communicator counted none of its calls"},
-		{"an object collective", point{collective: "allgather_object", object: true, bytes: 8}, objects, "gob", "segment+shm", ""},
+		{"an object collective", point{collective: "allgather_object", object: true, bytes: 8}, objects, "raw", "segment+shm", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ type Config struct {
 	Iters int
 	// Scale multiplies the automatic iteration count; 0 means 1.
 	Scale float64
-	// Objects adds, after allreduce and allgather, their gob-encoded
+	// Objects adds, after allreduce and allgather, their object-encoded
 	// object counterparts (allreduce_object, allgather_object). They take
 	// no codec, so Codecs must include none.
 	Objects bool
@@ -214,14 +214,14 @@ type point struct {
 	algo       collective.Algorithm
 	chunk      int // bytes per chunk of a pipelined algorithm; 0 for the default
 	codec      codec.ID
-	object     bool // gob-encoded through the object collectives
+	object     bool // encoded through the object collectives (RawCodec)
 	bytes      int64
 }
 
 // algoName is what Result.Algo says of p.
 func (p point) algoName() string {
 	if p.object {
-		return "gob"
+		return "raw"
 	}
 	return p.algo.String()
 }

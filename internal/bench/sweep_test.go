@@ -118,8 +118,8 @@ func TestPlan(t *testing.T) {
 		{"barrier has no named algorithm", Config{Collectives: []string{"barrier", "allreduce"}, Sizes: []int64{8}, Algorithms: []string{"ring"}},
 			topology{ranks: 2}, []string{"allreduce/ring/8"}},
 		{"objects after their typed collective", Config{Collectives: []string{"allgather", "allreduce"}, Sizes: []int64{8, 16}, Objects: true},
-			topology{ranks: 4}, []string{"allgather/auto/16", "allgather_object/gob/16", "allreduce/auto/8", "allreduce/auto/16",
-				"allreduce_object/gob/8", "allreduce_object/gob/16"}},
+			topology{ranks: 4}, []string{"allgather/auto/16", "allgather_object/raw/16", "allreduce/auto/8", "allreduce/auto/16",
+				"allreduce_object/raw/8", "allreduce_object/raw/16"}},
 		{"each codec after the algorithm and chunk", Config{Collectives: []string{"bcast"}, Sizes: []int64{8, 16}, Algorithms: []string{"auto", "chain"},
 			Chunks: []int{4}, Codecs: []string{"none", "bf16"}}, topology{ranks: 2},
 			[]string{"bcast/auto/8", "bcast/auto/16", "bcast/auto/bf16/8", "bcast/auto/bf16/16",
@@ -129,7 +129,7 @@ func TestPlan(t *testing.T) {
 			[]string{"allreduce/ring/8", "allreduce/ring/zstd/8", "allreduce/ring/fp16/8", "allreduce/shm/8", "allreduce/hierarchical/8"}},
 		{"barrier and objects once, uncompressed", Config{Collectives: []string{"barrier", "allgather"}, Sizes: []int64{8},
 			Codecs: []string{"none", "s2"}, Objects: true}, topology{ranks: 2},
-			[]string{"barrier/auto/0", "allgather/auto/8", "allgather/auto/s2/8", "allgather_object/gob/8"}},
+			[]string{"barrier/auto/0", "allgather/auto/8", "allgather/auto/s2/8", "allgather_object/raw/8"}},
 		{"a codec alone", Config{Collectives: []string{"allreduce"}, Sizes: []int64{8}, Algorithms: []string{"all"}, Codecs: []string{"bf16"}},
 			topology{ranks: 2, shared: true}, []string{"allreduce/recursive_doubling/bf16/8", "allreduce/ring/bf16/8",
 				"allreduce/ring_chunked/bf16/8", "allreduce/rabenseifner/bf16/8", "allreduce/tree/bf16/8"}},
@@ -221,7 +221,7 @@ func TestRun(t *testing.T) {
 		require.Equal(t, "mem", r.Link, "%+v", r)
 		switch {
 		case strings.HasSuffix(r.Collective, "_object"):
-			require.Equal(t, "gob", r.Algo)
+			require.Equal(t, "raw", r.Algo)
 		case r.Auto:
 			_, err := collective.ParseAlgorithm(r.Algo)
 			require.NoError(t, err, "%+v: the selector's choice is recorded", r)
@@ -243,13 +243,13 @@ func TestRun(t *testing.T) {
 	require.Equal(t, []string{
 		"allreduce/auto/8", "allreduce/auto/12", "allreduce/auto/48",
 		"allreduce/ring/8", "allreduce/ring/12", "allreduce/ring/48",
-		"allreduce_object/gob/8", "allreduce_object/gob/12", "allreduce_object/gob/48",
+		"allreduce_object/raw/8", "allreduce_object/raw/12", "allreduce_object/raw/48",
 		"reduce/auto/8", "reduce/auto/12", "reduce/auto/48",
 		"bcast/auto/8", "bcast/auto/12", "bcast/auto/48",
 		"gather/auto/12", "gather/auto/48",
 		"scatter/auto/12", "scatter/auto/48",
 		"allgather/auto/12", "allgather/auto/48", "allgather/ring/12", "allgather/ring/48",
-		"allgather_object/gob/12", "allgather_object/gob/48",
+		"allgather_object/raw/12", "allgather_object/raw/48",
 		"reducescatter/auto/12", "reducescatter/auto/48", "reducescatter/ring/12", "reducescatter/ring/48",
 		"alltoall/auto/12", "alltoall/auto/48",
 		"barrier/auto/0",

@@ -55,7 +55,7 @@
 //
 // Points measured with an algorithm of no message formula are not fitted:
 // "shm" and "hierarchical" (they work through a shared memory segment, not
-// messages), "gob" (the object collectives) and "auto" or an empty algo
+// messages), "raw" or "gob" (the object collectives) and "auto" or an empty algo
 // (files that do not record the algorithm that ran: other
 // implementations', and gocoll's from before it recorded the selector's
 // choice); so are points with a codec
