@@ -120,7 +120,7 @@ func TestBenchMem(t *testing.T) {
 	require.Contains(t, out, "3 ranks over mem")
 	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+link\s+avg µs\s+min µs\s+p50 µs\s+p99 µs\s+max µs\s+cpu µs\s+algbw GB/s\s+busbw GB/s$`, out)
 	require.Regexp(t, `(?m)^allreduce\s+8 B\s+[a-z_]+ \(auto\)\s+mem\s+[0-9.]+`, out, "the selector's choice, named")
-	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+gob\s+mem\s+[0-9.]+`, out)
+	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+raw\s+mem\s+[0-9.]+`, out)
 	checkOutputs(t, csvPath, jsonPath, "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
 		"allreduce_object/8", "allreduce_object/12", "allreduce_object/48", "gather/12", "gather/48"})
 }
