@@ -131,9 +131,9 @@ The flags are:
 	--json file
 		also write the results as JSON, with the machine and this command
 	--objects
-		also measure allreduce and allgather of the same data inside a Go
-		value sent through the object codec (allreduce_object,
-		allgather_object, algo raw), as mpi4py's lowercase methods pickle, to show what
+		also measure allreduce, bcast and allgather of the same data inside
+		a Go value sent through the object codec (allreduce_object,
+		bcast_object, allgather_object, algo raw), as mpi4py's lowercase methods pickle, to show what
 		serialisation costs; uncompressed, whatever --codec says
 	--registered
 		place every rank's buffers in registered memory

@@ -39,7 +39,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--codec", "bf16", "--objects"}, 2, "the object collectives take no codec and are measured uncompressed, and the codecs (bf16) leave out none"},
 		{[]string{"bench", "--collectives", "allreduce,allsum"}, 2, `unknown collective "allsum"`},
 		{[]string{"bench", "--algos", "bruck", "--collectives", "allreduce"}, 2, "algorithm bruck applies to none of allreduce"},
-		{[]string{"bench", "--objects", "--collectives", "bcast"}, 2, "the object sweep measures allreduce and allgather"},
+		{[]string{"bench", "--objects", "--collectives", "gather"}, 2, "the object sweep measures allreduce, bcast and allgather"},
 		{[]string{"bench", "-n", "2", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"bench", "--frobnicate"}, 2, "flag provided but not defined: -frobnicate"},
 		{[]string{"bench", "frobnicate"}, 2, "gocoll bench frobnicate: a sweep takes only flags"},

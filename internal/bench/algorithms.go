@@ -15,9 +15,9 @@ import (
 // results carry.
 var Collectives = []string{"allreduce", "reduce", "bcast", "gather", "scatter", "allgather", "reducescatter", "alltoall", "barrier"}
 
-// objectCollectives maps the collectives that have a gob-encoded
+// objectCollectives maps the collectives that have an object-encoded
 // counterpart to its name.
-var objectCollectives = map[string]string{"allreduce": "allreduce_object", "allgather": "allgather_object"}
+var objectCollectives = map[string]string{"allreduce": "allreduce_object", "bcast": "bcast_object", "allgather": "allgather_object"}
 
 // kinds are the collectives whose algorithm a sweep can force, by the
 // names results carry. Barrier takes no options, so only its selector's

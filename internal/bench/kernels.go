@@ -142,6 +142,7 @@ var builders = map[string]func(k *kernel){
 	"barrier":          (*kernel).barrier,
 	"allreduce_object": (*kernel).allreduceObject,
 	"allgather_object": (*kernel).allgatherObject,
+	"bcast_object":     (*kernel).bcastObject,
 }
 
 // newKernel sets up p on c, whose size p.top must allow (see

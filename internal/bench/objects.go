@@ -64,6 +64,37 @@ func (k *kernel) allreduceObject() {
 	}
 }
 
+// bcastObject sets every rank's vector to rank 0's through BcastObject,
+// as mpi4py's lowercase bcast does; the receivers' vectors keep their
+// arrays from call to call, which the codec decodes into.
+func (k *kernel) bcastObject() {
+	v := vector{Data: make([]float32, k.elems())}
+	if k.me == 0 {
+		for i := range v.Data {
+			v.Data[i] = k.pattern(0, i)
+		}
+	}
+	k.out = v.Data
+	k.prepare = func(it int) {
+		v.Data[0] = -1
+		if k.me == 0 {
+			v.Data[0] = k.stamp(0, it)
+		}
+	}
+	k.call = func() error {
+		if err := collective.BcastObject(k.ctx, k.c, &v, 0); err != nil {
+			return err
+		}
+		if len(v.Data) != len(k.out) {
+			return fmt.Errorf("rank 0's vector arrived with %d elements, want %d", len(v.Data), len(k.out))
+		}
+		k.out = v.Data
+		return nil
+	}
+	k.stamped = func(it int) error { return k.expect(0, it, k.stamp(0, it)) }
+	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return k.pattern(0, i) }) }
+}
+
 // allgatherObject lays the vectors out in rank order, as allgather does.
 func (k *kernel) allgatherObject() {
 	m := k.block()

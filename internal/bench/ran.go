@@ -18,9 +18,11 @@ import (
 
 // statsNames are the collectives whose calls make up p, as
 // comm.CallStats.Collective names them: the object collectives gather
-// the encoded lengths, then the encoded values.
+// the encoded lengths, then the encoded values, or broadcast them.
 func (p point) statsNames() []string {
 	switch {
+	case p.object && p.collective == "bcast_object":
+		return []string{wire.KindBcast.String()}
 	case p.object:
 		return []string{wire.KindAllgather.String(), wire.KindAllgatherv.String()}
 	case p.collective == "barrier":
@@ -30,7 +32,7 @@ func (p point) statsNames() []string {
 }
 
 // ran returns what p's calls ran between two snapshots of its
-// communicator's Stats, as Result.Algo and Result.Link say it: "gob" for
+// communicator's Stats, as Result.Algo and Result.Link say it: "raw" for
 // the object collectives, whose gathers are the selector's choice. A
 // forced algorithm that did not run, or calls that were not counted, are
 // a bug, and an error.

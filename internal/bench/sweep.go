@@ -118,7 +118,7 @@ func (cfg Config) withDefaults() (Config, request, error) {
 		cfg.Scale = 1
 	}
 	if cfg.Objects && !slices.ContainsFunc(cfg.Collectives, func(c string) bool { return objectCollectives[c] != "" }) {
-		return cfg, request{}, fmt.Errorf("the object sweep measures allreduce and allgather, and the collectives (%s) include neither",
+		return cfg, request{}, fmt.Errorf("the object sweep measures allreduce, bcast and allgather, and the collectives (%s) include none of them",
 			strings.Join(cfg.Collectives, ", "))
 	}
 	if cfg.Objects && !slices.Contains(req.codecs, codec.None) {

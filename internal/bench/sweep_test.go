@@ -65,7 +65,7 @@ func TestConfigErrors(t *testing.T) {
 			"algorithm bruck applies to none of allreduce, bcast (it applies to allgather)"},
 		{"algorithm that cannot be forced", Config{Collectives: []string{"barrier"}, Sizes: sizes, Algorithms: []string{"dissemination"}},
 			"algorithm dissemination applies to none of barrier (it applies to no collective that takes an algorithm)"},
-		{"objects without allreduce", Config{Collectives: []string{"bcast"}, Sizes: sizes, Objects: true}, "the object sweep measures allreduce and allgather"},
+		{"objects without allreduce", Config{Collectives: []string{"gather"}, Sizes: sizes, Objects: true}, "the object sweep measures allreduce, bcast and allgather"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,7 +245,7 @@ func TestRun(t *testing.T) {
 		"allreduce/ring/8", "allreduce/ring/12", "allreduce/ring/48",
 		"allreduce_object/raw/8", "allreduce_object/raw/12", "allreduce_object/raw/48",
 		"reduce/auto/8", "reduce/auto/12", "reduce/auto/48",
-		"bcast/auto/8", "bcast/auto/12", "bcast/auto/48",
+		"bcast/auto/8", "bcast/auto/12", "bcast/auto/48", "bcast_object/raw/8", "bcast_object/raw/12", "bcast_object/raw/48",
 		"gather/auto/12", "gather/auto/48",
 		"scatter/auto/12", "scatter/auto/48",
 		"allgather/auto/12", "allgather/auto/48", "allgather/ring/12", "allgather/ring/48",
@@ -290,9 +290,9 @@ func TestRunCodecs(t *testing.T) {
 	for _, c := range codecs[1:] {
 		require.Equal(t, typed, count[c], "codec %s", c)
 	}
-	// none also has the barrier and the two object collectives at their
-	// sizes (allgather's split 12 and 48 bytes; 96 KiB splits too).
-	require.Equal(t, typed+1+3+3, count["none"])
+	// none also has the barrier and the three object collectives at
+	// their sizes (allgather's split 12 and 48 bytes; 96 KiB splits too).
+	require.Equal(t, typed+1+3+3+3, count["none"])
 }
 
 // TestValues: the data of every point, for every codec and a range of
