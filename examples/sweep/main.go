@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,12 +25,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 func main() {
@@ -47,7 +46,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = ranks(context.Background(), *local, func(ctx context.Context, c *comm.Comm) error {
+	err = ranks.Run(context.Background(), *local, nil, func(ctx context.Context, c *comm.Comm) error {
 		var w io.Writer = io.Discard
 		if c.Rank() == 0 {
 			w = os.Stdout
@@ -58,39 +57,6 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-}
-
-// ranks runs rank on every rank of the job: with local == 0 on the one
-// rank of this process in the job its launcher started (comm.Init), else
-// on local ranks in goroutines of this process (comm.NewLocal), as
-// separate processes would run them. A local rank that fails aborts the
-// others, which would otherwise wait for it until the communicator's
-// timeout.
-func ranks(ctx context.Context, local int, rank func(context.Context, *comm.Comm) error) error {
-	if local == 0 {
-		c, err := comm.Init(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return rank(ctx, c)
-	}
-	cs, err := comm.NewLocal(local)
-	if err != nil {
-		return err
-	}
-	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for r, c := range cs {
-		wg.Go(func() {
-			defer c.Close()
-			if errs[r] = rank(ctx, c); errs[r] != nil {
-				c.Abort(errs[r])
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // config is a sweep; every rank must use the same one.

@@ -20,17 +20,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 func main() {
@@ -65,7 +64,7 @@ func main() {
 		log.Fatalf("-transport %q: want mem, tcp or shm", cfg.Links)
 	}
 
-	err := ranks(context.Background(), *local, opts, func(ctx context.Context, c *comm.Comm) error {
+	err := ranks.Run(context.Background(), *local, opts, func(ctx context.Context, c *comm.Comm) error {
 		var w io.Writer = io.Discard
 		if c.Rank() == 0 {
 			w = os.Stdout
@@ -75,39 +74,6 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-}
-
-// ranks runs rank on every rank of the job: with local == 0 on the one
-// rank of this process in the job its launcher started (comm.Init), else
-// on local ranks in goroutines of this process (comm.NewLocal), as
-// separate processes would run them. A local rank that fails aborts the
-// others, which would otherwise wait for it until the communicator's
-// timeout.
-func ranks(ctx context.Context, local int, opts []comm.Option, rank func(context.Context, *comm.Comm) error) error {
-	if local == 0 {
-		c, err := comm.Init(ctx, opts...)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return rank(ctx, c)
-	}
-	cs, err := comm.NewLocal(local, opts...)
-	if err != nil {
-		return err
-	}
-	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for r, c := range cs {
-		wg.Go(func() {
-			defer c.Close()
-			if errs[r] = rank(ctx, c); errs[r] != nil {
-				c.Abort(errs[r])
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // run is the program on one rank: rank 0 coordinates and writes to w,

@@ -300,7 +300,7 @@ func TestTypeMismatch(t *testing.T) {
 
 func TestEncodeErrors(t *testing.T) {
 	type noExported struct{ a, b int }
-	if _, err := Append(nil, &noExported{}); err == nil || !strings.Contains(err.Error(), "no exported fields") {
+	if _, err := Append(nil, &noExported{a: 1, b: 2}); err == nil || !strings.Contains(err.Error(), "no exported fields") {
 		t.Fatalf("a struct without exported fields: %v", err)
 	}
 	if _, err := Append(nil, &struct{ C chan int }{}); err == nil {
