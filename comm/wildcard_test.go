@@ -587,3 +587,53 @@ func TestWildcardTimeoutFailsTheCallAlone(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIsendWithdrawn: a send still queued behind another when its Wait's
+// context ends is dropped, and the messages after it arrive in order.
+func TestIsendWithdrawn(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			// A budget of one small early message: the large one after
+			// it waits in its link until rank 1 receives.
+			cs := newJob(t, 2, comm.WithTransport(tr), comm.WithUnexpectedLimit(2<<10))
+			queued := make(chan struct{})
+			runOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					<-queued
+					big := make([]byte, 64<<20)
+					for tag, buf := range [][]byte{make([]byte, 1), big} {
+						if _, err := c.Recv(ctx, 0, tag, buf); err != nil {
+							return err
+						}
+					}
+					st, err := c.Recv(ctx, 0, comm.AnyTag, make([]byte, 8))
+					if err != nil {
+						return err
+					}
+					if st.Tag != 9 {
+						return fmt.Errorf("after the large message came tag %d; the withdrawn send has tag 2, the next 9", st.Tag)
+					}
+					return nil
+				}
+				var reqs []*comm.Request
+				for tag, b := range [][]byte{{1}, make([]byte, 64<<20), {2}} {
+					r, err := c.Isend(1, tag, b)
+					if err != nil {
+						return err
+					}
+					reqs = append(reqs, r)
+				}
+				cancelled, cancel := context.WithCancel(ctx)
+				cancel()
+				if _, err := reqs[2].Wait(cancelled); !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("Wait of a queued send with its context ended: %v", err)
+				}
+				close(queued)
+				if _, err := comm.WaitAll(ctx, reqs[:2]); err != nil {
+					return err
+				}
+				return c.Send(ctx, 1, 9, []byte{9})
+			})
+		})
+	}
+}

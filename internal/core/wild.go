@@ -131,8 +131,13 @@ func (w *wildcards) remove(i int) {
 	w.n.Add(-1)
 }
 
-// matched records where a wildcard receive's message comes from.
+// matched records where the message of a receive from AnySource comes
+// from. A receive that names its source knows it already, and its waiter
+// reads it unlocked (polling that source's link).
 func (r *Request) matched(src int) {
+	if !r.anySource {
+		return
+	}
 	r.src = src
 	r.peer = int(r.comm.memberList().rankOf[src])
 }
