@@ -10,8 +10,6 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
-	"github.com/gocoll/gocoll/internal/core"
-	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -97,7 +95,7 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 	}
 	for r, m := range counts {
 		if r != root {
-			if err := k.ackPart(r, m); err != nil {
+			if err := k.ackCount(r, m); err != nil {
 				return err
 			}
 		}
@@ -366,21 +364,7 @@ func (k *call[T]) sendPart(peer int, s []T) error {
 	return err
 }
 
-// ackPart acknowledges (ack) peer's part of the call, which has n
-// elements as this rank counts it.
-func (k *call[T]) ackPart(peer, n int) error {
-	if k.me.NoReceipts {
-		return nil
-	}
-	h := k.header(ackStep, 0, 0)
-	h.Codec, h.Count = k.cfg.codec, uint64(n)
-	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
-		return k.sendFailed(peer, err)
-	}
-	return nil
-}
-
-// awaitPartAck waits for peer's acknowledgement (ackPart) of a part that
+// awaitPartAck waits for peer's acknowledgement (ackCount) of a part that
 // has n elements as this rank counts it.
 func (k *call[T]) awaitPartAck(peer, n int) error {
 	if k.me.NoReceipts {
@@ -403,14 +387,7 @@ func (k *call[T]) awaitPart(in *inbound, peer int, dst []T) error {
 	if err != nil {
 		return err
 	}
-	if k.cfg.codec == codec.None {
-		codec.Store(dst, in.b)
-		return nil
-	}
-	k.t.Mark()
-	err = kernel.Decode(h.Codec, dst, in.b[:n])
-	k.t.Lap(core.PartCodec)
-	if err != nil {
+	if err := k.decodeArrived(in, n, h.Codec, dst); err != nil {
 		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes does not decode to the %d elements expected: %v",
 			h.Codec, n, len(dst), err))
 	}
@@ -422,21 +399,9 @@ func (k *call[T]) awaitPart(in *inbound, peer int, dst []T) error {
 // that counts the part differently is a mismatch that names both counts,
 // whatever its length.
 func (k *call[T]) arrivePart(in *inbound, peer int, dst []T, want int) (int, wire.Header, error) {
-	k.t.Mark()
-	start := k.t.Marked()
-	n, h, arrived, err := in.req.WaitHeader(k.ctx)
-	k.t.LapArrival(arrived)
-	in.req = nil
+	n, h, err := k.waitArrival(in, peer)
 	if h.Call() == k.me && int(h.Count) != want && (err == nil || errors.As(err, new(*comm.TruncateError))) {
 		return n, h, k.mismatch(peer, &h, k.partDiffers(peer, int(h.Count), want))
-	}
-	if err == nil {
-		k.t.Received += uint64(n)
-		if k.t.Traced() {
-			step, got := core.StepOf(h.Tag), max(start, arrived)
-			k.span("wait", start, got, peer, step, 0)
-			k.span("recv", got, k.t.Marked(), peer, step, n)
-		}
 	}
 	return n, h, k.check(peer, n, &h, len(dst), 0, err)
 }

@@ -72,7 +72,7 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 		if err != nil {
 			return err
 		}
-		if err := k.ackPart(root, len(recv)); err != nil {
+		if err := k.ackCount(root, len(recv)); err != nil {
 			in.withdraw()
 			return err
 		}

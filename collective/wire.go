@@ -173,23 +173,38 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 		return err
 	}
 	in.payload, in.codec = in.b[:n], h.Codec
-	if k.cfg.codec == codec.None {
-		codec.Store(dst, in.b)
-		return nil
-	}
-	k.t.Mark()
-	err = kernel.Decode(h.Codec, dst, in.b[:n])
-	k.t.Lap(core.PartCodec)
-	if err != nil {
+	if err := k.decodeArrived(in, n, h.Codec, dst); err != nil {
 		return k.mismatch(peer, &h, fmt.Sprintf("its %s payload of %d bytes at offset %d does not decode to the %d elements expected (different chunk sizes?): %v",
 			h.Codec, n, h.Offset, len(dst), err))
 	}
 	return nil
 }
 
+// decodeArrived leaves the n payload bytes that arrived in in, coded by
+// c, in dst: in place when the call sends raw elements, else decoded,
+// which the tally times.
+func (k *call[T]) decodeArrived(in *inbound, n int, c codec.ID, dst []T) error {
+	if k.cfg.codec == codec.None {
+		codec.Store(dst, in.b)
+		return nil
+	}
+	k.t.Mark()
+	err := kernel.Decode(c, dst, in.b[:n])
+	k.t.Lap(core.PartCodec)
+	return err
+}
+
 // arrive waits for in, the receive from peer of want elements at offset
 // off, and checks what arrived: its payload's length and header.
 func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, error) {
+	n, h, err := k.waitArrival(in, peer)
+	return n, h, k.check(peer, n, &h, want, off, err)
+}
+
+// waitArrival waits for in, the receive from peer, and accounts for
+// what arrived (the tally's wait and bytes, the timeline's spans),
+// before anything checks it.
+func (k *call[T]) waitArrival(in *inbound, peer int) (int, wire.Header, error) {
 	k.t.Mark()
 	start := k.t.Marked()
 	n, h, arrived, err := in.req.WaitHeader(k.ctx)
@@ -203,7 +218,7 @@ func (k *call[T]) arrive(in *inbound, peer, want, off int) (int, wire.Header, er
 			k.span("recv", got, k.t.Marked(), peer, step, n)
 		}
 	}
-	return n, h, k.check(peer, n, &h, want, off, err)
+	return n, h, err
 }
 
 // awaitReduce waits for in, the receive from peer posted for got, checks
@@ -363,12 +378,17 @@ func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {
 const ackStep = core.MaxTagStep
 
 // ack acknowledges peer's part of the call.
-func (k *call[T]) ack(peer int) error {
+func (k *call[T]) ack(peer int) error { return k.ackCount(peer, k.me.Count) }
+
+// ackCount is ack with count in the header's Count: the call's count, or
+// for Gatherv and Scatterv, whose calls record none, the elements of
+// peer's part as this rank counts them (see sendPart).
+func (k *call[T]) ackCount(peer, count int) error {
 	if k.me.NoReceipts {
 		return nil
 	}
 	h := k.header(ackStep, 0, 0)
-	h.Codec = k.cfg.codec
+	h.Codec, h.Count = k.cfg.codec, uint64(count)
 	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
 		return k.sendFailed(peer, err)
 	}

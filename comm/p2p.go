@@ -102,12 +102,19 @@ func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 // statuses (index for index) and the first error. Every entry of reqs is
 // set to nil: each request is finished, also after an error.
 func WaitAll(ctx context.Context, reqs []*Request) ([]Status, error) {
-	sts, err := core.WaitAll(ctx, coreRequests(reqs))
-	out := make([]Status, len(sts))
-	for i, st := range sts {
-		out[i] = Status(st)
+	sts := make([]Status, len(reqs))
+	var first error
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		st, err := r.Wait(ctx)
+		sts[i], reqs[i] = st, nil
+		if err != nil && first == nil {
+			first = err
+		}
 	}
-	return out, err
+	return sts, first
 }
 
 // coreRequests views reqs as the engine's requests, in place: a Request

@@ -357,21 +357,3 @@ func (ep *endpoint) awaitAny(ctx context.Context, reqs []*Request) int {
 	}
 	return found
 }
-
-// WaitAll waits for every request of reqs, in order, and returns their
-// statuses and the first error.
-func WaitAll(ctx context.Context, reqs []*Request) ([]Status, error) {
-	sts := make([]Status, len(reqs))
-	var first error
-	for i, r := range reqs {
-		if r == nil {
-			continue
-		}
-		st, err := r.Wait(ctx)
-		sts[i], reqs[i] = st, nil
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return sts, first
-}
