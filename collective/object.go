@@ -126,10 +126,13 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // BcastObject of the same root and type whose encoding had up to
 // 64 KiB, the block grows to fit that length and a sixteenth more, which
 // all ranks know alike, so that a value broadcast again and again at
-// about the same size (a training loop's) takes one Bcast. With RawCodec a larger slice or array
-// of fixed-size elements goes from root's memory straight into the
-// receivers' *v, whose array is reused when its capacity suffices, as
-// Bcast moves a typed slice.
+// about the same size (a training loop's) takes one Bcast. With
+// RawCodec, a larger slice or array of fixed-size elements goes from
+// root's memory straight into the receivers' *v, as Bcast moves a typed
+// slice, and so does one that ends the value: the last field of a struct
+// (type Task struct { ID int; Grad []float32 }), or of what a last
+// pointer field points to. A receiver's slice keeps its array when its
+// capacity suffices.
 func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int, opts ...Option) error {
 	const call = "BcastObject"
 	if err := nilComm(c, call); err != nil {
@@ -177,7 +180,9 @@ func bcastObjectRoot[T any](ctx context.Context, c *comm.Comm, oc ObjectCodec, b
 			return 0, encodeFailed[T](c, call, err)
 		}
 		encoded = split
-		if split && len(b)+len(body) <= size {
+		// A raw block that fits goes in the first Bcast with its head;
+		// a head too long for it goes whole, in two.
+		if split && (len(b)+len(body) <= size || len(b) > size) {
 			b, body, split = append(b, body...), nil, false
 		}
 	}

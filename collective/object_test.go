@@ -250,6 +250,29 @@ func TestBcastObjectInPlace(t *testing.T) {
 		if empty == nil || len(empty) != 0 {
 			return fmt.Errorf("BcastObject of an empty slice gave %#v", empty)
 		}
+		// A struct that ends with the slice goes in place too; one
+		// whose head alone outgrows the control block goes whole; a
+		// pointer at the end may be nil.
+		type step struct {
+			Name string
+			Seq  int
+			Grad *[]float32
+		}
+		for _, name := range []string{"n", strings.Repeat("long name ", 1000)} {
+			for _, grad := range []*[]float32{&src, nil} {
+				var s step
+				if c.Rank() == root {
+					s = step{Name: name, Seq: 7, Grad: grad}
+				}
+				if err := BcastObject(ctx, c, &s, root); err != nil {
+					return err
+				}
+				if s.Name != name || s.Seq != 7 || (grad == nil) != (s.Grad == nil) || grad != nil && !reflect.DeepEqual(*s.Grad, src) {
+					return fmt.Errorf("BcastObject of a step with a %d-byte name and grad %v gave a %d-byte name, seq %d, grad %v",
+						len(name), grad != nil, len(s.Name), s.Seq, s.Grad != nil)
+				}
+			}
+		}
 		return nil
 	})
 }

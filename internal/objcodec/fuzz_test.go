@@ -22,12 +22,16 @@ var fuzzTypes = func() []reflect.Type {
 		reflect.TypeFor[[][][]float32](),
 		reflect.TypeFor[*[2][]*string](),
 		reflect.TypeFor[[]map[uint16]point](),
+		reflect.TypeFor[task](),
+		reflect.TypeFor[wrapped](),
+		reflect.TypeFor[framed](),
 	)
 }()
 
 // FuzzDecode decodes arbitrary bytes into each type: Decode must never
 // panic, nor allocate more than a small multiple of its input (gob's
-// decoder, which has bounds of its own, aside). The first byte chooses
+// decoder, which has bounds of its own, aside), and neither must Place,
+// taking them for a head. The first byte chooses
 // the type; with the low bit of the second clear the rest follows the
 // type's true header, so that the fuzzer explores the value's decoding
 // and not only the header check. What decodes must encode and decode
@@ -55,8 +59,15 @@ func FuzzDecode(f *testing.F) {
 		if data[1]&1 == 0 {
 			in = append(p.appendHeader(nil), in...)
 		}
+		bodyLen := 4 * int(data[1]>>1)
+		dst, ok, err := Place(in, bodyLen, reflect.New(typ).Interface())
+		switch {
+		case err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrType):
+			t.Fatalf("placing into %s: an error without a sentinel: %v", typ, err)
+		case ok && len(dst) != bodyLen:
+			t.Fatalf("placing %d bytes into %s gave %d", bodyLen, typ, len(dst))
+		}
 		v := reflect.New(typ)
-		var err error
 		alloc := allocated(func() { err = Decode(in, v.Interface()) })
 		if limit := 64*uint64(len(in)) + 64<<10; !p.gob && alloc > limit {
 			t.Fatalf("decoding %d bytes into %s allocated %d bytes", len(in), typ, alloc)
@@ -137,6 +148,23 @@ func FuzzRoundTrip(f *testing.F) {
 		if err := equalBits(reflect.ValueOf(got), reflect.ValueOf(v)); err != nil {
 			t.Fatalf("decoded %+v, want %+v: %v", got, v, err)
 		}
+		// A struct that ends with the raw slice, through Split and Place.
+		tv := task{Name: s, ID: int(n), Data: v.F32}
+		head, body, ok, err := Split(nil, &tv)
+		if err != nil || ok != rawMemory {
+			t.Fatalf("Split of a task: ok %v, %v", ok, err)
+		}
+		if ok {
+			got := task{Data: make([]float32, int(flags)%5)}
+			dst, ok, err := Place(head, len(body), &got)
+			if err != nil || !ok {
+				t.Fatalf("Place of a task: ok %v, %v", ok, err)
+			}
+			copy(dst, body)
+			if err := equalBits(reflect.ValueOf(got), reflect.ValueOf(tv)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// A raw slice on its own, through Split and Place too.
 		whole, err := Append(nil, &v.F32)
 		if err != nil {
@@ -149,7 +177,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if err := equalBits(reflect.ValueOf(f32), reflect.ValueOf(v.F32)); err != nil {
 			t.Fatal(err)
 		}
-		head, body, ok, err := Split(nil, &v.F32)
+		head, body, ok, err = Split(nil, &v.F32)
 		if err != nil || ok != rawMemory {
 			t.Fatalf("Split: ok %v, %v", ok, err)
 		}

@@ -2,7 +2,6 @@ package objcodec
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -109,47 +108,43 @@ func Decode(b []byte, v any) error {
 func Fingerprint(t reflect.Type) uint64 { return planOf(t).fp }
 
 // Split is Append without the copy of a raw block, for a transport that
-// can send two buffers: where *v is a slice or an array of fixed-size
-// elements and its memory is its encoding (a little-endian host, without
-// the purego and nounsafe tags), it appends to b the head of the
-// encoding (header and length, 9 to 19 bytes) and returns body, a view
-// of v's memory (not a copy: it must not be written while in use), with
-// ok true. head followed by body is what Append appends. Otherwise it
-// returns b unchanged and ok false, and the caller uses Append.
+// can send two buffers: where every encoding of *v's type ends with a raw
+// block that is the value's memory (a slice or array of fixed-size
+// elements, on a little-endian host, without the purego and nounsafe
+// tags; or a struct whose last field, or a pointer whose value, ends so),
+// it appends to b the head of the encoding, every byte before that block,
+// and returns body, a view of the block's memory in *v (not a copy: it
+// must not be written while in use), with ok true. head followed by body
+// is what Append appends; body is empty when a nil slice or pointer ends
+// the encoding first. Otherwise it returns b unchanged and ok false, and
+// the caller uses Append.
 func Split(b []byte, v any) (head, body []byte, ok bool, err error) {
 	rv, p, err := target(v, "Split")
 	if err != nil {
 		return b, nil, false, err
 	}
-	if !rawMemory || p.gob {
+	if !rawMemory || !p.tail {
 		return b, nil, false, nil
 	}
-	e := rv.Elem()
-	switch n := p.root; n.kind {
-	case kRawSlice:
-		b = p.appendHeader(b)
-		if e.IsNil() {
-			return append(b, 0), nil, true, nil
-		}
-		b = binary.AppendUvarint(b, uint64(e.Len())+1)
-		return b, memOf(e, e.Len()*n.elem.size), true, nil
-	case kRawArray:
-		return p.appendHeader(b), memOf(e, n.size), true, nil
+	at := len(b)
+	b, body, err = p.root.split(p.appendHeader(b), rv.Elem(), 0)
+	if err != nil {
+		return b[:at], nil, false, err
 	}
-	return b, nil, false, nil
+	return b, body, true, nil
 }
 
 // Place is Decode without the copy of a raw block, for a transport that
 // can receive into place: head is the head of an encoding (what Split
 // appends) and bodyLen the length of the rest. Where the rest can go
-// straight into *v's memory, Place sets *v's length (reusing its array
-// when its capacity suffices) and returns that memory, bodyLen bytes,
-// with ok true; the caller then writes the rest into dst, which
-// completes the decoding. It returns ok false, having set nothing, when
-// *v's type has no such form (see Split) or when head is not exactly a
-// head; the caller then decodes the whole encoding with Decode. Errors
-// are Decode's: head of another type (ErrType), or a length that
-// disagrees with bodyLen (ErrCorrupt).
+// straight into *v's memory, Place sets *v but that block, sizes the
+// slice that takes it (reusing its array when its capacity suffices) and
+// returns that memory, bodyLen bytes, with ok true; the caller then
+// writes the rest into dst, which completes the decoding. It returns ok
+// false when *v's type has no such form (see Split) or when head is not
+// exactly a head, having perhaps set some of *v; the caller then decodes
+// the whole encoding with Decode. Errors are Decode's: head of another
+// type (ErrType), or a length that disagrees with bodyLen (ErrCorrupt).
 func Place(head []byte, bodyLen int, v any) (dst []byte, ok bool, err error) {
 	rv, p, err := target(v, "Place")
 	if err != nil {
@@ -159,37 +154,18 @@ func Place(head []byte, bodyLen int, v any) (dst []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if !rawMemory || p.gob || (p.root.kind != kRawSlice && p.root.kind != kRawArray) || p.root.elem.bools {
+	if !rawMemory || !p.tail {
 		return nil, false, nil
 	}
-	e, n := rv.Elem(), p.root
-	if n.kind == kRawArray {
-		if len(rest) != 0 {
-			return nil, false, nil
-		}
-		if bodyLen != n.size {
-			return nil, false, fmt.Errorf("%w: %d bytes for %s, which takes %d", ErrCorrupt, bodyLen, p.t, n.size)
-		}
-		return memOf(e, n.size), true, nil
-	}
-	x, k := binary.Uvarint(rest)
-	if k <= 0 || k != len(rest) {
+	d := newDecoder(rest)
+	dst, err = p.root.place(&d, rv.Elem(), bodyLen, 0)
+	switch {
+	case errors.Is(err, errNotHead):
 		return nil, false, nil
+	case err != nil:
+		return nil, false, err
 	}
-	size := uint64(n.elem.size)
-	if x == 0 {
-		if bodyLen != 0 {
-			return nil, false, fmt.Errorf("%w: %d bytes after a nil %s", ErrCorrupt, bodyLen, p.t)
-		}
-		e.SetZero()
-		return []byte{}, true, nil
-	}
-	x--
-	if bodyLen < 0 || (size == 0 && bodyLen != 0) || (size > 0 && (x > uint64(bodyLen)/size || x*size != uint64(bodyLen))) || x > maxLen {
-		return nil, false, fmt.Errorf("%w: %d elements of %s in %d bytes", ErrCorrupt, x, p.t, bodyLen)
-	}
-	resize(e, p.t, int(x))
-	return memOf(e, bodyLen), true, nil
+	return dst, true, nil
 }
 
 // checkGobFrames checks that b is a sequence of whole gob messages, each

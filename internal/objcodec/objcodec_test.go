@@ -459,47 +459,109 @@ func TestTruncated(t *testing.T) {
 	}
 }
 
-func TestSplitPlace(t *testing.T) {
-	vals := []any{
-		ptr([]float32{1, 2, 3}),
-		ptr([]float32(nil)),
-		ptr([]float32{}),
-		ptr([4]int16{1, -2, 3, -4}),
-		ptr([]point{{X: 1, ID: 2}}),
+// Types whose encodings end with a raw block, and some that do not.
+type (
+	task struct {
+		Name string
+		ID   int
+		Data []float32
 	}
-	for _, v := range vals {
-		head, body, ok, err := Split(nil, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		whole, _ := Append(nil, v)
-		if !rawMemory {
-			if ok {
-				t.Fatal("Split ok without raw memory")
+	framed struct {
+		Seq   uint64
+		Frame [4]int16
+	}
+	wrapped struct {
+		Tag  string
+		Task *task
+	}
+	listNode struct {
+		N    int
+		Next *listNode
+	}
+	rawFirst struct {
+		Data []float32
+		Name string
+	}
+	hidden struct {
+		Data []float32
+		note string
+	}
+)
+
+func TestSplitPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		v     any
+		split bool // the encoding ends with a raw block that Place fills
+	}{
+		{"slice", ptr([]float32{1, 2, 3}), true},
+		{"nil slice", ptr([]float32(nil)), true},
+		{"empty slice", ptr([]float32{}), true},
+		{"array", ptr([4]int16{1, -2, 3, -4}), true},
+		{"struct ending with a slice", &task{Name: "t", ID: -7, Data: []float32{1, 2, 3, 4}}, true},
+		{"struct ending with a nil slice", &task{Name: "t"}, true},
+		{"struct ending with an array", &framed{Seq: 9, Frame: [4]int16{5, 6, 7, 8}}, true},
+		{"pointer to a struct ending with a slice", &wrapped{Tag: "w", Task: &task{Data: []float32{5, 6}}}, true},
+		{"nil pointer at the end", &wrapped{Tag: "w"}, true},
+		{"struct with unexported fields", &hidden{Data: []float32{1}, note: "dropped"}, true},
+		{"slice of structs with bools", ptr([]point{{X: 1, ID: 2}}), false},
+		{"slice of strings", ptr([]string{"a"}), false},
+		{"raw slice first", &rawFirst{Data: []float32{1}, Name: "n"}, false},
+		{"recursive type", &listNode{N: 1, Next: &listNode{N: 2}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, err := Append(nil, tc.v)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if !ok || !bytes.Equal(cat(head, body), whole) {
-			t.Fatalf("%T: Split gave %x + %x, ok %v; Append %x", v, head, body, ok, whole)
-		}
-		into := reflect.New(reflect.TypeOf(v).Elem())
-		dst, ok, err := Place(head, len(body), into.Interface())
-		if _, bools := v.(*[]point); bools {
-			if ok || err != nil {
-				t.Fatalf("Place of bools: ok %v, %v", ok, err)
+			head, body, ok, err := Split([]byte("prefix"), tc.v)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if err != nil || !ok {
-			t.Fatalf("%T: Place: ok %v, %v", v, ok, err)
-		}
-		copy(dst, body)
-		if err := equalBits(into.Elem(), reflect.ValueOf(v).Elem()); err != nil {
-			t.Fatalf("%T: placed %v: %v", v, into.Elem(), err)
-		}
+			if want := tc.split && rawMemory; ok != want {
+				t.Fatalf("Split: ok %v, want %v", ok, want)
+			}
+			if !ok {
+				if string(head) != "prefix" || body != nil {
+					t.Fatalf("Split refused but gave %q + %x", head, body)
+				}
+				return
+			}
+			head = head[len("prefix"):]
+			if !bytes.Equal(cat(head, body), whole) {
+				t.Fatalf("Split gave %x + %x; Append %x", head, body, whole)
+			}
+			into := reflect.New(reflect.TypeOf(tc.v).Elem())
+			dst, ok, err := Place(head, len(body), into.Interface())
+			if err != nil || !ok {
+				t.Fatalf("Place: ok %v, %v", ok, err)
+			}
+			copy(dst, body)
+			want := reflect.New(into.Elem().Type())
+			if err := Decode(whole, want.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			if err := equalBits(into.Elem(), want.Elem()); err != nil {
+				t.Fatalf("placed %+v, decoded %+v: %v", into.Elem(), want.Elem(), err)
+			}
+			// Every shorter head is not a head: ok false, no error,
+			// whatever Place set of the value along the way.
+			for i := range head {
+				if _, ok, err := Place(head[:i], len(whole)-i, reflect.New(into.Elem().Type()).Interface()); ok || err != nil && !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("Place of %d of the head's %d bytes: ok %v, %v", i, len(head), ok, err)
+				}
+			}
+		})
 	}
 	if !rawMemory {
 		return
+	}
+	// The receiver's slice keeps its array when it is large enough.
+	head, body, _, _ := Split(nil, &task{Data: []float32{1, 2}})
+	into := task{Data: make([]float32, 8)}
+	array := &into.Data[:1][0]
+	if dst, ok, err := Place(head, len(body), &into); err != nil || !ok || len(dst) != 8 || &into.Data[0] != array {
+		t.Fatalf("Place into a slice of capacity 8: ok %v, %v, %d bytes, array kept %v", ok, err, len(dst), &into.Data[0] == array)
 	}
 	// Place refuses what is not exactly a head, and lengths that disagree.
 	whole, _ := Append(nil, ptr([]float32{1, 2}))
@@ -507,7 +569,7 @@ func TestSplitPlace(t *testing.T) {
 	if _, ok, err := Place(whole[:len(whole)-1], 1, &f); ok || err != nil {
 		t.Fatalf("Place of more than a head: ok %v, %v", ok, err)
 	}
-	head, _, _, _ := Split(nil, ptr([]float32{1, 2}))
+	head, _, _, _ = Split(nil, ptr([]float32{1, 2}))
 	if _, _, err := Place(head, 7, &f); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Place of 2 float32 in 7 bytes: %v", err)
 	}
@@ -515,8 +577,9 @@ func TestSplitPlace(t *testing.T) {
 	if _, _, err := Place(head, 8, &i); !errors.Is(err, ErrType) {
 		t.Fatalf("Place of []float32 into []int32: %v", err)
 	}
-	if _, _, ok, _ := Split(nil, ptr([]string{"a"})); ok {
-		t.Fatal("Split of []string ok")
+	head, _, _, _ = Split(nil, &wrapped{Tag: "w"})
+	if _, _, err := Place(head, 4, &wrapped{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Place of 4 bytes after a nil pointer: %v", err)
 	}
 }
 

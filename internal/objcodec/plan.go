@@ -92,6 +92,9 @@ type plan struct {
 	fp uint64
 	// err is why values of the type cannot be encoded at all.
 	err error
+	// tail says that the type's encodings end with a raw block of its
+	// memory, which Split and Place leave in place (tailRaw).
+	tail bool
 }
 
 // plans caches a *plan per reflect.Type.
@@ -125,7 +128,7 @@ func newPlan(t reflect.Type) *plan {
 	case err != nil:
 		p.err = err
 	default:
-		p.root = root
+		p.root, p.tail = root, tailRaw(root)
 	}
 	return p
 }
