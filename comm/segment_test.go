@@ -53,7 +53,7 @@ func TestSegmentFallback(t *testing.T) {
 }
 
 func TestWithSegmentSlot(t *testing.T) {
-	for _, bytes := range []int{0, 4095, 4097, 6000, 2 << 30} {
+	for _, bytes := range []int{0, 4095, 4097, 6000, 1<<30 + 4096} {
 		t.Run(fmt.Sprint(bytes), func(t *testing.T) {
 			_, err := comm.NewLocal(2, comm.WithSegmentSlot(bytes))
 			require.ErrorIs(t, err, comm.ErrInvalid)

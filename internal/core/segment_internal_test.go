@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ func TestCallRecord(t *testing.T) {
 		name string
 		call wire.Call
 	}{
-		{"allreduce", wire.Call{Kind: wire.KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: 1 << 40, Root: -1, Algorithm: wire.AlgoShm}},
+		{"allreduce", wire.Call{Kind: wire.KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Count: min(1<<40, math.MaxInt), Root: -1, Algorithm: wire.AlgoShm}},
 		{"bcast without receipts", wire.Call{Kind: wire.KindBcast, DType: kernel.Uint8, Count: 8, Root: 7, Algorithm: wire.AlgoShm, NoReceipts: true}},
 		{"barrier without receipts", wire.Call{Kind: wire.KindBarrier, DType: kernel.Uint8, Root: -1, Algorithm: wire.AlgoHierarchical, NoReceipts: true}},
 	}

@@ -101,7 +101,7 @@ func mapFile(fd, size int) (*Region, error) {
 		return nil, fmt.Errorf("mapping %d bytes of shared memory: %w", size, err)
 	}
 	data := unsafe.Slice((*byte)(p), size)
-	return &Region{data: data, fd: fd, id: Identity{Dev: st.Dev, Ino: st.Ino}}, nil
+	return &Region{data: data, fd: fd, id: Identity{Dev: uint64(st.Dev), Ino: st.Ino}}, nil
 }
 
 // Open maps the region that process pid holds open as descriptor fd,

@@ -71,7 +71,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown transport", `{"entries": [` + entry(`transport="ib"`) + `]}`, `entry 0: invalid input: transport "ib"`},
 		{"reversed range", `{"entries": [` + entry(`min_bytes=10;max_bytes=5`) + `]}`, "entry 0: invalid input: byte range 10 to 5"},
 		{"negative chunk", `{"entries": [` + entry(`algorithm="ring_chunked";chunk=-1`) + `]}`, "entry 0: invalid input: chunk -1"},
-		{"huge chunk", `{"entries": [` + entry(`algorithm="ring_chunked";chunk=2147483648`) + `]}`, "entry 0: invalid input: chunk 2147483648"},
+		{"huge chunk", `{"entries": [` + entry(`algorithm="ring_chunked";chunk=1073741825`) + `]}`, "entry 0: invalid input: chunk 1073741825"},
 		{"chunk of an unpipelined algorithm", `{"entries": [` + entry(`chunk=65536`) + `]}`, "entry 0: invalid input: chunk 65536 with ring"},
 		{"unknown codec", `{"entries": [` + ok + `, ` + entry(`codec="lz4";transport="shm"`) + `]}`, `entry 1: invalid input: unknown codec "lz4"`},
 		{"codec names are lower case", `{"entries": [` + entry(`codec="BF16"`) + `]}`, `entry 0: invalid input: unknown codec "BF16"`},

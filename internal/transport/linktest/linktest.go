@@ -392,7 +392,7 @@ func testConcurrentWriters(t *testing.T, e *env) {
 			for i := range perWriter {
 				n := size(w, i)
 				h := header(int64(w), uint64(i), n)
-				if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, n), uint64(w<<32|i))); err != nil {
+				if err := a.WriteMessage(context.Background(), h, pattern(make([]byte, n), uint64(w)<<32|uint64(i))); err != nil {
 					return fmt.Errorf("writer %d message %d: %w", w, i, err)
 				}
 			}
@@ -408,7 +408,7 @@ func testConcurrentWriters(t *testing.T, e *env) {
 		require.Equal(t, next[w], i, "writer %d: messages out of order", w)
 		next[w]++
 		require.Len(t, p, size(w, i))
-		require.True(t, bytes.Equal(pattern(make([]byte, len(p)), uint64(w<<32|i)), p), "writer %d message %d: interleaved payload", w, i)
+		require.True(t, bytes.Equal(pattern(make([]byte, len(p)), uint64(w)<<32|uint64(i)), p), "writer %d message %d: interleaved payload", w, i)
 	}
 	for _, wait := range waits {
 		require.NoError(t, wait(t))

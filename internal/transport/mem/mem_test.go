@@ -138,7 +138,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"wrong secret", func(c *transport.Config) { c.Secret = []byte("x") }, 1, "failed authentication"},
 		{"no secret", func(c *transport.Config) { c.Secret = nil }, 1, "failed authentication"},
-		{"other job", func(c *transport.Config) { c.JobID = 4 }, 1, fmt.Sprintf("acceptor belongs to job %#x, not 0x4", linktest.JobID)},
+		{"other job", func(c *transport.Config) { c.JobID = 4 }, 1, fmt.Sprintf("acceptor belongs to job %#x, not 0x4", uint64(linktest.JobID))},
 		{"wrong rank", func(c *transport.Config) {}, 2, "dialed rank 2 but acceptor is rank 1"},
 		{"dialer without rank", func(c *transport.Config) { c.Rank = -1 }, 1, "dialer has no rank"},
 	}

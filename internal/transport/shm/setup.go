@@ -87,7 +87,10 @@ func sendOffer(c *net.UnixConn, o *offer, fd int) error {
 func recvOffer(c *net.UnixConn) (offer, int, error) {
 	var o offer
 	var b [offerSize]byte
-	oob := make([]byte, unix.CmsgSpace(4))
+	// Room for a few descriptors, so that an offer with too many is
+	// refused naming how many on every architecture (one's space holds
+	// two on 64-bit ones, where control messages align to 8 bytes).
+	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(b[:], oob)
 	if err != nil {
 		return o, -1, fmt.Errorf("reading the offer: %w", noEOF(err))

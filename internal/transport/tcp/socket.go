@@ -165,7 +165,9 @@ func (r *readiness) disarm(epfd uintptr) {
 func (r *readiness) ready(epfd uintptr) bool {
 	r.looks++
 	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_WAIT, epfd, uintptr(unsafe.Pointer(&r.got[0])), 1, 0, 0, 0)
+		// epoll_pwait with no signal mask is epoll_wait, which arm64,
+		// riscv64 and loong64 do not have.
+		n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, epfd, uintptr(unsafe.Pointer(&r.got[0])), 1, 0, 0, 0)
 		if errno != unix.EINTR {
 			r.fired = r.fired || errno == 0 && n > 0
 			return errno != 0 || n > 0 || r.looks > 1 // an error: the caller looks at the socket

@@ -113,7 +113,7 @@ func (w *sockWriter) send(fd uintptr) {
 		// for the call and restored after it.
 		cnt, full := len(w.todo), w.todo[len(w.todo)-1].Len
 		if total := iovLen(w.todo); total > rawCallMax {
-			w.todo[cnt-1].SetLen(int(full - (total - rawCallMax)))
+			w.todo[cnt-1].SetLen(int(uint64(full) - (total - rawCallMax)))
 		}
 		var n uintptr
 		var errno syscall.Errno
