@@ -90,7 +90,8 @@
 // structs of numbers, as its own memory: a []float32 inside a value costs
 // a memmove each way, and a BcastObject of a slice, or of a value that
 // ends with one (a struct whose last field is the slice), goes straight
-// between the ranks' slices. It covers everything gob encodes, but every rank
+// between the ranks' slices, as does each rank's large one in an
+// AllgatherObject of ranks on one host. It covers everything gob encodes, but every rank
 // must pass the same type, which a fingerprint checks. GobCodec
 // (WithObjectCodec) sends self-describing gob, for types that differ
 // between ranks. In a collective, a value that does not encode aborts the

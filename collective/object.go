@@ -306,7 +306,11 @@ func hintsOf(c *comm.Comm) *objectHints {
 // (its own value decoded from its encoding, as the others', so that the
 // result shares no memory with v). Encodings of up to 104 bytes travel
 // in one Allgather of 128 bytes per rank; when some rank's is larger, an
-// Allgatherv of those follows.
+// Allgatherv of those follows. With RawCodec and every rank on one host,
+// a value that ends with a slice or array of fixed-size elements of at
+// least 16 KiB (see BcastObject) sends only its head in the Allgather:
+// the block follows in a Bcast of its own, from the rank's v straight
+// into the others' results.
 func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Option) ([]T, error) {
 	const call = "AllgatherObject"
 	if err := nilComm(c, call); err != nil {
@@ -320,46 +324,61 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 	defer putObjectBuf(buf)
 	defer putObjectBuf(blocks)
 	defer putObjectBuf(rest)
-	b, err := encodeObject(c, call, oc, grow((*buf)[:0], blockHead), &v)
+	b, body, err := encodeGathered(c, call, oc, grow((*buf)[:0], blockHead), &v)
 	if err != nil {
 		return nil, err
 	}
-	total := len(b) - blockHead
+	total := len(b) - blockHead + len(body)
 	inline := total
-	if total > gatherBlock-blockHead {
+	if body != nil {
+		inline = len(b) - blockHead
+	} else if total > gatherBlock-blockHead {
 		inline = 0 // all of it in the Allgatherv
 	}
 	b = padTo(b, gatherBlock)
 	*buf = b
-	writeBlock(b, total, inline, false)
+	writeBlock(b, total, inline, body != nil)
 	p := c.Size()
 	all := grow((*blocks)[:0], p*gatherBlock)
 	*blocks = all
 	if err := Allgather(ctx, c, b[:gatherBlock], all, opts...); err != nil {
 		return nil, err
 	}
-	counts := make([]int, p)
+	// counts: what each rank's Allgatherv part holds; placed: the
+	// length of a raw block that comes by its owner's Bcast instead.
+	counts, placed := make([]int, p), make([]int, p)
 	inlines := make([][]byte, p)
 	sum := 0
 	for r := range p {
-		total, in, _, ok := readBlock(all[r*gatherBlock : (r+1)*gatherBlock])
+		total, in, own, ok := readBlock(all[r*gatherBlock : (r+1)*gatherBlock])
 		if !ok {
 			return nil, badBlock(c, call, r)
 		}
-		counts[r], inlines[r] = total-len(in), in
-		sum += counts[r]
+		inlines[r] = in
+		if own {
+			placed[r] = total - len(in)
+		} else {
+			counts[r] = total - len(in)
+			sum += counts[r]
+		}
 	}
 	var rests []byte
 	if sum > 0 {
 		rests = grow((*rest)[:0], sum)
 		*rest = rests
-		if err := Allgatherv(ctx, c, b[blockHead+inline:blockHead+total], rests, counts, opts...); err != nil {
+		if err := Allgatherv(ctx, c, b[blockHead+inline:blockHead+inline+counts[c.Rank()]], rests, counts, opts...); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]T, p)
 	off := 0
 	for r := range p {
+		if placed[r] > 0 {
+			if err := bcastPlaced(ctx, c, call, oc, inlines[r], placed[r], body, &out[r], r, opts); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		payload := inlines[r]
 		if counts[r] > 0 {
 			payload = rests[off : off+counts[r]]
@@ -370,6 +389,55 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 		}
 	}
 	return out, nil
+}
+
+// placedMin is the smallest raw block that AllgatherObject sends from
+// its owner's value by a Bcast of its own rather than in the Allgatherv:
+// below it, a call per rank costs more than the two copies it saves.
+const placedMin = 16 << 10
+
+// encodeGathered appends v's encoding to b, as encodeObject. With
+// RawCodec, every rank on one host, and a value whose encoding ends with
+// a raw block of at least placedMin bytes and whose head fits a gather
+// block, it appends only the head and returns the block's memory in v as
+// body; every rank decides this alone, and its block says which.
+func encodeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, b []byte, v *T) ([]byte, []byte, error) {
+	if _, raw := oc.(rawCodec); raw && c.LocalSize() == c.Size() {
+		head, body, ok, err := objcodec.Split(b, v)
+		if err != nil {
+			return b, nil, encodeFailed[T](c, call, err)
+		}
+		if ok && len(body) >= placedMin && len(head) <= gatherBlock {
+			return head, body, nil
+		}
+	}
+	b, err := encodeObject(c, call, oc, b, v)
+	return b, nil, err
+}
+
+// bcastPlaced moves rank r's raw block, n bytes, by a Bcast from r's
+// value (body, on r) into the memory that placing head gives in *v. A
+// head that does not place (another type) still takes its part in the
+// Bcast, into scratch, and is then decoded whole, which names the
+// mismatch.
+func bcastPlaced[T any](ctx context.Context, c *comm.Comm, call string, oc ObjectCodec, head []byte, n int, body []byte, v *T, r int, opts []Option) error {
+	dst, ok, err := objcodec.Place(head, n, v)
+	if err != nil || !ok {
+		scratch := getObjectBuf()
+		defer putObjectBuf(scratch)
+		whole := grow((*scratch)[:0], len(head)+n)
+		*scratch = whole
+		copy(whole, head)
+		if err := Bcast(ctx, c, whole[len(head):], r, opts...); err != nil {
+			return err
+		}
+		return decodeObject(c, call, oc, whole, v, r)
+	}
+	if c.Rank() == r {
+		copy(dst, body)
+		return Bcast(ctx, c, body, r, opts...)
+	}
+	return Bcast(ctx, c, dst, r, opts...)
 }
 
 // GatherObject returns every rank's v, in rank order, at root, and nil on

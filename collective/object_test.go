@@ -154,6 +154,68 @@ func sampleOf(r int) sample {
 	return s
 }
 
+// shard ends with a raw block, which AllgatherObject sends from the
+// owner's value when it is large.
+type shard struct {
+	Rank int
+	Name string
+	Data []float32
+}
+
+// shardOf is rank r's shard: large (placed) for r%4 == 0, small for 1, nil
+// data for 2, and large behind a head too long for a gather block for 3.
+func shardOf(r int) shard {
+	s := shard{Rank: r, Name: fmt.Sprint("shard ", r)}
+	n := []int{10_000, 100, 0, 20_000}[r%4]
+	if r%4 == 3 {
+		s.Name = strings.Repeat("long ", 40)
+	}
+	if n > 0 {
+		s.Data = make([]float32, n)
+		for i := range s.Data {
+			s.Data[i] = float32(r*n + i)
+		}
+	}
+	return s
+}
+
+// TestAllgatherObjectPlaced: values that end with a large slice come
+// from their owners' memory into every rank's result, beside small ones,
+// nil ones and ones whose head is too long to go ahead, over memory,
+// tcp and shared memory; the results share no memory with what the
+// ranks passed.
+func TestAllgatherObjectPlaced(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp", "shm"} {
+		for _, n := range []int{2, 4, 5} {
+			t.Run(fmt.Sprintf("%s/n=%d", tr, n), func(t *testing.T) {
+				cs := job(t, n, comm.WithTransport(tr))
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					everyLarge := func(r int) shard { return shardOf(4 * r) }
+					for _, of := range []func(int) shard{everyLarge, shardOf} {
+						mine := of(c.Rank())
+						all, err := AllgatherObject(ctx, c, mine)
+						if err != nil {
+							return err
+						}
+						for r := range n {
+							if want := of(r); !reflect.DeepEqual(all[r], want) {
+								return fmt.Errorf("AllgatherObject[%d]: %d elements, name %q; want %d, %q", r, len(all[r].Data), all[r].Name, len(want.Data), want.Name)
+							}
+						}
+						if len(mine.Data) > 0 {
+							mine.Data[0] = -1
+							if all[c.Rank()].Data[0] == -1 {
+								return fmt.Errorf("rank %d's result shares memory with its value", c.Rank())
+							}
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
 // TestLargeObjects: encodings beyond the control blocks, mixed with small
 // ones, over memory, tcp and shared memory.
 func TestLargeObjects(t *testing.T) {
@@ -437,6 +499,14 @@ func TestObjectMismatch(t *testing.T) {
 				return err
 			}
 			_, err := AllgatherObject(ctx, c, pair{})
+			return err
+		}},
+		{"AllgatherObject in place", func(ctx context.Context, c *comm.Comm) error {
+			if c.Rank() == 2 {
+				_, err := AllgatherObject(ctx, c, bigInt)
+				return err
+			}
+			_, err := AllgatherObject(ctx, c, big32)
 			return err
 		}},
 		{"GatherObject", func(ctx context.Context, c *comm.Comm) error {
