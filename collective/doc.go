@@ -97,7 +97,8 @@
 // between ranks. In a collective, a value that does not encode aborts the
 // job with ErrInvalid, and one that does not decode with comm.ErrMismatch
 // naming both ranks and the type; point to point, either is the call's
-// error alone. Small encodings take one call; a value broadcast again at
+// error alone. ReduceLocal combines slices that came inside objects with
+// the collectives' own kernels, as MPI_Reduce_local does. Small encodings take one call; a value broadcast again at
 // about the same size, up to 64 KiB, takes one Bcast after the first.
 //
 // # Concurrency

@@ -235,3 +235,34 @@ func ExampleWithCompression() {
 	fmt.Println(out[0], out[1])
 	// Output: [1 2.5 6] [1 2.5 6]
 }
+
+// ReduceLocal combines values that arrived as objects with the
+// collectives' own kernels: here each rank's histogram, gathered with
+// AllgatherObject, summed on every rank.
+func ExampleReduceLocal() {
+	type histogram struct {
+		Name   string
+		Counts []int64
+	}
+	var mu sync.Mutex
+	job(3, func(ctx context.Context, c *comm.Comm) error {
+		mine := histogram{Name: "latency", Counts: []int64{int64(c.Rank()), 1, 10}}
+		all, err := collective.AllgatherObject(ctx, c, mine)
+		if err != nil {
+			return err
+		}
+		total := all[0].Counts
+		for _, h := range all[1:] {
+			if err := collective.ReduceLocal(total, h.Counts, codec.Sum); err != nil {
+				return err
+			}
+		}
+		if c.Rank() == 0 {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Println(all[0].Name, total)
+		}
+		return nil
+	})
+	// Output: latency [3 3 30]
+}
