@@ -56,15 +56,20 @@ test-all:
 test-tools:
 	cd tools && $(GO) test -count=1 -timeout 5m ./...
 
-# The other Linux architectures, whose differences the code must mind:
-# arm64, riscv64 and loong64 have no epoll_wait, arm and 386 have 32-bit
-# ints and iovec lengths, s390x is big-endian. Each is vetted (compiled,
-# tests too); 386 runs on an amd64 kernel, so its tests run as well. Not
-# part of test: on a clean cache each architecture compiles the standard
-# library again, about a minute.
+# The other platforms, whose differences the code must mind: the Linux
+# architectures (arm64, riscv64 and loong64 have no epoll_wait, arm and
+# 386 have 32-bit ints and iovec lengths, s390x is big-endian), and macOS
+# and FreeBSD, where tcp links stay in the runtime's netpoller and there
+# is no shared memory. Each is vetted (compiled, tests too); 386 runs on
+# an amd64 kernel, so its suite runs as well, and the netpoller's tcp
+# links run here under the netpoll tag. Not part of test: on a clean
+# cache each platform compiles the standard library again, about a
+# minute.
 cross:
 	for a in arm64 riscv64 loong64 s390x arm 386; do GOOS=linux GOARCH=$$a $(GO) vet ./... || exit 1; done
+	for os in darwin freebsd; do GOOS=$$os GOARCH=amd64 $(GO) vet ./... || exit 1; done
 	GOOS=linux GOARCH=386 $(GO) test -short -count=1 -timeout 10m ./...
+	$(GO) test -tags netpoll -count=1 -timeout 10m ./internal/transport/... ./internal/core/... ./comm/... ./collective/...
 
 # Short fuzzing runs of every target that parses bytes from a peer.
 fuzz:

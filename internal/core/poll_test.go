@@ -1,3 +1,5 @@
+//go:build linux && !netpoll
+
 package core
 
 import (

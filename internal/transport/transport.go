@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gocoll/gocoll/internal/wire"
-	"golang.org/x/sys/unix"
 )
 
 // Link is an ordered, reliable, message-oriented connection between two
@@ -164,12 +163,6 @@ type Poller interface {
 	// to the reading side.
 	SetSpin(d time.Duration, yield bool)
 }
-
-// YieldCPU gives the calling thread's CPU to another runnable thread of
-// the host, if there is one (sched_yield). Loops that poll for messages
-// call it between looks where the host's ranks outnumber its CPUs: the
-// rank that would send the message may be waiting for that CPU.
-func YieldCPU() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // Arrival is how much of a link's next message has arrived (Poller.Poll).
 type Arrival uint8

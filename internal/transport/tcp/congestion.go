@@ -1,11 +1,8 @@
 package tcp
 
 import (
-	"errors"
 	"fmt"
 	"net"
-
-	"golang.org/x/sys/unix"
 )
 
 // loopbackCongestion is the congestion control of a link whose two ends
@@ -71,27 +68,14 @@ func (o *options) setCongestion(c *net.TCPConn) error {
 		}
 		name = loopbackCongestion
 	}
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
-	}); err != nil {
-		return err
-	}
-	switch {
-	case serr == nil:
+	switch err := setSockCongestion(c, name); {
+	case err == nil:
 		return nil
 	case o.congestion == "":
 		return nil // the host's algorithm is slower here, not wrong
-	case errors.Is(serr, unix.ENOENT):
-		return fmt.Errorf("congestion control %q: the kernel does not offer it (net.ipv4.tcp_available_congestion_control): %w", name, serr)
-	case errors.Is(serr, unix.EPERM):
-		return fmt.Errorf("congestion control %q: not allowed to this process (net.ipv4.tcp_allowed_congestion_control): %w", name, serr)
+	default:
+		return fmt.Errorf("congestion control %q: %w", name, err)
 	}
-	return fmt.Errorf("congestion control %q: %w", name, serr)
 }
 
 // overLoopback reports whether a connection between local and remote

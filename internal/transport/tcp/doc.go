@@ -53,13 +53,22 @@
 // it can have its links read (two ranks that write to each other wait
 // for ever otherwise).
 //
+// That is Linux's (epoll). Elsewhere, and on Linux when built with the
+// netpoll tag (how its tests run here), a plain TCP link reads and
+// writes its net.Conn as a TLS link does: it is no transport.Poller, and
+// a message goes from the link's reading goroutine to its caller. Before
+// it closes, it still reads and drops what the socket holds, so that
+// the close does not reset the connection.
+//
 // # Congestion control
 //
 // A link between hosts keeps the host's congestion control algorithm
 // unless WithCongestionControl names one. A link over the loopback
 // device uses reno: bbr, the default of some hosts, sizes its window from
 // a round trip of microseconds there, and the window then holds less than
-// one large message (see loopbackCongestion).
+// one large message (see loopbackCongestion). Choosing it needs Linux;
+// elsewhere WithCongestionControl makes every connection fail, saying so,
+// and loopback links keep the host's.
 //
 // # Listening
 //

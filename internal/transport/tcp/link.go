@@ -8,8 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gocoll/gocoll/internal/transport"
@@ -70,22 +70,17 @@ func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 		stopped: make(chan struct{}, 1),
 	}
 	l.interrupt = l.interruptWrite
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		l.conn = c
-		l.stream = &streamReader{r: bufio.NewReaderSize(c, readBuf)}
-		return l, nil
+	if tc, ok := c.(*net.TCPConn); ok {
+		return newPollLink(l, tc, readBuf)
 	}
-	sock, err := detach(tc)
-	if err != nil {
-		return nil, err
-	}
-	l.sock = sock
-	l.sockr = newSockReader(sock, readBuf)
-	l.sockw = newSockWriter(sock)
-	l.sockw.blocked = l.writeBlocked
-	l.wait = l.waitMore
-	return pollLink{l}, nil
+	return l.overStream(c, readBuf), nil
+}
+
+// overStream makes l read and write through c.
+func (l *link) overStream(c net.Conn, readBuf int) *link {
+	l.conn = c
+	l.stream = &streamReader{r: bufio.NewReaderSize(c, readBuf)}
+	return l
 }
 
 // Peer returns the rank at the other end, as proven by the handshake.
@@ -180,18 +175,6 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 	return nil
 }
 
-// writeBlocked runs each time a write over plain TCP finds the socket
-// full, before it parks: from then on the end of the write's context
-// interrupts the write.
-func (l *link) writeBlocked() {
-	if l.writeCtx != nil && l.stopWatch == nil {
-		l.stopWatch = context.AfterFunc(l.writeCtx, l.interrupt)
-	}
-	if l.onWriteBlock != nil {
-		l.onWriteBlock()
-	}
-}
-
 // interruptWrite runs when the context of a write in progress ends.
 func (l *link) interruptWrite() {
 	if l.sock != nil {
@@ -274,78 +257,6 @@ func (l *link) readFailed(err error) error {
 	return err
 }
 
-// waitMore waits until the socket may have more of the message being
-// read. The rest is on its way, so for the spin window it lets this
-// process's other goroutines run (a writer among them) and looks again,
-// before it parks.
-func (l *link) waitMore() error {
-	until := time.Now().Add(l.spin)
-	for time.Now().Before(until) {
-		runtime.Gosched()
-		if l.yield {
-			transport.YieldCPU()
-		}
-		if l.sockr.readableNow() {
-			return nil
-		}
-	}
-	return l.park()
-}
-
-// park parks until the socket may have more for the reader. A Wake ends
-// it like an arrival: the caller looks again.
-func (l *link) park() error {
-	err := l.sockr.waitReadable()
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = l.sock.readable.clear()
-	}
-	if err != nil {
-		return l.ifClosed("read", err)
-	}
-	return nil
-}
-
-// pollLink is a link over plain TCP, whose messages can be polled for.
-type pollLink struct{ *link }
-
-var _ transport.Poller = pollLink{}
-
-// Holds reports whether the link's buffer holds bytes of a next message;
-// see transport.Poller.
-func (l pollLink) Holds() bool { return l.sockr.buffered() > 0 }
-
-// Poll tells how much of the next message has arrived without blocking;
-// see transport.Poller.
-func (l pollLink) Poll(h *wire.Header) (transport.Arrival, error) {
-	if err := l.checkOpen(); err != nil {
-		return transport.Nothing, err
-	}
-	a, err := l.sockr.poll(h)
-	return a, l.readFailed(err)
-}
-
-// SetSpin sets how long a read that waits for more of a message looks
-// again before it parks, and whether it yields the CPU between looks; see
-// transport.Poller.
-func (l pollLink) SetSpin(d time.Duration, yield bool) { l.spin, l.yield = d, yield }
-
-// WaitReadable parks until bytes may have arrived, Wake is called or the
-// link fails; see transport.Poller.
-func (l pollLink) WaitReadable() error {
-	if err := l.checkOpen(); err != nil {
-		return err
-	}
-	return l.park()
-}
-
-// Wake makes a WaitReadable in progress, or the next one, return: it
-// interrupts the wait, which park then clears.
-func (l pollLink) Wake() { l.sock.readable.interrupt() }
-
-// OnWriteBlock sets a function that a write calls whenever it finds the
-// socket full, before it parks; see transport.Poller.
-func (l pollLink) OnWriteBlock(f func()) { l.onWriteBlock = f }
-
 // Close closes the connection; it unblocks pending reads and writes on
 // both ends. Bytes already written are delivered before the peer reads
 // io.EOF. Close is idempotent and returns nil after the first call.
@@ -353,10 +264,14 @@ func (l *link) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.done)
-		if l.sock != nil {
+		switch tc, plain := l.conn.(*net.TCPConn); {
+		case l.sock != nil:
 			l.sockr.discardUnread()
 			err = l.sock.close()
-		} else {
+		case plain:
+			discardUnread(tc)
+			err = l.conn.Close()
+		default:
 			err = l.conn.Close()
 		}
 	})
@@ -388,3 +303,30 @@ func midMessage(err error) error {
 	}
 	return err
 }
+
+// discardUnread reads and drops what c's socket holds, without blocking,
+// up to discardMax bytes, before the link closes it, as the polled
+// socket's reader does (sockReader.discardUnread): a TCP socket closed
+// with bytes it has not read resets the connection, and a reset throws
+// away what this end has not sent yet.
+func discardUnread(c *net.TCPConn) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	// Control, not Read: a reader blocked on the connection holds its
+	// read lock until the close this precedes. The runtime keeps the
+	// descriptor non-blocking, so a read finds what is there or nothing.
+	buf := make([]byte, 64<<10)
+	_ = raw.Control(func(fd uintptr) {
+		for range discardMax / len(buf) {
+			if n, err := syscall.Read(int(fd), buf); err != nil && err != syscall.EINTR || err == nil && n == 0 {
+				return
+			}
+		}
+	})
+}
+
+// discardMax bounds what discardUnread drops: more than a socket's receive
+// buffer holds.
+const discardMax = 64 << 20

@@ -1,3 +1,5 @@
+//go:build !netpoll
+
 package tcp
 
 import (
@@ -169,10 +171,6 @@ func (s *sockReader) discardUnread() {
 		}
 	})
 }
-
-// discardMax bounds what discardUnread drops: more than a socket's receive
-// buffer holds.
-const discardMax = 64 << 20
 
 // fill reads what the socket holds into the free end of the buffer,
 // first moving the unread bytes to its front when that makes room.

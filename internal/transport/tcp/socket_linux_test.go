@@ -1,3 +1,5 @@
+//go:build !netpoll
+
 package tcp_test
 
 import (
@@ -125,24 +127,6 @@ func linkSets(t *testing.T) map[int]epollEntry {
 	return found
 }
 
-// fdTargets returns what each of this process's descriptors is.
-func fdTargets(t *testing.T) map[int]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	targets := map[int]string{}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		require.NoError(t, err)
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			targets[fd] = target
-		}
-	}
-	return targets
-}
-
-func countFds(t *testing.T) int { return len(fdTargets(t)) }
-
 // epollEntries reads the entries of epoll set fd: lines such as
 // "tfd:        7 events:       19 data: ...".
 func epollEntries(t *testing.T, fd int) []epollEntry {
@@ -166,31 +150,6 @@ func epollEntries(t *testing.T, fd int) []epollEntry {
 		entries = append(entries, epollEntry{tfd, uint32(ev)})
 	}
 	return entries
-}
-
-// establishedInodes returns the inodes of the host's established TCP
-// sockets, from /proc/net/tcp and tcp6.
-func establishedInodes(t *testing.T) map[uint64]bool {
-	t.Helper()
-	inodes := map[uint64]bool{}
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(name)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) < 10 || fields[3] != "01" { // TCP_ESTABLISHED
-				continue
-			}
-			if n, err := strconv.ParseUint(fields[9], 10, 64); err == nil {
-				inodes[n] = true
-			}
-		}
-		f.Close()
-	}
-	return inodes
 }
 
 // TestOnWriteBlock: a write that finds the socket full calls the
