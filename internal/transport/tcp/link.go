@@ -20,10 +20,11 @@ import (
 )
 
 // link is a transport.Link over one TCP connection: a plain one, taken
-// out of the netpoller (sock), or TLS (conn).
+// out of the netpoller (sock), or one read and written through conn (TLS,
+// and plain TCP where links are not polled: see newPollLink).
 type link struct {
-	conn          net.Conn // TLS: a *tls.Conn over a *net.TCPConn; nil over plain TCP
-	sock          *socket  // plain TCP
+	conn          net.Conn // a *tls.Conn over a *net.TCPConn, or a *net.TCPConn; nil when polled
+	sock          *socket  // polled plain TCP
 	local, remote net.Addr
 	peer          int
 
@@ -57,9 +58,10 @@ type link struct {
 
 var _ transport.Link = (*link)(nil)
 
-// newLink makes the link over c: over plain TCP a pollLink, which takes
-// c's socket out of the netpoller and reads it itself; else one that
-// reads through c. c belongs to the link, also when newLink fails.
+// newLink makes the link over c: over plain TCP on Linux a pollLink,
+// which takes c's socket out of the netpoller and reads it itself; else
+// one that reads through c. c belongs to the link, also when newLink
+// fails.
 func newLink(c net.Conn, peer, readBuf int) (transport.Link, error) {
 	l := &link{
 		local:   c.LocalAddr(),
