@@ -182,8 +182,8 @@ func shardOf(r int) shard {
 // TestAllgatherObjectPlaced: values that end with a large slice come
 // from their owners' memory into every rank's result, beside small ones,
 // nil ones and ones whose head is too long to go ahead, over memory,
-// tcp and shared memory; the results share no memory with what the
-// ranks passed.
+// tcp and shared memory, each by a Bcast of its own; the results share
+// no memory with what the ranks passed.
 func TestAllgatherObjectPlaced(t *testing.T) {
 	for _, tr := range []string{"mem", "tcp", "shm"} {
 		for _, n := range []int{2, 4, 5} {
@@ -211,6 +211,11 @@ func TestAllgatherObjectPlaced(t *testing.T) {
 					}
 					return nil
 				})
+				// A Bcast for each rank in the first call, and for each
+				// rank r%4 == 0 in the second.
+				for r, c := range cs {
+					require.Equal(t, uint64(n+(n+3)/4), callsOf(c, "Bcast"), "rank %d's Bcasts", r)
+				}
 			})
 		}
 	}
@@ -368,16 +373,21 @@ func TestBcastObjectHints(t *testing.T) {
 				return nil
 			})
 			for r, c := range cs {
-				calls := uint64(0)
-				for _, s := range c.Stats() {
-					if s.Collective == "Bcast" {
-						calls += s.Calls
-					}
-				}
-				require.Equal(t, uint64(want), calls, "rank %d's Bcasts", r)
+				require.Equal(t, uint64(want), callsOf(c, "Bcast"), "rank %d's Bcasts", r)
 			}
 		})
 	}
+}
+
+// callsOf counts c's calls of collective, by every algorithm.
+func callsOf(c *comm.Comm, collective string) uint64 {
+	calls := uint64(0)
+	for _, s := range c.Stats() {
+		if s.Collective == collective {
+			calls += s.Calls
+		}
+	}
+	return calls
 }
 
 // TestObjectsAcrossNamedTypes: RawCodec decodes a value into any type

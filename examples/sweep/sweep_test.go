@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 // mainVar sends a run of this test binary to main, for TestMain.
@@ -36,22 +35,14 @@ func runSweep(t *testing.T, n int, cfg config) ([]row, string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cs, err := comm.NewLocal(n)
-	require.NoError(t, err)
 	outs := make([]bytes.Buffer, n)
 	rows := make([][]row, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r, c := range cs {
-		wg.Go(func() {
-			defer c.Close()
-			if rows[r], errs[r] = sweep(ctx, c, cfg, &outs[r]); errs[r] != nil {
-				c.Abort(errs[r])
-			}
-		})
-	}
-	wg.Wait()
-	return rows[0], outs[0].String(), errors.Join(errs...)
+	err := ranks.Run(ctx, n, nil, func(ctx context.Context, c *comm.Comm) error {
+		var err error
+		rows[c.Rank()], err = sweep(ctx, c, cfg, &outs[c.Rank()])
+		return err
+	})
+	return rows[0], outs[0].String(), err
 }
 
 // TestSweep runs every collective's default pair on two ranks, with

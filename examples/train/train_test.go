@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 // mainVar sends a run of this test binary to main, for TestMain.
@@ -45,21 +44,13 @@ func runTrain(t *testing.T, n int, cfg config) []result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cs, err := comm.NewLocal(n)
-	require.NoError(t, err)
 	res := make([]result, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r, c := range cs {
-		wg.Go(func() {
-			defer c.Close()
-			if res[r], errs[r] = train(ctx, c, cfg, io.Discard); errs[r] != nil {
-				c.Abort(errs[r])
-			}
-		})
-	}
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
+	err := ranks.Run(ctx, n, nil, func(ctx context.Context, c *comm.Comm) error {
+		var err error
+		res[c.Rank()], err = train(ctx, c, cfg, io.Discard)
+		return err
+	})
+	require.NoError(t, err)
 	return res
 }
 

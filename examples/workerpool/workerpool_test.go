@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 // mainVar sends a run of this test binary to main, for TestMain.
@@ -44,20 +44,7 @@ func onRanks(t *testing.T, n int, transport string, rank func(ctx context.Contex
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cs, err := comm.NewLocal(n, comm.WithTransport(transport), comm.WithTimeout(20*time.Second))
-	require.NoError(t, err)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r, c := range cs {
-		wg.Go(func() {
-			defer c.Close()
-			if errs[r] = rank(ctx, c); errs[r] != nil {
-				c.Abort(errs[r])
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return ranks.Run(ctx, n, []comm.Option{comm.WithTransport(transport), comm.WithTimeout(20 * time.Second)}, rank)
 }
 
 // reference is task id's result computed apart from compute, summing in
