@@ -83,23 +83,27 @@
 //
 // BcastObject, AllgatherObject, GatherObject and ScatterObject move any
 // Go value (configuration, vocabularies, metadata, structs holding
-// gradients), and SendObject and RecvObject move one between two ranks,
+// gradients), AllreduceObject folds every rank's value with a function of
+// yours, as mpi4py's allreduce(obj, op) does, and SendObject and
+// RecvObject move one between two ranks,
 // RecvObject from comm.AnySource too. Each value is encoded by an
 // ObjectCodec and decoded on arrival, as mpi4py's lowercase methods
 // pickle. The default, RawCodec, sends a slice or array of numbers, or of
 // structs of numbers, as its own memory: a []float32 inside a value costs
 // a memmove each way, and a BcastObject of a slice, or of a value that
 // ends with one (a struct whose last field is the slice), goes straight
-// between the ranks' slices, as does each rank's large one in an
-// AllgatherObject of ranks on one host. It covers everything gob encodes, but every rank
-// must pass the same type, which a fingerprint checks. GobCodec
+// between the ranks' slices; AllgatherObject and AllreduceObject send
+// each rank's from its memory. It covers everything gob encodes, but
+// every rank must pass the same type, which a fingerprint checks. GobCodec
 // (WithObjectCodec) sends self-describing gob, for types that differ
 // between ranks. In a collective, a value that does not encode aborts the
 // job with ErrInvalid, and one that does not decode with comm.ErrMismatch
 // naming both ranks and the type; point to point, either is the call's
-// error alone. ReduceLocal combines slices that came inside objects with
-// the collectives' own kernels, as MPI_Reduce_local does. Small encodings take one call; a value broadcast again at
-// about the same size, up to 64 KiB, takes one Bcast after the first.
+// error alone; an error of AllreduceObject's op is every rank's, and the
+// job goes on. ReduceLocal combines slices that came inside objects with
+// the collectives' own kernels, as MPI_Reduce_local does. Small
+// encodings take one call; a value broadcast again at about the same
+// size, up to 64 KiB, takes one Bcast after the first.
 //
 // # Concurrency
 //

@@ -250,9 +250,11 @@ func bcastObjectRecv[T any](ctx context.Context, c *comm.Comm, oc ObjectCodec, b
 // fingerprint, which is the same on all ranks whose types decode each
 // other's values (GobCodec and other codecs decode across types that
 // differ more, and take no hints).
+// It also keeps AllreduceObject's scratch values, by type, between calls.
 type objectHints struct {
-	mu   sync.Mutex
-	last map[hintKey]int
+	mu      sync.Mutex
+	last    map[hintKey]int
+	scratch map[reflect.Type]any
 }
 
 type hintKey struct {
@@ -295,7 +297,7 @@ func hintsOf(c *comm.Comm) *objectHints {
 	if h, ok := bcastHints.Load(w); ok {
 		return h.(*objectHints)
 	}
-	h, loaded := bcastHints.LoadOrStore(w, &objectHints{last: make(map[hintKey]int)})
+	h, loaded := bcastHints.LoadOrStore(w, &objectHints{last: make(map[hintKey]int), scratch: make(map[reflect.Type]any)})
 	if !loaded {
 		runtime.AddCleanup(c, func(w weak.Pointer[comm.Comm]) { bcastHints.Delete(w) }, w)
 	}
@@ -306,11 +308,10 @@ func hintsOf(c *comm.Comm) *objectHints {
 // (its own value decoded from its encoding, as the others', so that the
 // result shares no memory with v). Encodings of up to 104 bytes travel
 // in one Allgather of 128 bytes per rank; when some rank's is larger, an
-// Allgatherv of those follows. With RawCodec and every rank on one host,
-// a value that ends with a slice or array of fixed-size elements of at
-// least 16 KiB (see BcastObject) sends only its head in the Allgather:
-// the block follows in a Bcast of its own, from the rank's v straight
-// into the others' results.
+// Allgatherv of those follows. With RawCodec, a value that ends with a
+// slice or array of fixed-size elements (see BcastObject) puts only its
+// head in the Allgather when it can, and the Allgatherv takes that block
+// from the rank's v, without encoding it first.
 func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Option) ([]T, error) {
 	const call = "AllgatherObject"
 	if err := nilComm(c, call); err != nil {
@@ -320,13 +321,39 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	buf, blocks, rest := getObjectBuf(), getObjectBuf(), getObjectBuf()
+	out := make([]T, c.Size())
+	rest := getObjectBuf()
+	defer putObjectBuf(rest)
+	if err := gatherValues(ctx, c, call, oc, &v, out, gathering{skip: -1, rest: rest}, opts); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// gathering says how gatherValues fills its results: all but skip's,
+// with the Allgatherv parts in *rest, and, where viewed is not nil, with
+// the raw blocks of the results left in *rest, viewed in place (see
+// objcodec.View) rather than copied, each such result's viewed[r] set.
+type gathering struct {
+	skip   int
+	rest   *[]byte
+	viewed []bool
+}
+
+// gatherValues sets out[r] to rank r's *v for every rank r but g.skip,
+// decoding into what out[r] holds. Each rank's block in the Allgather
+// carries its encoding's length and as much of it as fits, or, with
+// RawCodec, the head of a value that ends with a raw block (the block's
+// flag says so), whose raw block then goes in the Allgatherv from v's
+// memory and is copied on arrival into the memory that placing the head
+// gives in out[r], or viewed where it arrived.
+func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc ObjectCodec, v *T, out []T, g gathering, opts []Option) error {
+	buf, blocks := getObjectBuf(), getObjectBuf()
 	defer putObjectBuf(buf)
 	defer putObjectBuf(blocks)
-	defer putObjectBuf(rest)
-	b, body, err := encodeGathered(c, call, oc, grow((*buf)[:0], blockHead), &v)
+	b, body, err := encodeGathered(c, call, oc, grow((*buf)[:0], blockHead), v)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	total := len(b) - blockHead + len(body)
 	inline := total
@@ -342,72 +369,86 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 	all := grow((*blocks)[:0], p*gatherBlock)
 	*blocks = all
 	if err := Allgather(ctx, c, b[:gatherBlock], all, opts...); err != nil {
-		return nil, err
+		return err
 	}
-	// counts: what each rank's Allgatherv part holds; placed: the
-	// length of a raw block that comes by its owner's Bcast instead.
-	counts, placed := make([]int, p), make([]int, p)
+	// counts: what each rank's Allgatherv part holds, its raw block when
+	// placed[r].
+	counts, placed := make([]int, p), make([]bool, p)
 	inlines := make([][]byte, p)
 	sum := 0
 	for r := range p {
-		total, in, own, ok := readBlock(all[r*gatherBlock : (r+1)*gatherBlock])
+		total, in, more, ok := readBlock(all[r*gatherBlock : (r+1)*gatherBlock])
 		if !ok {
-			return nil, badBlock(c, call, r)
+			return badBlock(c, call, r)
 		}
-		inlines[r] = in
-		if own {
-			placed[r] = total - len(in)
-		} else {
-			counts[r] = total - len(in)
-			sum += counts[r]
-		}
+		inlines[r], placed[r] = in, more
+		counts[r] = total - len(in)
+		sum += counts[r]
 	}
 	var rests []byte
 	if sum > 0 {
-		rests = grow((*rest)[:0], sum)
-		*rest = rests
-		if err := Allgatherv(ctx, c, b[blockHead+inline:blockHead+inline+counts[c.Rank()]], rests, counts, opts...); err != nil {
-			return nil, err
+		rests = grow((*g.rest)[:0], sum)
+		*g.rest = rests
+		mine := body
+		if mine == nil {
+			mine = b[blockHead+inline : blockHead+inline+counts[c.Rank()]]
+		}
+		if err := allgatherParts(ctx, c, mine, rests, counts, opts); err != nil {
+			return err
 		}
 	}
-	out := make([]T, p)
 	off := 0
 	for r := range p {
-		if placed[r] > 0 {
-			if err := bcastPlaced(ctx, c, call, oc, inlines[r], placed[r], body, &out[r], r, opts); err != nil {
-				return nil, err
+		part := rests[off : off+counts[r]]
+		off += counts[r]
+		switch {
+		case r == g.skip:
+		case placed[r] && g.viewed != nil:
+			if g.viewed[r], err = objcodec.View(inlines[r], part, &out[r]); err == nil && !g.viewed[r] {
+				err = placeValue(c, call, oc, inlines[r], part, &out[r], r)
+			} else if err != nil {
+				err = mismatchObject[T](c, call, len(inlines[r])+len(part), r, err)
 			}
-			continue
+		case placed[r]:
+			err = placeValue(c, call, oc, inlines[r], part, &out[r], r)
+		case counts[r] > 0:
+			err = decodeObject(c, call, oc, part, &out[r], r)
+		default:
+			err = decodeObject(c, call, oc, inlines[r], &out[r], r)
 		}
-		payload := inlines[r]
-		if counts[r] > 0 {
-			payload = rests[off : off+counts[r]]
-			off += counts[r]
-		}
-		if err := decodeObject(c, call, oc, payload, &out[r], r); err != nil {
-			return nil, err
+		if err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// placedMin is the smallest raw block that AllgatherObject sends from
-// its owner's value by a Bcast of its own rather than in the Allgatherv:
-// below it, a call per rank costs more than the two copies it saves.
-const placedMin = 16 << 10
+// allgatherParts is Allgatherv, or Allgather when every count is the
+// same, as it is for values of one shape: shared memory runs Allgather
+// through the segment, several times faster than Allgatherv's ring of
+// messages. Every rank knows the counts from the same blocks, so all
+// choose alike.
+func allgatherParts(ctx context.Context, c *comm.Comm, send, recv []byte, counts []int, opts []Option) error {
+	for _, n := range counts[1:] {
+		if n != counts[0] {
+			return Allgatherv(ctx, c, send, recv, counts, opts...)
+		}
+	}
+	return Allgather(ctx, c, send, recv, opts...)
+}
 
 // encodeGathered appends v's encoding to b, as encodeObject. With
-// RawCodec, every rank on one host, and a value whose encoding ends with
-// a raw block of at least placedMin bytes and whose head fits a gather
-// block, it appends only the head and returns the block's memory in v as
-// body; every rank decides this alone, and its block says which.
+// RawCodec and a value whose encoding ends with a raw block, whose head
+// fits a gather block and whose whole encoding does not, it appends only
+// the head and returns the block's memory in v as body; every rank
+// decides this alone, and its block says which.
 func encodeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, b []byte, v *T) ([]byte, []byte, error) {
-	if _, raw := oc.(rawCodec); raw && c.LocalSize() == c.Size() {
+	if _, raw := oc.(rawCodec); raw {
 		head, body, ok, err := objcodec.Split(b, v)
 		if err != nil {
 			return b, nil, encodeFailed[T](c, call, err)
 		}
-		if ok && len(body) >= placedMin && len(head) <= gatherBlock {
+		if ok && len(head) <= gatherBlock && len(head)+len(body) > gatherBlock {
 			return head, body, nil
 		}
 	}
@@ -415,29 +456,21 @@ func encodeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, b []byte, 
 	return b, nil, err
 }
 
-// bcastPlaced moves rank r's raw block, n bytes, by a Bcast from r's
-// value (body, on r) into the memory that placing head gives in *v. A
-// head that does not place (another type) still takes its part in the
-// Bcast, into scratch, and is then decoded whole, which names the
-// mismatch.
-func bcastPlaced[T any](ctx context.Context, c *comm.Comm, call string, oc ObjectCodec, head []byte, n int, body []byte, v *T, r int, opts []Option) error {
-	dst, ok, err := objcodec.Place(head, n, v)
-	if err != nil || !ok {
-		scratch := getObjectBuf()
-		defer putObjectBuf(scratch)
-		whole := grow((*scratch)[:0], len(head)+n)
-		*scratch = whole
-		copy(whole, head)
-		if err := Bcast(ctx, c, whole[len(head):], r, opts...); err != nil {
-			return err
-		}
-		return decodeObject(c, call, oc, whole, v, r)
-	}
-	if c.Rank() == r {
+// placeValue sets *v from rank from's head and raw block, copying the
+// block into the memory that placing the head gives in *v. A head that
+// does not place (another type) is decoded whole with its block, which
+// names the mismatch.
+func placeValue[T any](c *comm.Comm, call string, oc ObjectCodec, head, body []byte, v *T, from int) error {
+	dst, ok, err := objcodec.Place(head, len(body), v)
+	if err == nil && ok {
 		copy(dst, body)
-		return Bcast(ctx, c, body, r, opts...)
+		return nil
 	}
-	return Bcast(ctx, c, dst, r, opts...)
+	scratch := getObjectBuf()
+	defer putObjectBuf(scratch)
+	whole := append(append((*scratch)[:0], head...), body...)
+	*scratch = whole
+	return decodeObject(c, call, oc, whole, v, from)
 }
 
 // GatherObject returns every rank's v, in rank order, at root, and nil on

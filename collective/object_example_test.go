@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
 )
@@ -35,6 +36,36 @@ func ExampleBcastObject() {
 	// rank 0: {Model:resnet50 LR:0.1 Warm:[0.5 0.25]}
 	// rank 1: {Model:resnet50 LR:0.1 Warm:[0.5 0.25]}
 	// rank 2: {Model:resnet50 LR:0.1 Warm:[0.5 0.25]}
+}
+
+// Each rank's training step holds its loss and gradient; every rank
+// ends with their sums, folded in rank order.
+func ExampleAllreduceObject() {
+	type step struct {
+		Loss float64
+		Grad []float32
+	}
+	sum := func(acc, x *step) error {
+		acc.Loss += x.Loss
+		return collective.ReduceLocal(acc.Grad, x.Grad, codec.Sum)
+	}
+	var got [3]step
+	job(3, func(ctx context.Context, c *comm.Comm) error {
+		r := float32(c.Rank())
+		s := step{Loss: 0.5 * float64(c.Rank()+1), Grad: []float32{r, 10 * r}}
+		if err := collective.AllreduceObject(ctx, c, &s, sum); err != nil {
+			return err
+		}
+		got[c.Rank()] = s
+		return nil
+	})
+	for r, s := range got {
+		fmt.Printf("rank %d: %+v\n", r, s)
+	}
+	// Output:
+	// rank 0: {Loss:3 Grad:[3 30]}
+	// rank 1: {Loss:3 Grad:[3 30]}
+	// rank 2: {Loss:3 Grad:[3 30]}
 }
 
 // The root hands each rank its shard of the work; every rank reports

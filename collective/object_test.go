@@ -179,11 +179,11 @@ func shardOf(r int) shard {
 	return s
 }
 
-// TestAllgatherObjectPlaced: values that end with a large slice come
-// from their owners' memory into every rank's result, beside small ones,
-// nil ones and ones whose head is too long to go ahead, over memory,
-// tcp and shared memory, each by a Bcast of its own; the results share
-// no memory with what the ranks passed.
+// TestAllgatherObjectPlaced: values that end with a large slice send
+// their head in the first Allgather's block and the slice from their
+// owners' memory in the second call, beside small ones, nil ones and
+// ones whose head is too long to go ahead, over memory, tcp and shared
+// memory; the results share no memory with what the ranks passed.
 func TestAllgatherObjectPlaced(t *testing.T) {
 	for _, tr := range []string{"mem", "tcp", "shm"} {
 		for _, n := range []int{2, 4, 5} {
@@ -211,10 +211,13 @@ func TestAllgatherObjectPlaced(t *testing.T) {
 					}
 					return nil
 				})
-				// A Bcast for each rank in the first call, and for each
-				// rank r%4 == 0 in the second.
+				// Two calls each, of the blocks and of the rest: an
+				// Allgather when every rank's rest has one length (the
+				// first), else an Allgatherv.
 				for r, c := range cs {
-					require.Equal(t, uint64(n+(n+3)/4), callsOf(c, "Bcast"), "rank %d's Bcasts", r)
+					require.Zero(t, callsOf(c, "Bcast"), "rank %d's Bcasts", r)
+					require.Equal(t, uint64(3), callsOf(c, "Allgather"), "rank %d's Allgathers", r)
+					require.Equal(t, uint64(1), callsOf(c, "Allgatherv"), "rank %d's Allgathervs", r)
 				}
 			})
 		}
@@ -519,6 +522,14 @@ func TestObjectMismatch(t *testing.T) {
 			_, err := AllgatherObject(ctx, c, big32)
 			return err
 		}},
+		{"AllreduceObject", func(ctx context.Context, c *comm.Comm) error {
+			if c.Rank() == 2 {
+				v := append([]int32(nil), bigInt...)
+				return AllreduceObject(ctx, c, &v, func(acc, x *[]int32) error { return nil })
+			}
+			v := append([]float32(nil), big32...)
+			return AllreduceObject(ctx, c, &v, func(acc, x *[]float32) error { return nil })
+		}},
 		{"GatherObject", func(ctx context.Context, c *comm.Comm) error {
 			if c.Rank() == 2 {
 				_, err := GatherObject(ctx, c, sampleOf(1), 1)
@@ -636,28 +647,30 @@ func BenchmarkObjectBcast(b *testing.B) {
 // a buffer allocated once, like BenchmarkObjectBcast. AllgatherObject
 // returns new values, so it allocates each gradient every time.
 func BenchmarkObjectAllgather(b *testing.B) {
-	for _, bytes := range []int{64 << 10, 1 << 20} {
-		for _, how := range []string{"typed", "raw", "gob"} {
-			b.Run(fmt.Sprintf("mem/%s/%dKiB", how, bytes>>10), func(b *testing.B) {
-				b.ReportAllocs()
-				recvs := [2][]float32{make([]float32, bytes/2), make([]float32, bytes/2)}
-				benchCollective(b, 2, bytes, comm.WithTransport("mem"), func(ctx context.Context, c *comm.Comm, buf []float32) error {
-					v := struct {
-						ID   int
-						Name string
-						Grad []float32
-					}{c.Rank(), "w", buf}
-					switch how {
-					case "raw":
-						_, err := AllgatherObject(ctx, c, v)
-						return err
-					case "gob":
-						_, err := AllgatherObject(ctx, c, v, WithObjectCodec(GobCodec))
-						return err
-					}
-					return Allgather(ctx, c, buf, recvs[c.Rank()])
+	for _, tr := range []string{"mem", "auto"} {
+		for _, bytes := range []int{64 << 10, 1 << 20} {
+			for _, how := range []string{"typed", "raw", "gob"} {
+				b.Run(fmt.Sprintf("%s/%s/%dKiB", tr, how, bytes>>10), func(b *testing.B) {
+					b.ReportAllocs()
+					recvs := [2][]float32{make([]float32, bytes/2), make([]float32, bytes/2)}
+					benchCollective(b, 2, bytes, comm.WithTransport(tr), func(ctx context.Context, c *comm.Comm, buf []float32) error {
+						v := struct {
+							ID   int
+							Name string
+							Grad []float32
+						}{c.Rank(), "w", buf}
+						switch how {
+						case "raw":
+							_, err := AllgatherObject(ctx, c, v)
+							return err
+						case "gob":
+							_, err := AllgatherObject(ctx, c, v, WithObjectCodec(GobCodec))
+							return err
+						}
+						return Allgather(ctx, c, buf, recvs[c.Rank()])
+					})
 				})
-			})
+			}
 		}
 	}
 }

@@ -30,8 +30,8 @@ var fuzzTypes = func() []reflect.Type {
 
 // FuzzDecode decodes arbitrary bytes into each type: Decode must never
 // panic, nor allocate more than a small multiple of its input (gob's
-// decoder, which has bounds of its own, aside), and neither must Place,
-// taking them for a head. The first byte chooses
+// decoder, which has bounds of its own, aside), and neither must Place
+// or View, taking them for a head. The first byte chooses
 // the type; with the low bit of the second clear the rest follows the
 // type's true header, so that the fuzzer explores the value's decoding
 // and not only the header check. What decodes must encode and decode
@@ -66,6 +66,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("placing into %s: an error without a sentinel: %v", typ, err)
 		case ok && len(dst) != bodyLen:
 			t.Fatalf("placing %d bytes into %s gave %d", bodyLen, typ, len(dst))
+		}
+		if _, err := View(in, make([]byte, bodyLen), reflect.New(typ).Interface()); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrType) {
+			t.Fatalf("viewing into %s: an error without a sentinel: %v", typ, err)
 		}
 		v := reflect.New(typ)
 		alloc := allocated(func() { err = Decode(in, v.Interface()) })

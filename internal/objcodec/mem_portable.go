@@ -20,6 +20,10 @@ func memOf(v reflect.Value, n int) []byte {
 	panic("objcodec: memOf in the portable build")
 }
 
+func viewOf(v reflect.Value, t reflect.Type, b []byte, x int) bool {
+	panic("objcodec: viewOf in the portable build")
+}
+
 var float32Type = reflect.TypeFor[float32]()
 
 // float32Bits and setFloat32Bits convert between float32 types, which

@@ -31,6 +31,18 @@ func memOf(v reflect.Value, n int) []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
+// viewOf sets the slice v, of type t, to the x elements that b holds,
+// sharing b's memory, and reports whether it could: b must be aligned for
+// t's elements.
+func viewOf(v reflect.Value, t reflect.Type, b []byte, x int) bool {
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%uintptr(t.Elem().Align()) != 0 {
+		return false
+	}
+	v.Set(reflect.SliceAt(t.Elem(), p, x).Convert(t))
+	return true
+}
+
 // addressable returns v, or a copy of it that is addressable.
 func addressable(v reflect.Value) reflect.Value {
 	if v.CanAddr() {

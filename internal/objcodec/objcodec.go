@@ -146,7 +146,22 @@ func Split(b []byte, v any) (head, body []byte, ok bool, err error) {
 // the whole encoding with Decode. Errors are Decode's: head of another
 // type (ErrType), or a length that disagrees with bodyLen (ErrCorrupt).
 func Place(head []byte, bodyLen int, v any) (dst []byte, ok bool, err error) {
-	rv, p, err := target(v, "Place")
+	return place(head, bodyLen, nil, v, "Place")
+}
+
+// View is Place with the rest in hand: instead of returning memory to
+// copy body into, it makes the slice that takes the raw block view body
+// itself, which *v then shares, with no copy. It returns ok false, with
+// a nil error, where Place would, where that block is an array (whose
+// memory is *v's own) and where body is not aligned for the slice's
+// elements; the caller then uses Place.
+func View(head, body []byte, v any) (ok bool, err error) {
+	_, ok, err = place(head, len(body), body, v, "View")
+	return ok, err
+}
+
+func place(head []byte, bodyLen int, view []byte, v any, call string) ([]byte, bool, error) {
+	rv, p, err := target(v, call)
 	if err != nil {
 		return nil, false, err
 	}
@@ -158,9 +173,9 @@ func Place(head []byte, bodyLen int, v any) (dst []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	d := newDecoder(rest)
-	dst, err = p.root.place(&d, rv.Elem(), bodyLen, 0)
+	dst, err := p.root.place(&d, rv.Elem(), bodyLen, view, 0)
 	switch {
-	case errors.Is(err, errNotHead):
+	case errors.Is(err, errNotHead), errors.Is(err, errNoView):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, err

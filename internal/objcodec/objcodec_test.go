@@ -493,21 +493,22 @@ func TestSplitPlace(t *testing.T) {
 		name  string
 		v     any
 		split bool // the encoding ends with a raw block that Place fills
+		view  bool // and View views it (it is a slice's)
 	}{
-		{"slice", ptr([]float32{1, 2, 3}), true},
-		{"nil slice", ptr([]float32(nil)), true},
-		{"empty slice", ptr([]float32{}), true},
-		{"array", ptr([4]int16{1, -2, 3, -4}), true},
-		{"struct ending with a slice", &task{Name: "t", ID: -7, Data: []float32{1, 2, 3, 4}}, true},
-		{"struct ending with a nil slice", &task{Name: "t"}, true},
-		{"struct ending with an array", &framed{Seq: 9, Frame: [4]int16{5, 6, 7, 8}}, true},
-		{"pointer to a struct ending with a slice", &wrapped{Tag: "w", Task: &task{Data: []float32{5, 6}}}, true},
-		{"nil pointer at the end", &wrapped{Tag: "w"}, true},
-		{"struct with unexported fields", &hidden{Data: []float32{1}, note: "dropped"}, true},
-		{"slice of structs with bools", ptr([]point{{X: 1, ID: 2}}), false},
-		{"slice of strings", ptr([]string{"a"}), false},
-		{"raw slice first", &rawFirst{Data: []float32{1}, Name: "n"}, false},
-		{"recursive type", &listNode{N: 1, Next: &listNode{N: 2}}, false},
+		{"slice", ptr([]float32{1, 2, 3}), true, true},
+		{"nil slice", ptr([]float32(nil)), true, true},
+		{"empty slice", ptr([]float32{}), true, true},
+		{"array", ptr([4]int16{1, -2, 3, -4}), true, false},
+		{"struct ending with a slice", &task{Name: "t", ID: -7, Data: []float32{1, 2, 3, 4}}, true, true},
+		{"struct ending with a nil slice", &task{Name: "t"}, true, true},
+		{"struct ending with an array", &framed{Seq: 9, Frame: [4]int16{5, 6, 7, 8}}, true, false},
+		{"pointer to a struct ending with a slice", &wrapped{Tag: "w", Task: &task{Data: []float32{5, 6}}}, true, true},
+		{"nil pointer at the end", &wrapped{Tag: "w"}, true, true},
+		{"struct with unexported fields", &hidden{Data: []float32{1}, note: "dropped"}, true, true},
+		{"slice of structs with bools", ptr([]point{{X: 1, ID: 2}}), false, false},
+		{"slice of strings", ptr([]string{"a"}), false, false},
+		{"raw slice first", &rawFirst{Data: []float32{1}, Name: "n"}, false, false},
+		{"recursive type", &listNode{N: 1, Next: &listNode{N: 2}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			whole, err := Append(nil, tc.v)
@@ -544,6 +545,14 @@ func TestSplitPlace(t *testing.T) {
 			if err := equalBits(into.Elem(), want.Elem()); err != nil {
 				t.Fatalf("placed %+v, decoded %+v: %v", into.Elem(), want.Elem(), err)
 			}
+			viewed := reflect.New(into.Elem().Type())
+			if ok, err := View(head, bytes.Clone(body), viewed.Interface()); err != nil || ok != tc.view {
+				t.Fatalf("View: ok %v, %v; want ok %v", ok, err, tc.view)
+			} else if ok {
+				if err := equalBits(viewed.Elem(), want.Elem()); err != nil {
+					t.Fatalf("viewed %+v, decoded %+v: %v", viewed.Elem(), want.Elem(), err)
+				}
+			}
 			// Every shorter head is not a head: ok false, no error,
 			// whatever Place set of the value along the way.
 			for i := range head {
@@ -562,6 +571,16 @@ func TestSplitPlace(t *testing.T) {
 	array := &into.Data[:1][0]
 	if dst, ok, err := Place(head, len(body), &into); err != nil || !ok || len(dst) != 8 || &into.Data[0] != array {
 		t.Fatalf("Place into a slice of capacity 8: ok %v, %v, %d bytes, array kept %v", ok, err, len(dst), &into.Data[0] == array)
+	}
+	// View shares the block's memory, with the capacity of its elements
+	// only; it refuses a block not aligned for them.
+	body = make([]byte, 16)
+	view := task{Data: make([]float32, 8)}
+	if ok, err := View(head, body[:8], &view); err != nil || !ok || &view.Data[0] != (*float32)(unsafe.Pointer(&body[0])) || cap(view.Data) != 2 {
+		t.Fatalf("View: ok %v, %v, %d elements of capacity %d, shared %v", ok, err, len(view.Data), cap(view.Data), &view.Data[0] == (*float32)(unsafe.Pointer(&body[0])))
+	}
+	if ok, err := View(head, body[1:9], &view); ok || err != nil {
+		t.Fatalf("View of a block at an odd address: ok %v, %v", ok, err)
 	}
 	// Place refuses what is not exactly a head, and lengths that disagree.
 	whole, _ := Append(nil, ptr([]float32{1, 2}))

@@ -75,16 +75,21 @@ func (n *node) split(b []byte, v reflect.Value, depth int) ([]byte, []byte, erro
 	panic(fmt.Sprintf("objcodec: splitting kind %d", n.kind))
 }
 
-// errNotHead says that what place was given is not exactly a head.
-var errNotHead = errors.New("objcodec: not a head")
+// errNotHead says that what place was given is not exactly a head, and
+// errNoView that the raw block it was given cannot be viewed in place.
+var (
+	errNotHead = errors.New("objcodec: not a head")
+	errNoView  = errors.New("objcodec: no view")
+)
 
 // place is decode for a node that tailRaw accepts, from a head (d) whose
 // final raw block, bodyLen bytes, is still to come: it sets v but that
-// block, sizing a slice for it, and returns the block's memory in v. It
-// returns errNotHead when d is not exactly a head, having perhaps set
-// some of v, and an error wrapping ErrCorrupt when the head's lengths
-// disagree with bodyLen.
-func (n *node) place(d *decoder, v reflect.Value, bodyLen, depth int) ([]byte, error) {
+// block, sizing a slice for it, and returns the block's memory in v. With
+// a view (the block itself, bodyLen bytes), it makes the final slice view
+// it instead, or returns errNoView when it cannot. It returns errNotHead
+// when d is not exactly a head, having perhaps set some of v, and an
+// error wrapping ErrCorrupt when the head's lengths disagree with bodyLen.
+func (n *node) place(d *decoder, v reflect.Value, bodyLen int, view []byte, depth int) ([]byte, error) {
 	switch n.kind {
 	case kRawSlice:
 		x, k := binary.Uvarint(d.b)
@@ -104,11 +109,20 @@ func (n *node) place(d *decoder, v reflect.Value, bodyLen, depth int) ([]byte, e
 		if bodyLen < 0 || (size == 0 && bodyLen != 0) || (size > 0 && (x > uint64(bodyLen)/size || x*size != uint64(bodyLen))) || x > maxLen {
 			return nil, fmt.Errorf("%w: %d elements of %s in %d bytes", ErrCorrupt, x, n.t, bodyLen)
 		}
+		if view != nil && x > 0 {
+			if !viewOf(v, n.t, view, int(x)) {
+				return nil, errNoView
+			}
+			return view, nil
+		}
 		resize(v, n.t, int(x))
 		return memOf(v, bodyLen), nil
 	case kRawArray:
 		if len(d.b) != 0 {
 			return nil, errNotHead
+		}
+		if view != nil {
+			return nil, errNoView // an array's memory is v's own
 		}
 		if bodyLen != n.size {
 			return nil, fmt.Errorf("%w: %d bytes for %s, which takes %d", ErrCorrupt, bodyLen, n.t, n.size)
@@ -128,7 +142,7 @@ func (n *node) place(d *decoder, v reflect.Value, bodyLen, depth int) ([]byte, e
 			}
 		}
 		f := n.fields[last]
-		return f.n.place(d, v.Field(f.index), bodyLen, depth)
+		return f.n.place(d, v.Field(f.index), bodyLen, view, depth)
 	case kPtr:
 		if depth++; depth > maxDepth {
 			return nil, errNotHead
@@ -147,7 +161,7 @@ func (n *node) place(d *decoder, v reflect.Value, bodyLen, depth int) ([]byte, e
 		// A new value, as Decode makes, so that nothing the caller kept
 		// of the old one changes.
 		p := reflect.New(n.elem.t)
-		dst, err := n.elem.place(d, p.Elem(), bodyLen, depth)
+		dst, err := n.elem.place(d, p.Elem(), bodyLen, view, depth)
 		if err == nil {
 			v.Set(p)
 		}
