@@ -86,7 +86,8 @@
 // gradients), AllreduceObject folds every rank's value with a function of
 // yours, as mpi4py's allreduce(obj, op) does, and SendObject and
 // RecvObject move one between two ranks,
-// RecvObject from comm.AnySource too. Each value is encoded by an
+// RecvObject from comm.AnySource too (RecvObjectInto decodes into a
+// value the caller keeps, reusing its arrays). Each value is encoded by an
 // ObjectCodec and decoded on arrival, as mpi4py's lowercase methods
 // pickle. The default, RawCodec, sends a slice or array of numbers, or of
 // structs of numbers, as its own memory: a []float32 inside a value costs

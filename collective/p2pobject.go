@@ -41,39 +41,63 @@ func SendObject[T any](ctx context.Context, c *comm.Comm, dst, tag int, v T, opt
 
 // RecvObject receives a value sent with SendObject from rank src (or
 // comm.AnySource) with the given tag (or comm.AnyTag), and returns it with
-// the message's status. It learns the message's size with a probe and
-// then receives that message; where another goroutine receives from the
-// same source and tag at once, it may get the next one instead. A message
+// the message's status. It receives into a pooled buffer, and when the
+// message does not fit, learns its size with a probe and receives it
+// again; where another goroutine receives from the same source and tag
+// at once, it may then get the next one instead. A message
 // that does not decode as T is an error wrapping comm.ErrMismatch that
 // names the sender, the length and the type.
 func RecvObject[T any](ctx context.Context, c *comm.Comm, src, tag int, opts ...Option) (T, comm.Status, error) {
 	var v T
-	if err := nilComm(c, "RecvObject"); err != nil {
-		return v, comm.Status{}, err
+	st, err := recvObject(ctx, c, "RecvObject", src, tag, &v, opts)
+	return v, st, err
+}
+
+// RecvObjectInto is RecvObject into *v: with RawCodec a slice of *v
+// keeps its array where its capacity suffices, as a BcastObject
+// receiver's does, so that a loop that receives values of one shape
+// again and again decodes into the same memory instead of allocating
+// each value anew. With GobCodec, fields the sender left at zero keep
+// their old values (gob's rule); set *v to zero first where that
+// matters.
+func RecvObjectInto[T any](ctx context.Context, c *comm.Comm, src, tag int, v *T, opts ...Option) (comm.Status, error) {
+	return recvObject(ctx, c, "RecvObjectInto", src, tag, v, opts)
+}
+
+func recvObject[T any](ctx context.Context, c *comm.Comm, call string, src, tag int, v *T, opts []Option) (comm.Status, error) {
+	if err := nilComm(c, call); err != nil {
+		return comm.Status{}, err
 	}
-	oc, err := objectCodecOf(c, "RecvObject", opts)
+	if v == nil {
+		return comm.Status{}, fmt.Errorf("%w: %s on rank %d: nil value", codec.ErrInvalid, call, c.Rank())
+	}
+	oc, err := objectCodecOf(c, call, opts)
 	if err != nil {
-		return v, comm.Status{}, err
+		return comm.Status{}, err
 	}
 	buf := getObjectBuf()
 	defer putObjectBuf(buf)
 	for {
-		st, err := c.Probe(ctx, src, tag)
-		if err != nil {
-			return v, st, err
-		}
-		*buf = grow((*buf)[:0], st.Bytes)
-		st, err = c.Recv(ctx, st.Source, st.Tag, *buf)
+		// A receive posted at once into the pooled buffer, which
+		// usually has room, lets the transport write the message there
+		// instead of buffering it until a probe has sized it; a message
+		// that does not fit stays queued, and a probe sizes it.
+		*buf = (*buf)[:cap(*buf)]
+		st, err := c.Recv(ctx, src, tag, *buf)
 		if errors.Is(err, comm.ErrTruncated) {
-			continue // another receive took the probed message
+			if st, err = c.Probe(ctx, src, tag); err != nil {
+				return st, err
+			}
+			*buf = grow((*buf)[:0], st.Bytes)
+			continue
 		}
 		if err != nil {
-			return v, st, err
+			return st, err
 		}
-		if err := oc.Decode((*buf)[:st.Bytes], &v); err != nil {
-			return v, st, fmt.Errorf("%w: RecvObject on rank %d: the %d bytes from rank %d with tag %d do not decode as %s (does the sender send that type, with that codec?): %w",
-				comm.ErrMismatch, c.Rank(), st.Bytes, st.Source, st.Tag, reflect.TypeFor[T](), err)
+		if err := oc.Decode((*buf)[:st.Bytes], v); err != nil {
+			return st, fmt.Errorf("%w: %s on rank %d: the %d bytes from rank %d with tag %d do not decode as %s (does the sender send that type, with that codec?): %w",
+				comm.ErrMismatch, call, c.Rank(), st.Bytes, st.Source, st.Tag, reflect.TypeFor[T](), err)
 		}
-		return v, st, nil
+		return st, nil
 	}
 }
