@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/timeline"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -54,6 +55,12 @@ type call[T codec.Elem] struct {
 	// (GOCOLL_PROFILE_LABELS), and region is its execution-trace region.
 	labeled, allLabels bool
 	region             *trace.Region
+	// copier, when the call's segment operation is large enough, chose
+	// whether the call's puts go around the caches (around); putBytes and
+	// putNanos are what they copied so far, and how long they took.
+	copier             *shmem.Copier
+	around             bool
+	putBytes, putNanos int64
 }
 
 // rooted and reducing say which collectives have a root and an op.

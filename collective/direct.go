@@ -6,6 +6,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -73,6 +74,10 @@ func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) 
 		op.Beside()
 	}
 	op.Time(k.t.Timed())
+	if n := k.me.Count * k.size; n >= shmem.CopierMin {
+		k.copier = s.Copier()
+		k.around = k.copier.Choose(int(k.me.Kind), n)
+	}
 	return nil
 }
 

@@ -366,13 +366,29 @@ func (k *call[T]) combine(acc []T, s *core.Segment, half, lo, hi, except int) (e
 func (k *call[T]) endOp(op *core.SegmentOp) {
 	k.t.Add(core.PartWait, op.Waited())
 	op.End()
+	if k.copier != nil {
+		k.copier.Learn(int(k.me.Kind), k.me.Count*k.size, k.around, k.putBytes, k.putNanos)
+		k.copier, k.around, k.putBytes, k.putNanos = nil, false, 0, 0
+	}
 }
 
 // put copies src into dst, this rank's place in the segment, where the
-// other ranks read it: bytes the call sends.
+// other ranks read it: bytes the call sends. It writes around the caches
+// where the segment's Copier chose so for the call.
 func (k *call[T]) put(dst, src []T) {
 	k.t.Mark()
-	copy(dst, src)
+	switch {
+	case k.copier == nil:
+		copy(dst, src)
+	case k.around:
+		start := core.Now()
+		k.putBytes += int64(kernel.CopyAround(asBytes(dst), asBytes(src)))
+		k.putNanos += core.Now() - start
+	default:
+		start := core.Now()
+		k.putBytes += int64(copy(dst, src) * k.size)
+		k.putNanos += core.Now() - start
+	}
 	k.t.Lap(core.PartCopy)
 	k.t.Sent += uint64(len(src) * k.size)
 }

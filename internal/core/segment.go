@@ -70,7 +70,12 @@ type Segment struct {
 	// over (release), unmapOnce makes sure once.
 	uses      atomic.Uint64
 	unmapOnce sync.Once
+	// copier chooses how this rank copies into its slots.
+	copier shmem.Copier
 }
+
+// Copier returns what chooses how this rank copies into the segment.
+func (s *Segment) Copier() *shmem.Copier { return &s.copier }
 
 // Layout of a segment. Lines are 128 bytes, two cache lines, so that the
 // adjacent-line prefetcher does not make neighbours share.

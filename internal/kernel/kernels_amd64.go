@@ -73,3 +73,9 @@ func encodeFP16F32F16C(dst []uint16, src []uint32)
 //
 //go:noescape
 func decodeFP16F32F16C(dst []uint32, src []uint16)
+
+// copyNTAVX2 copies len(dst) bytes, a multiple of 128, from src to dst,
+// which is 32-byte aligned, with non-temporal stores, and fences them.
+//
+//go:noescape
+func copyNTAVX2(dst []byte, src []byte)

@@ -546,3 +546,31 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func copyNTAVX2(dst []byte, src []byte)
+// Requires: AVX, MMX+
+TEXT ·copyNTAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ dst_len+8(FP), DX
+
+loop:
+	CMPQ     DX, $0x00000080
+	JB       done
+	VMOVDQU  (CX), Y0
+	VMOVDQU  32(CX), Y1
+	VMOVDQU  64(CX), Y2
+	VMOVDQU  96(CX), Y3
+	VMOVNTDQ Y0, (AX)
+	VMOVNTDQ Y1, 32(AX)
+	VMOVNTDQ Y2, 64(AX)
+	VMOVNTDQ Y3, 96(AX)
+	ADDQ     $0x00000080, CX
+	ADDQ     $0x00000080, AX
+	SUBQ     $0x00000080, DX
+	JMP      loop
+
+done:
+	SFENCE
+	VZEROUPPER
+	RET

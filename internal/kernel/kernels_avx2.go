@@ -128,3 +128,21 @@ func inChunks[D, S uint16 | uint32](can bool, dst []D, src []S, kernel func([]D,
 	}
 	return n
 }
+
+// copyAroundAsm copies src into dst, which are as long, with copyNTAVX2
+// for every 128 bytes from dst's first 32-byte boundary on, and with copy
+// before and after, and reports whether it could.
+func copyAroundAsm(dst, src []byte) bool {
+	if !useAVX2 {
+		return false
+	}
+	head := min(int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))&31), len(dst))
+	copy(dst[:head], src)
+	end := head + (len(dst)-head)&^127
+	for at := head; at < end; at += chunkBytes {
+		next := min(at+chunkBytes, end)
+		copyNTAVX2(dst[at:next], src[at:next])
+	}
+	copy(dst[end:], src[end:])
+	return true
+}

@@ -37,3 +37,9 @@ func TestAsmSwitch(t *testing.T) {
 	require.Equal(t, want, encodeFP16Asm(make([]uint16, 17), make([]uint32, 17)), "binary16 encoding kernel")
 	require.Equal(t, want, decodeFP16Asm(make([]uint32, 17), make([]uint16, 17)), "binary16 decoding kernel")
 }
+
+// TestCopyAroundAsm: CopyAround goes around the caches in this build
+// whenever the CPU has AVX2.
+func TestCopyAroundAsm(t *testing.T) {
+	require.Equal(t, useAVX2, copyAroundAsm(make([]byte, 4096), make([]byte, 4096)))
+}

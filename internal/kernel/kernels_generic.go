@@ -28,3 +28,5 @@ func encodeFP16Asm(dst []uint16, src []uint32) int { return 0 }
 
 // decodeFP16Asm decodes nothing: decodeFP16F32's Go loop does it all.
 func decodeFP16Asm(dst []uint32, src []uint16) int { return 0 }
+
+func copyAroundAsm(dst, src []byte) bool { return false }

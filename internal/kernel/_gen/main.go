@@ -76,7 +76,41 @@ func main() {
 	decodeBF16()
 	encodeFP16()
 	decodeFP16()
+	copyNT()
 	Generate()
+}
+
+// copyNT emits copyNTAVX2: 128 bytes a pass, loaded from src and stored
+// with non-temporal stores, which write to memory around the caches
+// instead of first taking the lines from the core that holds them.
+func copyNT() {
+	TEXT("copyNTAVX2", NOSPLIT, "func(dst, src []byte)")
+	Pragma("noescape")
+	Doc(
+		"copyNTAVX2 copies len(dst) bytes, a multiple of 128, from src to dst,",
+		"which is 32-byte aligned, with non-temporal stores, and fences them.",
+	)
+	dst := Load(Param("dst").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	n := Load(Param("dst").Len(), GP64())
+	y := []reg.VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	Label("loop")
+	CMPQ(n, U32(128))
+	JB(LabelRef("done"))
+	for i := range y {
+		VMOVDQU(Mem{Base: src, Disp: 32 * i}, y[i])
+	}
+	for i := range y {
+		VMOVNTDQ(y[i], Mem{Base: dst, Disp: 32 * i})
+	}
+	ADDQ(U32(128), src)
+	ADDQ(U32(128), dst)
+	SUBQ(U32(128), n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	SFENCE()
+	VZEROUPPER()
+	RET()
 }
 
 // generate emits one kernel: unroll vectors at a time, then one vector at a

@@ -1,0 +1,114 @@
+package shmem
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// A Copier chooses how a rank copies into shared memory that other
+// processes read next: through the caches (copy) or around them
+// (kernel.CopyAround's non-temporal stores).
+//
+// Through the caches is the faster way where the cores hand lines to
+// each other quickly: the readers then find the data in a cache rather
+// than in memory. But each line such a copy writes must first be taken
+// back from the core that last read it, and on some hosts that is slow:
+// this project's two-vCPU machine spends whole runs in a state in which
+// a 64 KiB handoff between two processes takes 21-30 µs through the
+// caches, the writer's copy alone 16 µs, against 3-8 µs otherwise, while
+// around the caches it takes 8-10 µs in either state, the copy 3 µs
+// (bench/reference/limits.c, shm_handoff_*, 2026-11-26). So each rank
+// times its own copies both ways, per kind of operation and size class,
+// and goes
+// around the caches only while that copies at least aroundGain times
+// faster, which it does in the slow state alone: that margin stands for
+// what the readers then lose by reading from memory. It tries the way it
+// does not take one operation in exploreEvery (one in four of the first
+// exploreEarly), which follows a host that changes state during a run.
+//
+// A Copier is safe for concurrent use; its zero value is ready.
+type Copier struct {
+	mu   sync.Mutex
+	ways map[copyKey]*copyWays
+}
+
+// CopierMin is the smallest operation, in bytes, whose copies a Copier
+// chooses: below it the copies are too short for stores around the caches
+// to pay, and timing them would cost a noticeable part of the operation.
+const CopierMin = 16 << 10
+
+const (
+	aroundGain   = 2
+	exploreEvery = 32
+	exploreEarly = 16
+)
+
+type copyKey struct{ kind, class int }
+
+// copyWays is what a Copier knows of one kind and size class: the
+// operations chosen so far, and of each way, through the caches ([0])
+// and around them ([1]), how many were timed and an average of their
+// copies' nanoseconds per KiB.
+type copyWays struct {
+	ops   uint64
+	timed [2]uint64
+	cost  [2]float64
+}
+
+// Choose reports whether an operation of the given kind and bytes, at
+// least CopierMin, should copy around the caches.
+func (c *Copier) Choose(kind, bytes int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ways == nil {
+		c.ways = make(map[copyKey]*copyWays)
+	}
+	k := copyKey{kind, bits.Len(uint(bytes))}
+	w := c.ways[k]
+	if w == nil {
+		w = new(copyWays)
+		c.ways[k] = w
+	}
+	w.ops++
+	if w.timed[0] < 2 || w.timed[1] < 2 {
+		return w.timed[1] < w.timed[0] // each way twice, in turn
+	}
+	around := w.cost[1]*aroundGain < w.cost[0]
+	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 {
+		around = !around
+	}
+	return around
+}
+
+// Learn records that an operation of the given kind and bytes, going
+// around the caches or not, copied put bytes in nanos nanoseconds.
+func (c *Copier) Learn(kind, bytes int, around bool, put, nanos int64) {
+	if put <= 0 || nanos <= 0 {
+		return
+	}
+	way := 0
+	if around {
+		way = 1
+	}
+	x := float64(nanos) / float64(put) * 1024
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.ways[copyKey{kind, bits.Len(uint(bytes))}]
+	if w == nil {
+		return
+	}
+	// A way's first copies pay for first use (the segment's pages, the
+	// caches), so the second replaces the first. A faster copy moves the
+	// average halfway: nothing makes a copy fast by accident, and the
+	// way not taken is timed seldom. A slower one moves it an eighth,
+	// counting as twice the average at most, so that one copy that the
+	// scheduler interrupted does not decide.
+	switch w.timed[way]++; {
+	case w.timed[way] <= 2:
+		w.cost[way] = x
+	case x < w.cost[way]:
+		w.cost[way] = (w.cost[way] + x) / 2
+	default:
+		w.cost[way] += (min(x, 2*w.cost[way]) - w.cost[way]) / 8
+	}
+}
