@@ -404,10 +404,9 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 		switch {
 		case r == g.skip:
 		case placed[r] && g.viewed != nil:
-			if g.viewed[r], err = objcodec.View(inlines[r], part, &out[r]); err == nil && !g.viewed[r] {
+			// A head that does not view is placed, which names a mismatch.
+			if g.viewed[r], err = objcodec.View(inlines[r], part, &out[r]); err != nil || !g.viewed[r] {
 				err = placeValue(c, call, oc, inlines[r], part, &out[r], r)
-			} else if err != nil {
-				err = mismatchObject[T](c, call, len(inlines[r])+len(part), r, err)
 			}
 		case placed[r]:
 			err = placeValue(c, call, oc, inlines[r], part, &out[r], r)

@@ -54,7 +54,7 @@ func AllreduceObject[T any](ctx context.Context, c *comm.Comm, v *T, op func(acc
 	}
 	h := hintsOf(c)
 	s := takeScratch[T](h, c.Size())
-	defer h.putScratch(s)
+	defer putScratch(h, s)
 	all := s.values
 	if _, raw := oc.(rawCodec); !raw {
 		// Other codecs may decode into what a value holds (gob keeps the
@@ -96,7 +96,7 @@ type reduceScratch[T any] struct {
 // takeScratch returns the scratch for T that h keeps, sized for n ranks,
 // taking it from h so that a concurrent call makes its own.
 func takeScratch[T any](h *objectHints, n int) *reduceScratch[T] {
-	t := reflect.TypeFor[*reduceScratch[T]]()
+	t := reflect.TypeFor[T]()
 	h.mu.Lock()
 	s, _ := h.scratch[t].(*reduceScratch[T])
 	delete(h.scratch, t)
@@ -110,20 +110,16 @@ func takeScratch[T any](h *objectHints, n int) *reduceScratch[T] {
 // putScratch gives s back to h. A value that views rest is set to zero
 // first: decoding into it would write into rest, over the parts of the
 // next call.
-func (h *objectHints) putScratch(s interface{ forgetViews() }) {
-	s.forgetViews()
-	h.mu.Lock()
-	h.scratch[reflect.TypeOf(s)] = s
-	h.mu.Unlock()
-}
-
-func (s *reduceScratch[T]) forgetViews() {
+func putScratch[T any](h *objectHints, s *reduceScratch[T]) {
 	var zero T
 	for r, viewed := range s.viewed {
 		if viewed {
 			s.values[r], s.viewed[r] = zero, false
 		}
 	}
+	h.mu.Lock()
+	h.scratch[reflect.TypeFor[T]()] = s
+	h.mu.Unlock()
 }
 
 // copyValue sets *dst to a copy of *src that shares no memory with it:

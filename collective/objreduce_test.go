@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -115,6 +116,37 @@ func TestAllreduceObject(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAllreduceObjectReusesArrays: a loop that reduces values of one
+// shape keeps, from call to call, the bytes the others' values arrive in
+// (which their gradients view) and the array of its own value's
+// gradient.
+func TestAllreduceObjectReusesArrays(t *testing.T) {
+	type grads struct{ Grad []float32 }
+	sum := func(acc, x *grads) error { return ReduceLocal(acc.Grad, x.Grad, codec.Sum) }
+	cs := job(t, 3, comm.WithTransport("mem"))
+	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		v := grads{Grad: make([]float32, 64<<10)}
+		var rest *byte
+		for i := range 10 {
+			if err := AllreduceObject(ctx, c, &v, sum); err != nil {
+				return err
+			}
+			h := hintsOf(c)
+			s := takeScratch[grads](h, c.Size())
+			at := unsafe.SliceData(s.rest)
+			putScratch(h, s)
+			switch {
+			case at == nil:
+				return fmt.Errorf("call %d: no memory kept for the others' values", i)
+			case i > 0 && at != rest:
+				return fmt.Errorf("call %d: the others' values arrived in new memory", i)
+			}
+			rest = at
+		}
+		return nil
+	})
 }
 
 // ranksFor is ns, or under the race detector, which makes the test's

@@ -15,6 +15,7 @@ import (
 // then goes from the link's reading goroutine to its caller, which costs
 // a goroutine hand-off that Linux's polled sockets avoid. No link has
 // the socket types below; they let link.go compile.
+
 // polled says that plain TCP links are polled (pollLink).
 const polled = false
 
