@@ -104,7 +104,14 @@ CPUs with AVX2 and F16C), about 20 GB/s each way on data in cache against
 the Go conversions' bits for every input: VCVTPS2PH rounds as its
 immediate says, to nearest even, whatever MXCSR holds, and where
 VCVTPH2PS would make a signalling NaN quiet the kernel puts back the
-NaN as codec.Float16.Float32 keeps it.
+NaN as codec.Float16.Float32 keeps it. On CPUs with AVX-512 the BF16
+conversions take the same integer steps in 512-bit registers, 32
+elements a pass: on this project's AMD host, which runs them at full
+width, BF16 encoding went from 46 to 98 GB/s on a block in the
+first-level cache and decoding from 130 to 177 GB/s. (AVX-512's own
+VCVTNE2PS2BF16 would take fewer instructions still, but it flushes
+subnormals to zero, which the BF16 codec keeps, and Go's assembler does
+not know it.)
 
 The half-precision kernels convert every element and run several times
 slower per byte than float32 ones (BenchmarkSum measures both), so a

@@ -60,6 +60,24 @@ func encodeRoundBF16F32AVX2(dst []uint16, src []uint32)
 //go:noescape
 func decodeBF16F32AVX2(dst []uint32, src []uint16)
 
+// encodeBF16F32AVX512 is encodeBF16F32AVX2 for every i < len(src)
+// rounded down to a multiple of 32.
+//
+//go:noescape
+func encodeBF16F32AVX512(dst []uint16, src []uint32)
+
+// encodeRoundBF16F32AVX512 is encodeRoundBF16F32AVX2 for every i <
+// len(src) rounded down to a multiple of 32.
+//
+//go:noescape
+func encodeRoundBF16F32AVX512(dst []uint16, src []uint32)
+
+// decodeBF16F32AVX512 is decodeBF16F32AVX2 for every i < len(dst)
+// rounded down to a multiple of 32.
+//
+//go:noescape
+func decodeBF16F32AVX512(dst []uint32, src []uint16)
+
 // encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32
 // with bits src[i], as encodeFP16F32, for every i < len(src) rounded
 // down to a multiple of 16. dst must be at least as long as src.

@@ -471,6 +471,133 @@ done:
 	VZEROUPPER
 	RET
 
+// func encodeBF16F32AVX512(dst []uint16, src []uint32)
+// Requires: AVX, AVX512F
+TEXT ·encodeBF16F32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVL         $0x7fffffff, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x7f800000, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x00007fff, BX
+	VPBROADCASTD BX, Z2
+	MOVL         $0x00000001, BX
+	VPBROADCASTD BX, Z3
+	MOVL         $0x00000040, BX
+	VPBROADCASTD BX, Z4
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VMOVDQU32 (CX), Z5
+	VMOVDQU32 64(CX), Z6
+	VPSRLD    $0x10, Z5, Z8
+	VPANDD    Z3, Z8, Z7
+	VPADDD    Z2, Z7, Z7
+	VPADDD    Z5, Z7, Z7
+	VPSRLD    $0x10, Z7, Z7
+	VPANDD    Z0, Z5, Z5
+	VPCMPGTD  Z1, Z5, K1
+	VPORD     Z4, Z8, K1, Z7
+	VPSRLD    $0x10, Z6, Z8
+	VPANDD    Z3, Z8, Z5
+	VPADDD    Z2, Z5, Z5
+	VPADDD    Z6, Z5, Z5
+	VPSRLD    $0x10, Z5, Z5
+	VPANDD    Z0, Z6, Z6
+	VPCMPGTD  Z1, Z6, K1
+	VPORD     Z4, Z8, K1, Z5
+	VPMOVDW   Z7, (AX)
+	VPMOVDW   Z5, 32(AX)
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func encodeRoundBF16F32AVX512(dst []uint16, src []uint32)
+// Requires: AVX, AVX512F
+TEXT ·encodeRoundBF16F32AVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         src_len+32(FP), DX
+	MOVL         $0x7fffffff, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x7f800000, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x00007fff, BX
+	VPBROADCASTD BX, Z2
+	MOVL         $0x00000001, BX
+	VPBROADCASTD BX, Z3
+	MOVL         $0x00000040, BX
+	VPBROADCASTD BX, Z4
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VMOVDQU32 (CX), Z5
+	VMOVDQU32 64(CX), Z6
+	VPSRLD    $0x10, Z5, Z8
+	VPANDD    Z3, Z8, Z7
+	VPADDD    Z2, Z7, Z7
+	VPADDD    Z5, Z7, Z7
+	VPSRLD    $0x10, Z7, Z7
+	VPANDD    Z0, Z5, Z5
+	VPCMPGTD  Z1, Z5, K1
+	VPORD     Z4, Z8, K1, Z7
+	VPSRLD    $0x10, Z6, Z5
+	VPANDD    Z3, Z5, Z8
+	VPADDD    Z2, Z8, Z8
+	VPADDD    Z6, Z8, Z8
+	VPSRLD    $0x10, Z8, Z8
+	VPANDD    Z0, Z6, Z6
+	VPCMPGTD  Z1, Z6, K1
+	VPORD     Z4, Z5, K1, Z8
+	VPSLLD    $0x10, Z7, Z5
+	VPSLLD    $0x10, Z8, Z6
+	VMOVDQU32 Z5, (CX)
+	VMOVDQU32 Z6, 64(CX)
+	VPMOVDW   Z7, (AX)
+	VPMOVDW   Z8, 32(AX)
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func decodeBF16F32AVX512(dst []uint32, src []uint16)
+// Requires: AVX, AVX512F
+TEXT ·decodeBF16F32AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ dst_len+8(FP), DX
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VPMOVZXWD (CX), Z0
+	VPMOVZXWD 32(CX), Z1
+	VPSLLD    $0x10, Z0, Z0
+	VPSLLD    $0x10, Z1, Z1
+	VMOVDQU32 Z0, (AX)
+	VMOVDQU32 Z1, 64(AX)
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000080, AX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func encodeFP16F32F16C(dst []uint16, src []uint32)
 // Requires: AVX, F16C
 TEXT ·encodeFP16F32F16C(SB), NOSPLIT, $0-48

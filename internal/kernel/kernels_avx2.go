@@ -14,6 +14,11 @@ import (
 // reports AVX2 only if the OS also saves the YMM registers.
 var useAVX2 = cpu.X86.HasAVX2
 
+// useAVX512 selects the 512-bit bfloat16 kernels over the AVX2 ones.
+// x/sys/cpu reports AVX512F only if the OS also saves the ZMM registers.
+// Tests turn it off to check the AVX2 kernels on CPUs that have both.
+var useAVX512 = cpu.X86.HasAVX512F
+
 // useF16C selects the binary16 conversion kernels, which use F16C's
 // conversions beside AVX2's integer instructions.
 var useF16C = useAVX2 && cpu.X86.HasF16C
@@ -85,43 +90,55 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 	return true
 }
 
-// encodeBF16Asm encodes the largest multiple of 16 elements of src into
-// dst with encodeBF16F32AVX2 and returns how many it encoded: 0 without
-// AVX2.
+// encodeBF16Asm encodes the largest multiple of 32 (AVX-512) or 16
+// (AVX2) elements of src into dst with encodeBF16F32AVX512 or
+// encodeBF16F32AVX2 and returns how many it encoded: 0 without either.
 func encodeBF16Asm(dst []uint16, src []uint32) int {
-	return inChunks(useAVX2, dst, src, encodeBF16F32AVX2)
+	if useAVX512 {
+		return inChunks(true, 32, dst, src, encodeBF16F32AVX512)
+	}
+	return inChunks(useAVX2, 16, dst, src, encodeBF16F32AVX2)
 }
 
-// encodeRoundBF16Asm is encodeBF16Asm for encodeRoundBF16F32AVX2.
+// encodeRoundBF16Asm is encodeBF16Asm for encodeRoundBF16F32AVX512 and
+// encodeRoundBF16F32AVX2.
 func encodeRoundBF16Asm(dst []uint16, src []uint32) int {
-	return inChunks(useAVX2, dst, src, encodeRoundBF16F32AVX2)
+	if useAVX512 {
+		return inChunks(true, 32, dst, src, encodeRoundBF16F32AVX512)
+	}
+	return inChunks(useAVX2, 16, dst, src, encodeRoundBF16F32AVX2)
 }
 
-// decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX2.
+// decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX512 and
+// decodeBF16F32AVX2.
 func decodeBF16Asm(dst []uint32, src []uint16) int {
-	return inChunks(useAVX2, dst, src, decodeBF16F32AVX2)
+	if useAVX512 {
+		return inChunks(true, 32, dst, src, decodeBF16F32AVX512)
+	}
+	return inChunks(useAVX2, 16, dst, src, decodeBF16F32AVX2)
 }
 
 // encodeFP16Asm is encodeBF16Asm for encodeFP16F32F16C: 0 without F16C.
 func encodeFP16Asm(dst []uint16, src []uint32) int {
-	return inChunks(useF16C, dst, src, encodeFP16F32F16C)
+	return inChunks(useF16C, 16, dst, src, encodeFP16F32F16C)
 }
 
 // decodeFP16Asm is encodeBF16Asm for decodeFP16F32F16C.
 func decodeFP16Asm(dst []uint32, src []uint16) int {
-	return inChunks(useF16C, dst, src, decodeFP16F32F16C)
+	return inChunks(useF16C, 16, dst, src, decodeFP16F32F16C)
 }
 
-// inChunks runs a conversion kernel, which converts 16 elements at a
-// time, on the first len(dst) rounded down to 16 elements of dst and src,
-// at most chunkBytes of dst a call as reduceAsm does, and returns how many
-// elements it converted: none unless the CPU can run the kernel (can).
-func inChunks[D, S uint16 | uint32](can bool, dst []D, src []S, kernel func([]D, []S)) int {
+// inChunks runs a conversion kernel, which converts group elements at a
+// time (16 or 32), on the first len(dst) rounded down to group elements
+// of dst and src, at most chunkBytes of dst a call as reduceAsm does, and
+// returns how many elements it converted: none unless the CPU can run the
+// kernel (can).
+func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kernel func([]D, []S)) int {
 	if !can {
 		return 0
 	}
-	n := len(dst) &^ 15
-	step := chunkBytes / int(unsafe.Sizeof(dst[0])) // a multiple of 16
+	n := len(dst) &^ (group - 1)
+	step := chunkBytes / int(unsafe.Sizeof(dst[0])) // a multiple of group
 	for i := 0; i < n; i += step {
 		k := min(step, n-i)
 		kernel(dst[i:i+k], src[i:i+k])

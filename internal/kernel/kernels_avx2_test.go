@@ -38,6 +38,34 @@ func TestAsmSwitch(t *testing.T) {
 	require.Equal(t, want, decodeFP16Asm(make([]uint32, 17), make([]uint16, 17)), "binary16 decoding kernel")
 }
 
+// TestBF16AsmSwitch: the bfloat16 kernels run in 512-bit registers
+// whenever the CPU has AVX-512, 32 elements at a time, and in 256-bit ones
+// otherwise, 16 at a time.
+func TestBF16AsmSwitch(t *testing.T) {
+	require.Equal(t, cpu.X86.HasAVX512F, useAVX512)
+	want := 0
+	switch {
+	case useAVX512:
+		want = 32
+	case useAVX2:
+		want = 16
+	}
+	require.Equal(t, want, encodeBF16Asm(make([]uint16, 33), make([]uint32, 33)), "encoding kernel")
+	require.Equal(t, want, encodeRoundBF16Asm(make([]uint16, 33), make([]uint32, 33)), "rounding encoding kernel")
+	require.Equal(t, want, decodeBF16Asm(make([]uint32, 33), make([]uint16, 33)), "decoding kernel")
+}
+
+// TestKernelsMatchScalarWithoutAVX512 runs TestKernelsMatchScalar on the
+// AVX2 kernels where the CPU would otherwise take the AVX-512 ones.
+func TestKernelsMatchScalarWithoutAVX512(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the CPU has no AVX-512: TestKernelsMatchScalar runs the AVX2 kernels already")
+	}
+	useAVX512 = false
+	defer func() { useAVX512 = true }()
+	TestKernelsMatchScalar(t)
+}
+
 // TestCopyAroundAsm: CopyAround goes around the caches in this build
 // whenever the CPU has AVX2.
 func TestCopyAroundAsm(t *testing.T) {

@@ -1,4 +1,4 @@
-// Command _gen writes the AVX2 kernels of internal/kernel with avo. It is a
+// Command _gen writes the AVX2 and AVX-512 kernels of internal/kernel with avo. It is a
 // module of its own, so that avo is never a dependency of gocoll, and its
 // directory starts with an underscore, so that ./... in the main module
 // skips it. Run it through go generate in internal/kernel:
@@ -74,6 +74,9 @@ func main() {
 	encodeBF16()
 	encodeRoundBF16()
 	decodeBF16()
+	encodeBF16AVX512()
+	encodeRoundBF16AVX512()
+	decodeBF16AVX512()
 	encodeFP16()
 	decodeFP16()
 	copyNT()
@@ -207,7 +210,7 @@ func encodeRoundBF16() {
 // doc comment doc; keep makes it store the rounded values over src too.
 func encodeBF16Kernel(name string, keep bool, doc []string) {
 	var abs, inf, half, one, quiet reg.VecVirtual
-	conversion(name, "func(dst []uint16, src []uint32)", "src", 64, 32, doc,
+	conversion(name, "func(dst []uint16, src []uint32)", "src", 16, 64, 32, doc,
 		func() {
 			abs, inf = broadcast32(0x7fffffff), broadcast32(0x7f800000)
 			half, one, quiet = broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
@@ -250,7 +253,7 @@ func encodeBF16Kernel(name string, keep bool, doc []string) {
 // bfloat16 widened to 32 bits and shifted into the top half, 16 at a
 // time.
 func decodeBF16() {
-	conversion("decodeBF16F32AVX2", "func(dst []uint32, src []uint16)", "dst", 32, 64,
+	conversion("decodeBF16F32AVX2", "func(dst []uint32, src []uint16)", "dst", 16, 32, 64,
 		[]string{
 			"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
 			"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
@@ -266,6 +269,96 @@ func decodeBF16() {
 			VMOVDQU(y0, Mem{Base: dst})
 			VMOVDQU(y1, Mem{Base: dst, Disp: 32})
 		})
+}
+
+// encodeBF16AVX512 emits encodeBF16F32AVX512: encodeBF16F32AVX2 on 32
+// elements a pass, in 512-bit registers, with a NaN's lanes chosen by a
+// mask register instead of a blend. The same integer steps give the same
+// bits; where the core runs 512-bit operations at full width they do
+// twice the work per instruction.
+func encodeBF16AVX512() {
+	encodeBF16Kernel512("encodeBF16F32AVX512", false, []string{
+		"encodeBF16F32AVX512 is encodeBF16F32AVX2 for every i < len(src)",
+		"rounded down to a multiple of 32.",
+	})
+}
+
+// encodeRoundBF16AVX512 emits encodeRoundBF16F32AVX512, which is to
+// encodeBF16F32AVX512 what encodeRoundBF16F32AVX2 is to
+// encodeBF16F32AVX2.
+func encodeRoundBF16AVX512() {
+	encodeBF16Kernel512("encodeRoundBF16F32AVX512", true, []string{
+		"encodeRoundBF16F32AVX512 is encodeRoundBF16F32AVX2 for every i <",
+		"len(src) rounded down to a multiple of 32.",
+	})
+}
+
+// encodeBF16Kernel512 is encodeBF16Kernel in 512-bit registers, 32
+// elements a pass.
+func encodeBF16Kernel512(name string, keep bool, doc []string) {
+	var abs, inf, half, one, quiet reg.VecVirtual
+	conversion(name, "func(dst []uint16, src []uint32)", "src", 32, 128, 64, doc,
+		func() {
+			abs, inf = broadcast32z(0x7fffffff), broadcast32z(0x7f800000)
+			half, one, quiet = broadcast32z(0x7fff), broadcast32z(1), broadcast32z(0x40)
+		},
+		func(src, dst reg.Register) {
+			// round leaves in r the bfloat16 of each lane of x, zero-extended.
+			round := func(x, r reg.VecVirtual) {
+				t, m, nan := ZMM(), ZMM(), K()
+				VPSRLD(U8(16), x, t)    // the kept bits
+				VPANDD(one, t, r)       // the lowest of them: odd or even
+				VPADDD(half, r, r)      // just under half a unit, plus one if odd
+				VPADDD(x, r, r)         // carries into the kept bits when rounding up
+				VPSRLD(U8(16), r, r)    // the rounded value
+				VPANDD(abs, x, m)       // |x|
+				VPCMPGTD(inf, m, nan)   // set where |x| > Inf: a NaN
+				VPORD(quiet, t, nan, r) // there, the NaN's kept bits made quiet
+			}
+			x0, x1, r0, r1 := ZMM(), ZMM(), ZMM(), ZMM()
+			VMOVDQU32(Mem{Base: src}, x0)
+			VMOVDQU32(Mem{Base: src, Disp: 64}, x1)
+			round(x0, r0)
+			round(x1, r1)
+			if keep {
+				VPSLLD(U8(16), r0, x0)
+				VPSLLD(U8(16), r1, x1)
+				VMOVDQU32(x0, Mem{Base: src})
+				VMOVDQU32(x1, Mem{Base: src, Disp: 64})
+			}
+			// Each lane holds its word zero-extended: truncating to 16
+			// bits keeps it, and the stores keep the lanes in order.
+			VPMOVDW(r0, Mem{Base: dst})
+			VPMOVDW(r1, Mem{Base: dst, Disp: 32})
+		})
+}
+
+// decodeBF16AVX512 emits decodeBF16F32AVX512: decodeBF16F32AVX2 on 32
+// elements a pass, in 512-bit registers.
+func decodeBF16AVX512() {
+	conversion("decodeBF16F32AVX512", "func(dst []uint32, src []uint16)", "dst", 32, 64, 128,
+		[]string{
+			"decodeBF16F32AVX512 is decodeBF16F32AVX2 for every i < len(dst)",
+			"rounded down to a multiple of 32.",
+		},
+		func() {},
+		func(src, dst reg.Register) {
+			z0, z1 := ZMM(), ZMM()
+			VPMOVZXWD(Mem{Base: src}, z0)
+			VPMOVZXWD(Mem{Base: src, Disp: 32}, z1)
+			VPSLLD(U8(16), z0, z0)
+			VPSLLD(U8(16), z1, z1)
+			VMOVDQU32(z0, Mem{Base: dst})
+			VMOVDQU32(z1, Mem{Base: dst, Disp: 64})
+		})
+}
+
+// broadcast32z returns a 512-bit register holding v in each 32-bit lane.
+func broadcast32z(v uint32) reg.VecVirtual {
+	g, z := GP32(), ZMM()
+	MOVL(U32(v), g)
+	VPBROADCASTD(g, z)
+	return z
 }
 
 // broadcast32 returns a vector register holding v in each 32-bit lane.
@@ -285,7 +378,7 @@ func broadcast32(v uint32) reg.VecVirtual {
 // a NaN kept with its sign and top payload bits and made quiet.
 func encodeFP16() {
 	const toNearestEven = 0 // bit 2 clear: the rounding of bits 0-1, not MXCSR's
-	conversion("encodeFP16F32F16C", "func(dst []uint16, src []uint32)", "src", 64, 32,
+	conversion("encodeFP16F32F16C", "func(dst []uint16, src []uint32)", "src", 16, 64, 32,
 		[]string{
 			"encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32",
 			"with bits src[i], as encodeFP16F32, for every i < len(src) rounded",
@@ -309,7 +402,7 @@ func encodeFP16() {
 // exponent of ones and the payload shifted into place.
 func decodeFP16() {
 	var abs, inf, exp32, sign reg.VecVirtual
-	conversion("decodeFP16F32F16C", "func(dst []uint32, src []uint16)", "dst", 32, 64,
+	conversion("decodeFP16F32F16C", "func(dst []uint32, src []uint16)", "dst", 16, 32, 64,
 		[]string{
 			"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
 			"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
@@ -341,12 +434,12 @@ func decodeFP16() {
 		})
 }
 
-// conversion emits a kernel that converts 16 elements a pass, as name
-// with signature sig and the doc comment doc: it loads dst and src and,
-// as n, the length of the parameter nParam, runs setup once (the
-// constants), then body on src and dst while n >= 16, stepping src by
+// conversion emits a kernel that converts group elements a pass, as
+// name with signature sig and the doc comment doc: it loads dst and src
+// and, as n, the length of the parameter nParam, runs setup once (the
+// constants), then body on src and dst while n >= group, stepping src by
 // srcStep bytes and dst by dstStep. The rest is left to the Go loop.
-func conversion(name, sig, nParam string, srcStep, dstStep int, doc []string, setup func(), body func(src, dst reg.Register)) {
+func conversion(name, sig, nParam string, group, srcStep, dstStep int, doc []string, setup func(), body func(src, dst reg.Register)) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc...)
@@ -356,12 +449,12 @@ func conversion(name, sig, nParam string, srcStep, dstStep int, doc []string, se
 	setup()
 
 	Label("loop")
-	CMPQ(n, U32(16))
+	CMPQ(n, U32(group))
 	JB(LabelRef("done"))
 	body(src, dst)
 	ADDQ(U32(srcStep), src)
 	ADDQ(U32(dstStep), dst)
-	SUBQ(U32(16), n)
+	SUBQ(U32(group), n)
 	JMP(LabelRef("loop"))
 
 	Label("done")
