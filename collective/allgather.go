@@ -184,7 +184,9 @@ func allgatherDoubling[T codec.Elem](k *call[T], buf []T, lo, hi int, step0 int)
 // Allgatherv is Allgather with a count per rank: rank i contributes
 // counts[i] elements (len(send) must be counts[Rank()]), and recv, of
 // sum(counts) elements, holds them in rank order without gaps. Every rank
-// passes the same counts. Algorithm: Ring.
+// passes the same counts. Algorithms: Ring, and Shm (each rank's part
+// once into the segment and once out, the default where the ranks share
+// a host).
 func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, opts ...Option) (err error) {
 	total := 0
 	for _, n := range counts {
@@ -213,6 +215,9 @@ func Allgatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 		return err
 	}
 	defer k.leave(&err)
+	if k.me.Algorithm == Shm {
+		return allgathervShm(&k, send, recv, counts)
+	}
 	return allgathervRing(&k, send, recv, counts)
 }
 

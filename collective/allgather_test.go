@@ -85,11 +85,11 @@ func TestAllgatherv(t *testing.T) {
 	for _, n := range rankCounts {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
-			checkAllgatherv[float32](t, cs, countsFor(n, true))
-			checkAllgatherv[float64](t, cs, countsFor(n, false))
-			checkAllgatherv[int32](t, cs, countsFor(n, false))
-			checkAllgatherv[uint8](t, cs, countsFor(n, false))
-			checkAllgatherv[codec.BFloat16](t, cs, countsFor(n, false))
+			checkAllgatherv[float32](t, cs, Ring, countsFor(n, true))
+			checkAllgatherv[float64](t, cs, Ring, countsFor(n, false))
+			checkAllgatherv[int32](t, cs, Ring, countsFor(n, false))
+			checkAllgatherv[uint8](t, cs, Ring, countsFor(n, false))
+			checkAllgatherv[codec.BFloat16](t, cs, Ring, countsFor(n, false))
 		})
 	}
 }
@@ -106,7 +106,7 @@ func varCounts(n, base int) [][]int {
 	return [][]int{same, mixed}
 }
 
-func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, sizes []int) {
+func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, base := range sizes {
@@ -119,8 +119,9 @@ func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, sizes []int) {
 					want = append(want, inputs[r]...)
 				}
 				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-					recv := poisoned[T](len(want))
-					if err := Allgatherv(ctx, c, slices.Clone(inputs[c.Rank()]), recv, cnts, WithAlgorithm(Ring)); err != nil {
+					me := c.Rank()
+					recv := place(t, me, poisoned[T](len(want)))
+					if err := Allgatherv(ctx, c, place(t, me, slices.Clone(inputs[me])), recv, cnts, WithAlgorithm(algo)); err != nil {
 						return err
 					}
 					return equalBits(recv, want)
@@ -141,7 +142,7 @@ func TestAllgatherOverTCP(t *testing.T) {
 			for _, algo := range allgatherAlgorithms[1:] {
 				checkAllgather[float32](t, cs, algo, []int{0, 5, 10000})
 			}
-			checkAllgatherv[int32](t, cs, []int{5, 10000})
+			checkAllgatherv[int32](t, cs, Ring, []int{5, 10000})
 		})
 	}
 }
@@ -228,6 +229,44 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 			return Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, 6), cnts)
 		}, nil)
 	})
+	// Through a shared segment the call record holds only the total: each
+	// rank's own count goes ahead of its part, in its fast line, its slot
+	// of the first round or, registered, its buffer's length.
+	for _, tc := range []struct {
+		name       string
+		count      int // per rank, before rank 1 moves one element
+		registered bool
+	}{
+		{"shm/fast line", 2, false},
+		{"shm/slots", 100000, false},
+		{"shm/registered", 100000, true},
+	} {
+		t.Run("mismatched counts/"+tc.name, func(t *testing.T) {
+			if tc.registered {
+				registered = func(int) bool { return true }
+				t.Cleanup(func() { registered = nil })
+			}
+			m := tc.count
+			requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+				cnts := []int{m, m, m}
+				if c.Rank() == 1 {
+					cnts = []int{m - 1, m + 1, m}
+				}
+				me := c.Rank()
+				send, recv := place(t, me, make([]float32, cnts[me])), place(t, me, make([]float32, 3*m))
+				return Allgatherv(ctx, c, send, recv, cnts)
+			}, []string{"elements, but this rank's counts["}, comm.WithTransport("auto"))
+		})
+	}
+	t.Run("mismatched totals/shm", func(t *testing.T) {
+		requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {
+			cnts := []int{2, 2, 2}
+			if c.Rank() == 2 {
+				cnts = []int{2, 2, 3}
+			}
+			return Allgatherv(ctx, c, make([]float32, cnts[c.Rank()]), make([]float32, cnts[0]+cnts[1]+cnts[2]), cnts)
+		}, nil, comm.WithTransport("auto"))
+	})
 }
 
 // first is a non-commutative op (a∘b = a) for the allocation test, so
@@ -256,6 +295,11 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 	}
 	ops = append(ops, op{"Allgatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Allgatherv(ctx, c, a[:cnts[c.Rank()]], b[:total], cnts)
+	}})
+	// Small enough for a segment's fast lines.
+	small := []int{2, 0, 3, 1, 1}
+	ops = append(ops, op{"Allgatherv/small", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Allgatherv(ctx, c, a[:small[c.Rank()]], b[:7], small)
 	}})
 	for _, o := range []struct {
 		algo Algorithm

@@ -251,3 +251,25 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 	}
 	return k.lent(op)
 }
+
+// allgathervDirect is gatherDirect for Allgatherv: each rank copies every
+// other rank's send straight into its recv, once it has found that each
+// send is as long as its counts say (a rank that finds otherwise still
+// waits for the others to be done with its buffers before it fails).
+func allgathervDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, counts []int) error {
+	if err := k.sameCounts(counts, func(r int) uint64 { return uint64(len(bufs[r][0]) / k.size) }); err != nil {
+		_ = k.lent(op)
+		return err
+	}
+	me, at := k.c.Rank(), 0
+	recv := segView[T](bufs[me][1])
+	for r, n := range counts {
+		if r == me {
+			copy(recv[at:at+n], segView[T](bufs[me][0]))
+		} else {
+			k.take(recv[at:at+n], segView[T](bufs[r][0]))
+		}
+		at += n
+	}
+	return k.lent(op)
+}

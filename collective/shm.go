@@ -1,7 +1,9 @@
 package collective
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
@@ -259,7 +261,7 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 // overLines runs the call's operation on s through the fast lines: it
 // exchanges data (core.SegmentOp.Exchange) and hands every rank's line to
 // use before the operation ends.
-func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) error) error {
+func (k *call[T]) overLines(s *core.Segment, data []byte, use func(lines [][]byte) error) error {
 	var op core.SegmentOp
 	if err := s.BeginLines(&op, k.ctx, k.ticket, k.seq, k.me); err != nil {
 		return k.wrap(-1, err)
@@ -269,18 +271,18 @@ func (k *call[T]) overLines(s *core.Segment, data []T, use func(lines [][]byte) 
 	}
 	op.Time(k.t.Timed())
 	defer k.endOp(&op)
-	lines, err := op.Exchange(asBytes(data))
+	lines, err := op.Exchange(data)
 	if err != nil {
 		return k.wrap(-1, err)
 	}
-	k.t.Sent += uint64(len(data) * k.size)
+	k.t.Sent += uint64(len(data))
 	return use(lines)
 }
 
 // reduceFast is reduceShm through the fast lines: each rank that wants
 // the result combines every rank's line, in rank order, into its buf.
 func reduceFast[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root int) error {
-	return k.overLines(s, send, func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
@@ -294,7 +296,7 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 	if s.Rank() == root {
 		mine = buf
 	}
-	return k.overLines(s, mine, func(lines [][]byte) error {
+	return k.overLines(s, asBytes(mine), func(lines [][]byte) error {
 		if s.Rank() != root {
 			k.take(buf, segView[T](lines[root])[:len(buf)])
 		}
@@ -304,7 +306,7 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 
 // gatherFast is gatherShm through the fast lines.
 func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root int) error {
-	return k.overLines(s, send, func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
@@ -322,7 +324,7 @@ func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root 
 
 // reduceScatterFast is reduceScatterShm through the fast lines.
 func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
-	return k.overLines(s, send, func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
 		return k.combineLines(recv, lines, s.Rank()*len(recv))
 	})
 }
@@ -514,6 +516,122 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 			return k.segFinish(&op)
 		}
 	}
+}
+
+// countBytes leads a rank's part of an Allgatherv through the segment,
+// in its fast line or its slot of the first round: the rank's own count,
+// a little-endian uint64, in as many bytes as keep the part aligned for
+// any element type (a fast line's data area is 16-byte aligned, a slot
+// page-aligned, and the slot's count has a cache line to itself).
+const (
+	countBytesLine = 16
+	countBytesSlot = 64
+)
+
+// allgathervShm is gatherShm for Allgatherv: rank r's block has
+// counts[r] elements and lands in recv after the blocks of the ranks
+// before it. Every rank publishes its own count ahead of its first part
+// and compares every other rank's with its counts before it reads a part
+// (sameCounts), so that ranks that disagree about counts fail inside the
+// call: the call record holds only their sum.
+func allgathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int) error {
+	s := k.c.Segment()
+	if s == nil {
+		copy(recv, send)
+		return nil
+	}
+	if len(recv)*k.size <= core.FastBytes-countBytesLine {
+		return allgathervFast(k, s, send, recv, counts)
+	}
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, send, recv); err != nil {
+		return err
+	}
+	defer k.endOp(&op)
+	bufs, direct, err := k.direct(&op, -1)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return allgathervDirect(k, &op, bufs, counts)
+	}
+	me, le := k.c.Rank(), binary.LittleEndian
+	mineAt := 0
+	for _, n := range counts[:me] {
+		mineAt += n
+	}
+	per := min(s.SlotBytes()-countBytesSlot, gatherRound) / k.size
+	most := slices.Max(counts)
+	for off := 0; ; off += per {
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		slot := s.Slot(me, half)
+		if off == 0 {
+			le.PutUint64(slot, uint64(len(send)))
+		}
+		lo, hi := min(off, len(send)), min(off+per, len(send))
+		k.put(segView[T](slot[countBytesSlot:]), send[lo:hi])
+		op.In()
+		// A rank's own part needs no slot, and goes while the others
+		// fill theirs.
+		copy(recv[mineAt+lo:mineAt+hi], send[lo:hi])
+		if err := op.WaitIn(); err != nil {
+			return k.wrap(-1, err)
+		}
+		if off == 0 {
+			if err := k.sameCounts(counts, func(r int) uint64 { return le.Uint64(s.Slot(r, half)) }); err != nil {
+				return err
+			}
+		}
+		at := 0
+		for r, n := range counts {
+			if lo, hi := min(off, n), min(off+per, n); r != me && lo < hi {
+				k.take(recv[at+lo:at+hi], segView[T](s.Slot(r, half)[countBytesSlot:]))
+			}
+			at += n
+		}
+		if off+per >= most {
+			return k.segFinish(&op)
+		}
+	}
+}
+
+// allgathervFast is allgathervShm through the fast lines, for calls
+// whose whole recv fits one (so that every rank's part does, whatever
+// the counts): each rank's line holds its own count, then its part.
+func allgathervFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, counts []int) error {
+	var line [core.FastBytes]byte
+	binary.LittleEndian.PutUint64(line[:], uint64(len(send)))
+	n := copy(line[countBytesLine:], asBytes(send))
+	return k.overLines(s, line[:countBytesLine+n], func(lines [][]byte) error {
+		if err := k.sameCounts(counts, func(r int) uint64 { return binary.LittleEndian.Uint64(lines[r]) }); err != nil {
+			return err
+		}
+		at := 0
+		for r, n := range counts {
+			k.take(recv[at:at+n], segView[T](lines[r][countBytesLine:]))
+			at += n
+		}
+		return nil
+	})
+}
+
+// sameCounts compares the count that each other rank published for its
+// own part, as published reads it, with counts, and fails the job naming
+// the first rank whose count differs.
+func (k *call[T]) sameCounts(counts []int, published func(r int) uint64) error {
+	me := k.c.Rank()
+	for r, n := range counts {
+		if got := published(r); r != me && got != uint64(n) {
+			err := &comm.MismatchError{Rank: me, Peer: r, Local: k.me, Remote: k.me,
+				Detail: fmt.Sprintf("rank %d's send has %d elements, but this rank's counts[%d] is %d", r, got, r, n)}
+			k.c.Abort(err)
+			return k.wrap(r, err)
+		}
+	}
+	return nil
 }
 
 // reduceScatterShm combines send of every rank into recv, block by block,

@@ -85,6 +85,10 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkAllgather[float32](t, cs, algo, countsFor(n, true))
 		checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
 	})
+	t.Run("allgatherv", func(t *testing.T) {
+		checkAllgatherv[float32](t, cs, algo, countsFor(n, true))
+		checkAllgatherv[uint8](t, cs, algo, countsFor(n, false))
+	})
 	t.Run("reducescatter", func(t *testing.T) {
 		checkReduceScatter[float32](t, cs, algo, codec.Sum, countsFor(n, true))
 		checkReduceScatter[float64](t, cs, algo, codec.Avg, countsFor(n, false))

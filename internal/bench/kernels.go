@@ -136,6 +136,7 @@ var builders = map[string]func(k *kernel){
 	"bcast":            (*kernel).bcast,
 	"gather":           (*kernel).gather,
 	"allgather":        (*kernel).gather,
+	"allgatherv":       (*kernel).gather,
 	"scatter":          (*kernel).scatter,
 	"reducescatter":    (*kernel).reduceScatter,
 	"alltoall":         (*kernel).alltoall,
@@ -289,10 +290,11 @@ func (k *kernel) bcast() {
 	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return k.pattern(0, i) }) }
 }
 
-// gather collects every rank's block at rank 0, and allgather at every
-// rank; bytes is the whole gathered buffer.
+// gather collects every rank's block at rank 0, and allgather and
+// allgatherv at every rank; bytes is the whole gathered buffer.
+// Allgatherv's counts are all equal, as OSU's osu_allgatherv has them.
 func (k *kernel) gather() {
-	m, all := k.block(), k.p.collective == "allgather"
+	m, all := k.block(), k.p.collective != "gather"
 	send := k.buffer(m)
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
@@ -308,9 +310,16 @@ func (k *kernel) gather() {
 			out[q*m] = -1
 		}
 	}
-	if all {
+	switch k.p.collective {
+	case "allgather":
 		k.call = func() error { return collective.Allgather(k.ctx, k.c, send, out, k.opts...) }
-	} else {
+	case "allgatherv":
+		counts := make([]int, k.n)
+		for i := range counts {
+			counts[i] = m
+		}
+		k.call = func() error { return collective.Allgatherv(k.ctx, k.c, send, out, counts, k.opts...) }
+	default:
 		k.call = func() error { return collective.Gather(k.ctx, k.c, send, out, 0, k.opts...) }
 	}
 	k.stamped = func(it int) error { return k.expectBlocks(m, it, k.stamp) }

@@ -250,6 +250,7 @@ func TestRun(t *testing.T) {
 		"scatter/auto/12", "scatter/auto/48",
 		"allgather/auto/12", "allgather/auto/48", "allgather/ring/12", "allgather/ring/48",
 		"allgather_object/raw/12", "allgather_object/raw/48",
+		"allgatherv/auto/12", "allgatherv/auto/48", "allgatherv/ring/12", "allgatherv/ring/48",
 		"reducescatter/auto/12", "reducescatter/auto/48", "reducescatter/ring/12", "reducescatter/ring/48",
 		"alltoall/auto/12", "alltoall/auto/48",
 		"barrier/auto/0",

@@ -22,7 +22,7 @@ var accepted = [...][]Algorithm{
 	KindScatter:       {AlgoTree, AlgoLinear},
 	KindScatterv:      {AlgoLinear},
 	KindAllgather:     {AlgoBruck, AlgoRing, AlgoRecursiveDoubling, AlgoShm},
-	KindAllgatherv:    {AlgoRing},
+	KindAllgatherv:    {AlgoRing, AlgoShm},
 	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving, AlgoShm},
 	KindScan:          {AlgoRecursiveDoubling},
 	KindExscan:        {AlgoRecursiveDoubling},
