@@ -311,6 +311,8 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 	}
 	ops = append(ops, op{"Alltoall", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Alltoall(ctx, c, b[:n*count], b[n*count:2*n*count])
+	}}, op{"Alltoall/small", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Alltoall(ctx, c, b[:n], b[n:2*n])
 	}}, op{"Barrier", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Barrier(ctx, c)
 	}})

@@ -13,7 +13,10 @@ import (
 // as block i of its recv, i being the sender: with b = len(send)/Size(),
 // rank i's send[j·b:(j+1)·b] ends up in rank j's recv[i·b:(i+1)·b]. send
 // and recv have the same length, a multiple of Size(), and must not
-// overlap. Algorithm: Pairwise (p-1 steps, one block each way per step).
+// overlap. Algorithms: Pairwise (p-1 steps, one block each way per step)
+// and Shm (each block once into the segment and once out, or with
+// registered buffers straight from the sender's send; the default where
+// the ranks share a host).
 func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
 	var k call[T]
 	if err = prepare(&k, ctx, c, wire.KindAlltoall, codec.Op{}, len(send), -1, opts); err != nil {
@@ -28,6 +31,9 @@ func Alltoall[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, o
 		return err
 	}
 	defer k.leave(&err)
+	if k.me.Algorithm == Shm {
+		return alltoallShm(&k, send, recv)
+	}
 	return alltoallPairwise(&k, send, recv)
 }
 

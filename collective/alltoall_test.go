@@ -44,8 +44,8 @@ func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, 
 			}
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				me := c.Rank()
-				send := slices.Clone(inputs[me])
-				recv := poisoned[T](n * b)
+				send := place(t, me, slices.Clone(inputs[me]))
+				recv := place(t, me, poisoned[T](n*b))
 				if err := Alltoall(ctx, c, send, recv, WithAlgorithm(algo)); err != nil {
 					return err
 				}
@@ -96,4 +96,21 @@ func TestAlltoallRefusesBadArguments(t *testing.T) {
 			return Alltoall(ctx, c, make([]uint8, 4*b), make([]uint8, 4*b))
 		}, nil)
 	})
+	// Through a segment: the fast lines, the slots, registered buffers.
+	for _, tc := range []struct {
+		name       string
+		b          int
+		registered bool
+	}{{"shm/fast line", 3, false}, {"shm/slots", 100000, false}, {"shm/registered", 100000, true}} {
+		t.Run("mismatched count/"+tc.name, func(t *testing.T) {
+			if tc.registered {
+				registered = func(int) bool { return true }
+				t.Cleanup(func() { registered = nil })
+			}
+			requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+				b, me := tc.b+c.Rank()%2, c.Rank()
+				return Alltoall(ctx, c, place(t, me, make([]uint8, 4*b)), place(t, me, make([]uint8, 4*b)))
+			}, nil, comm.WithTransport("auto"))
+		})
+	}
 }

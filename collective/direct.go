@@ -228,6 +228,35 @@ func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte,
 	return k.used(op)
 }
 
+// scatterDirect: every rank but root copies its block of root's send
+// buffer into its receive buffer.
+func scatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
+	me := k.c.Rank()
+	n := len(bufs[me][1])
+	if me == root {
+		copy(bufs[me][1], bufs[root][0][me*n:])
+		return k.lent(op)
+	}
+	k.take(segView[T](bufs[me][1]), segView[T](bufs[root][0][me*n:]))
+	return k.used(op)
+}
+
+// alltoallDirect: every rank copies its block of every other rank's send
+// buffer into its receive buffer.
+func alltoallDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte) error {
+	p, me := len(bufs), k.c.Rank()
+	recv := segView[T](bufs[me][1])
+	b := len(recv) / p
+	for r := range p {
+		if r == me {
+			copy(recv[r*b:(r+1)*b], segView[T](bufs[me][0])[r*b:])
+		} else {
+			k.take(recv[r*b:(r+1)*b], segView[T](bufs[r][0])[me*b:])
+		}
+	}
+	return k.lent(op)
+}
+
 // gatherDirect: every rank copies its send buffer into its block of
 // root's receive buffer, or, with root -1 (Allgather), every rank's send
 // buffer into its own receive buffer.

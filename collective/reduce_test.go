@@ -251,6 +251,10 @@ func TestRootedAllocatesNothing(t *testing.T) {
 	}})
 	ops = append(ops, op{"Gather/shm", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Gather(ctx, c, a[:count], b[:n*count], 1, WithAlgorithm(Shm))
+	}}, op{"Scatter/shm", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Scatter(ctx, c, b[:n*count], a[:count], 3, WithAlgorithm(Shm))
+	}}, op{"Scatter/small/shm", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Scatter(ctx, c, b[:n], a[:1], 3, WithAlgorithm(Shm))
 	}})
 	ops = append(ops, op{"Gatherv", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Gatherv(ctx, c, a[:counts[c.Rank()]], b[:total], counts, 2)

@@ -16,7 +16,10 @@ import (
 // receive the same number of elements. Algorithms: Tree (binomial tree,
 // lg p steps, ranks with children pass their subtree's blocks on; the
 // default for small buffers) and Linear (root sends to every rank in
-// turn; the default for large ones).
+// turn; the default for large ones) and Shm (root copies each rank's
+// block into the segment once and the rank copies it out once, or, with
+// registered buffers, each rank copies its block out of root's send; the
+// default where the ranks share a host).
 func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, root int, opts ...Option) (err error) {
 	p := commSize(c)
 	var k call[T]
@@ -32,8 +35,11 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 		return err
 	}
 	defer k.leave(&err)
-	if k.me.Algorithm == Linear {
+	switch k.me.Algorithm {
+	case Linear:
 		return scatterLinear(&k, send, recv, root)
+	case Shm:
+		return scatterShm(&k, send, recv, root)
 	}
 	return scatterTree(&k, send, recv, root)
 }

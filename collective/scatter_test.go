@@ -52,11 +52,11 @@ func checkScatter[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, r
 				var send []T
 				switch {
 				case me == root:
-					send = slices.Clone(all)
+					send = place(t, me, slices.Clone(all))
 				case me%2 == 1:
 					send = input[T](me, 3, 1)
 				}
-				recv := input[T](me+1, count, 7)
+				recv := place(t, me, input[T](me+1, count, 7))
 				if err := Scatter(ctx, c, send, recv, root, append([]Option{WithAlgorithm(algo)}, opts...)...); err != nil {
 					return err
 				}
@@ -136,6 +136,27 @@ func TestScatterRefusesBadArguments(t *testing.T) {
 					}
 					return Scatter(ctx, c, make([]int8, 4*m), make([]int8, m), 0, WithAlgorithm(algo))
 				}, nil)
+			})
+		}
+		// Through a segment: the fast lines, the slots, registered buffers.
+		for _, tc := range []struct {
+			name       string
+			m          int
+			registered bool
+		}{{"shm/fast line", 3, false}, {"shm/slots", 100000, false}, {"shm/registered", 100000, true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.registered {
+					registered = func(int) bool { return true }
+					t.Cleanup(func() { registered = nil })
+				}
+				requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
+					m := tc.m
+					if c.Rank() == 3 {
+						m--
+					}
+					me := c.Rank()
+					return Scatter(ctx, c, place(t, me, make([]int8, 4*m)), place(t, me, make([]int8, m)), 0)
+				}, nil, comm.WithTransport("auto"))
 			})
 		}
 	})

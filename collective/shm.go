@@ -518,6 +518,158 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 	}
 }
 
+// scatterShm sends block r of root's send to rank r through the segment:
+// per round root copies the next part of every other rank's block into
+// that rank's slot, and each rank takes its part from its own slot.
+func scatterShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
+	s := k.c.Segment()
+	if s == nil {
+		copy(recv, send)
+		return nil
+	}
+	p, me, n := s.Size(), k.c.Rank(), len(recv)
+	if p*n*k.size <= core.FastBytes {
+		return scatterFast(k, s, send, recv, root)
+	}
+	var mine []T
+	if me == root {
+		mine = send
+	}
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, mine, recv); err != nil {
+		return err
+	}
+	defer k.endOp(&op)
+	bufs, direct, err := k.direct(&op, root)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return scatterDirect(k, &op, bufs, root)
+	}
+	per := min(s.SlotBytes(), gatherRound) / k.size
+	off := 0
+	for {
+		m := min(per, n-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		if me == root {
+			for r := range p {
+				if r != me {
+					k.put(segView[T](s.Slot(r, half)), send[r*n+off:r*n+off+m])
+				}
+			}
+			op.In()
+			copy(recv[off:off+m], send[me*n+off:me*n+off+m])
+		} else {
+			op.In()
+			if err := op.WaitInOf(root); err != nil {
+				return k.wrap(root, err)
+			}
+			k.take(recv[off:off+m], segView[T](s.Slot(me, half)))
+		}
+		if off += m; off >= n {
+			return k.segFinish(&op)
+		}
+	}
+}
+
+// scatterFast is scatterShm through the fast lines: root's line holds
+// every block.
+func scatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root int) error {
+	var mine []T
+	if s.Rank() == root {
+		mine = send
+	}
+	return k.overLines(s, asBytes(mine), func(lines [][]byte) error {
+		n, me := len(recv), s.Rank()
+		if me == root {
+			copy(recv, send[me*n:])
+		} else {
+			k.take(recv, segView[T](lines[root])[me*n:])
+		}
+		return nil
+	})
+}
+
+// alltoallShm is Alltoall through the segment: per round each rank copies
+// the next part of each of its blocks for the others into its slot, the
+// parts side by side, and takes the part for it from every other slot.
+func alltoallShm[T codec.Elem](k *call[T], send, recv []T) error {
+	s := k.c.Segment()
+	if s == nil {
+		copy(recv, send)
+		return nil
+	}
+	p, me := s.Size(), k.c.Rank()
+	b := len(send) / p
+	if len(send)*k.size <= core.FastBytes {
+		return alltoallFast(k, s, send, recv)
+	}
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, send, recv); err != nil {
+		return err
+	}
+	defer k.endOp(&op)
+	bufs, direct, err := k.direct(&op, -1)
+	if err != nil {
+		return err
+	}
+	if direct {
+		return alltoallDirect(k, &op, bufs)
+	}
+	// Each part starts on a line of its own, so that no two ranks'
+	// parts share one and every part is aligned.
+	unit := max(1, 64/k.size)
+	per := max(unit, min(s.SlotBytes(), gatherRound)/k.size/p/unit*unit)
+	off := 0
+	for {
+		m := min(per, b-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		mine := segView[T](s.Slot(me, half))
+		for q := range p {
+			if q != me {
+				k.put(mine[q*per:], send[q*b+off:q*b+off+m])
+			}
+		}
+		op.In()
+		copy(recv[me*b+off:me*b+off+m], send[me*b+off:me*b+off+m])
+		if err := op.WaitIn(); err != nil {
+			return k.wrap(-1, err)
+		}
+		for r := range p {
+			if r != me {
+				k.take(recv[r*b+off:r*b+off+m], segView[T](s.Slot(r, half))[me*per:])
+			}
+		}
+		if off += m; off >= b {
+			return k.segFinish(&op)
+		}
+	}
+}
+
+// alltoallFast is alltoallShm through the fast lines: each rank's line
+// holds its whole send.
+func alltoallFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
+	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
+		p, me := s.Size(), s.Rank()
+		b := len(send) / p
+		for r := range p {
+			if r == me {
+				copy(recv[r*b:(r+1)*b], send[r*b:])
+			} else {
+				k.take(recv[r*b:(r+1)*b], segView[T](lines[r])[me*b:])
+			}
+		}
+		return nil
+	})
+}
+
 // countBytes leads a rank's part of an Allgatherv through the segment,
 // in its fast line or its slot of the first round: the rank's own count,
 // a little-endian uint64, in as many bytes as keep the part aligned for

@@ -80,10 +80,16 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkBcast[uint8](t, cs, algo, root, countsFor(n, false))
 		checkGather[float32](t, cs, algo, root, countsFor(n, full))
 		checkGather[int32](t, cs, algo, root, countsFor(n, false))
+		checkScatter[float32](t, cs, algo, root, countsFor(n, full))
+		checkScatter[uint16](t, cs, algo, root, countsFor(n, false))
 	})
 	t.Run("allgather", func(t *testing.T) {
 		checkAllgather[float32](t, cs, algo, countsFor(n, true))
 		checkAllgather[codec.BFloat16](t, cs, algo, countsFor(n, false))
+	})
+	t.Run("alltoall", func(t *testing.T) {
+		checkAlltoall[float32](t, cs, algo, countsFor(n, true))
+		checkAlltoall[int16](t, cs, algo, countsFor(n, false))
 	})
 	t.Run("allgatherv", func(t *testing.T) {
 		checkAllgatherv[float32](t, cs, algo, countsFor(n, true))

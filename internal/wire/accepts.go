@@ -19,14 +19,14 @@ var accepted = [...][]Algorithm{
 	KindBcast:         {AlgoTree, AlgoLinear, AlgoChain, AlgoScatterAllgather, AlgoShm},
 	KindGather:        {AlgoTree, AlgoLinear, AlgoShm},
 	KindGatherv:       {AlgoLinear},
-	KindScatter:       {AlgoTree, AlgoLinear},
+	KindScatter:       {AlgoTree, AlgoLinear, AlgoShm},
 	KindScatterv:      {AlgoLinear},
 	KindAllgather:     {AlgoBruck, AlgoRing, AlgoRecursiveDoubling, AlgoShm},
 	KindAllgatherv:    {AlgoRing, AlgoShm},
 	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving, AlgoShm},
 	KindScan:          {AlgoRecursiveDoubling},
 	KindExscan:        {AlgoRecursiveDoubling},
-	KindAlltoall:      {AlgoPairwise},
+	KindAlltoall:      {AlgoPairwise, AlgoShm},
 	KindBarrier:       {AlgoDissemination, AlgoShm},
 }
 
