@@ -56,10 +56,12 @@ type call[T codec.Elem] struct {
 	labeled, allLabels bool
 	region             *trace.Region
 	// copier, when the call's segment operation is large enough, chose
-	// whether the call's puts go around the caches (around); putBytes and
-	// putNanos are what they copied so far, and how long they took.
+	// whether the call's puts go around the caches (around), for calls
+	// of copySize bytes; putBytes and putNanos are what they copied so
+	// far, and how long they took.
 	copier             *shmem.Copier
 	around             bool
+	copySize           int
 	putBytes, putNanos int64
 }
 

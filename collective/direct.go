@@ -74,11 +74,17 @@ func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) 
 		op.Beside()
 	}
 	op.Time(k.t.Timed())
-	if n := k.me.Count * k.size; n >= shmem.CopierMin {
-		k.copier = s.Copier()
-		k.around = k.copier.Choose(int(k.me.Kind), n)
-	}
+	k.chooseCopy(s, k.me.Count*k.size)
 	return nil
+}
+
+// chooseCopy lets s's Copier choose how the call's puts copy, for a call
+// of size bytes, if that is large enough for the choice to matter.
+func (k *call[T]) chooseCopy(s *core.Segment, size int) {
+	if size >= shmem.CopierMin {
+		k.copier, k.copySize = s.Copier(), size
+		k.around = k.copier.Choose(int(k.me.Kind), size)
+	}
 }
 
 // direct reports whether the operation goes direct, and with which

@@ -57,7 +57,10 @@ func Gather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, roo
 // root's alone. A rank whose len(send) differs from root's count for it
 // fails with ErrMismatch, and so does root, naming the rank and both
 // counts (without receipts, WithReceipts(false), such a rank may instead
-// return nil and fail in its next call). The algorithm is Linear.
+// return nil and fail in its next call). Algorithms: Linear, and Shm
+// (each part once into the segment and once out; the default where the
+// ranks share a host, where every rank that disagrees fails inside the
+// call whatever the receipts).
 func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, counts []int, root int, opts ...Option) (err error) {
 	var k call[T]
 	if err = prepare(&k, ctx, c, wire.KindGatherv, codec.Op{}, 0, root, opts); err != nil {
@@ -76,6 +79,9 @@ func Gatherv[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, co
 		return err
 	}
 	defer k.leave(&err)
+	if k.me.Algorithm == Shm {
+		return gathervShm(&k, send, recv, counts, root)
+	}
 	if me != root {
 		if err := k.sendPart(root, send); err != nil {
 			return err

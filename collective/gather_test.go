@@ -81,11 +81,11 @@ func TestGatherv(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
 			rootedCase(t, n, func(t *testing.T, root int, full bool) {
-				checkGatherv[float32](t, cs, root, countsFor(n, full))
-				checkGatherv[float64](t, cs, root, countsFor(n, false))
-				checkGatherv[int32](t, cs, root, countsFor(n, false))
-				checkGatherv[uint8](t, cs, root, countsFor(n, false))
-				checkGatherv[codec.BFloat16](t, cs, root, countsFor(n, false))
+				checkGatherv[float32](t, cs, Linear, root, countsFor(n, full))
+				checkGatherv[float64](t, cs, Linear, root, countsFor(n, false))
+				checkGatherv[int32](t, cs, Linear, root, countsFor(n, false))
+				checkGatherv[uint8](t, cs, Linear, root, countsFor(n, false))
+				checkGatherv[codec.BFloat16](t, cs, Linear, root, countsFor(n, false))
 			})
 		})
 	}
@@ -103,7 +103,7 @@ func vCounts(n, count int) []int {
 
 // checkGatherv gathers vCounts elements from each rank into a root recv
 // with room to spare, which must stay untouched past the counts' sum.
-func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes []int) {
+func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -121,7 +121,7 @@ func checkGatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes [
 				if me == root {
 					recv = slices.Concat(make([]T, len(want)-len(spare)), spare)
 				}
-				if err := Gatherv(ctx, c, inputs[me], recv, counts, root, WithAlgorithm(Linear)); err != nil {
+				if err := Gatherv(ctx, c, inputs[me], recv, counts, root, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				if me == root {
@@ -201,4 +201,36 @@ func TestGathervRefusesBadArguments(t *testing.T) {
 			return Gatherv(ctx, c, make([]float32, 2), make([]float32, 6), counts, 0)
 		}, nil)
 	})
+	vMismatchOverShm(t, "Gatherv", func(ctx context.Context, c *comm.Comm, mine, m int, counts []int) error {
+		var recv []float32
+		if c.Rank() == 0 {
+			recv = make([]float32, c.Size()*m)
+		}
+		return Gatherv(ctx, c, make([]float32, mine), recv, counts, 0, WithAlgorithm(Shm))
+	})
+}
+
+// vMismatchOverShm runs a v-collective through a shared segment with one
+// round and with several, where rank 1's part has m+1 elements but root
+// 0's counts say m: both must fail inside the call (with two ranks,
+// requireMismatch checks that), root naming rank 1's count and rank 1
+// root's. call gets the rank's own count, m, and counts (nil but at root).
+func vMismatchOverShm(t *testing.T, name string, call func(ctx context.Context, c *comm.Comm, mine, m int, counts []int) error) {
+	for _, n := range []int{2, 3} {
+		for _, m := range []int{2, 300000} {
+			t.Run(fmt.Sprintf("%s over shm/n=%d/m=%d", name, n, m), func(t *testing.T) {
+				requireMismatch(t, n, func(ctx context.Context, c *comm.Comm) error {
+					var counts []int
+					if c.Rank() == 0 {
+						counts = slices.Repeat([]int{m}, n)
+					}
+					mine := m
+					if c.Rank() == 1 {
+						mine = m + 1
+					}
+					return call(ctx, c, mine, m, counts)
+				}, []string{fmt.Sprintf("root 0's counts[1] is %d", m)}, comm.WithTransport("auto"))
+			})
+		}
+	}
 }

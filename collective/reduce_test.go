@@ -170,8 +170,8 @@ func TestRootedOverTCP(t *testing.T) {
 						checkGather[float32](t, cs, algo, root, []int{count})
 						checkScatter[float32](t, cs, algo, root, []int{count})
 					}
-					checkGatherv[int32](t, cs, root, []int{count})
-					checkScatterv[int32](t, cs, root, []int{count})
+					checkGatherv[int32](t, cs, Linear, root, []int{count})
+					checkScatterv[int32](t, cs, Linear, root, []int{count})
 				})
 			}
 		})

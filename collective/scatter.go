@@ -54,7 +54,10 @@ func Scatter[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ro
 // root's alone. A rank whose len(recv) differs from root's count for it
 // fails with ErrMismatch, and so does root, naming the rank and both
 // counts (without receipts, WithReceipts(false), root may instead return
-// nil and fail in its next call). The algorithm is Linear.
+// nil and fail in its next call). Algorithms: Linear, and Shm (each part
+// once into the segment and once out; the default where the ranks share
+// a host, where every rank that disagrees fails inside the call whatever
+// the receipts).
 func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts []int, recv []T, root int, opts ...Option) (err error) {
 	var k call[T]
 	if err = prepare(&k, ctx, c, wire.KindScatterv, codec.Op{}, 0, root, opts); err != nil {
@@ -73,6 +76,9 @@ func Scatterv[T codec.Elem](ctx context.Context, c *comm.Comm, send []T, counts 
 		return err
 	}
 	defer k.leave(&err)
+	if k.me.Algorithm == Shm {
+		return scattervShm(&k, send, counts, recv, root)
+	}
 	if me != root {
 		in, err := k.irecv(root, 0, recv)
 		if err != nil {

@@ -76,11 +76,11 @@ func TestScatterv(t *testing.T) {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n)
 			rootedCase(t, n, func(t *testing.T, root int, full bool) {
-				checkScatterv[float32](t, cs, root, countsFor(n, full))
-				checkScatterv[float64](t, cs, root, countsFor(n, false))
-				checkScatterv[int32](t, cs, root, countsFor(n, false))
-				checkScatterv[uint8](t, cs, root, countsFor(n, false))
-				checkScatterv[codec.BFloat16](t, cs, root, countsFor(n, false))
+				checkScatterv[float32](t, cs, Linear, root, countsFor(n, full))
+				checkScatterv[float64](t, cs, Linear, root, countsFor(n, false))
+				checkScatterv[int32](t, cs, Linear, root, countsFor(n, false))
+				checkScatterv[uint8](t, cs, Linear, root, countsFor(n, false))
+				checkScatterv[codec.BFloat16](t, cs, Linear, root, countsFor(n, false))
 			})
 		})
 	}
@@ -88,7 +88,7 @@ func TestScatterv(t *testing.T) {
 
 // checkScatterv scatters vCounts elements to each rank from a root send
 // that holds more than the counts' sum.
-func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes []int) {
+func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, root int, sizes []int) {
 	t.Helper()
 	n := len(cs)
 	for _, count := range sizes {
@@ -106,7 +106,7 @@ func checkScatterv[T codec.Elem](t *testing.T, cs []*comm.Comm, root int, sizes 
 				if me == root {
 					mine = send
 				}
-				if err := Scatterv(ctx, c, mine, counts, recv, root, WithAlgorithm(Linear)); err != nil {
+				if err := Scatterv(ctx, c, mine, counts, recv, root, WithAlgorithm(algo)); err != nil {
 					return err
 				}
 				return equalBits(recv, inputs[me])
@@ -178,6 +178,13 @@ func TestScattervRefusesBadArguments(t *testing.T) {
 		requireRefused(t, 3, []int{1}, func(ctx context.Context, c *comm.Comm) error {
 			return Scatterv(ctx, c, make([]uint8, 6), []int{2, 2, 2}, make([]uint8, 2+c.Rank()%2), 0)
 		}, "recv has 3 elements on rank 1 but counts[1] is 2")
+	})
+	vMismatchOverShm(t, "Scatterv", func(ctx context.Context, c *comm.Comm, mine, m int, counts []int) error {
+		var send []float32
+		if c.Rank() == 0 {
+			send = make([]float32, c.Size()*m)
+		}
+		return Scatterv(ctx, c, send, counts, make([]float32, mine), 0, WithAlgorithm(Shm))
 	})
 	t.Run("send too short at root", func(t *testing.T) {
 		requireRefused(t, 3, []int{0}, func(ctx context.Context, c *comm.Comm) error {

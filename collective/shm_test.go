@@ -82,6 +82,8 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkGather[int32](t, cs, algo, root, countsFor(n, false))
 		checkScatter[float32](t, cs, algo, root, countsFor(n, full))
 		checkScatter[uint16](t, cs, algo, root, countsFor(n, false))
+		checkGatherv[float32](t, cs, algo, root, countsFor(n, full))
+		checkScatterv[float64](t, cs, algo, root, countsFor(n, false))
 	})
 	t.Run("allgather", func(t *testing.T) {
 		checkAllgather[float32](t, cs, algo, countsFor(n, true))

@@ -57,14 +57,16 @@ collective uses the link fully:
 
 	allreduce                                 2(n-1)/n
 	reducescatter, allgather, allgatherv,
-	gather, scatter, alltoall                 (n-1)/n
+	gather, gatherv, scatter, scatterv,
+	alltoall                                  (n-1)/n
 	bcast, reduce                             1
 	barrier                                   0
 
 bytes counts the reduced vector (allreduce, reduce, reducescatter), the
 broadcast buffer (bcast), the whole gathered or scattered buffer (gather,
-scatter, allgather, allgatherv, whose counts are all equal, as OSU's
-osu_allgatherv has them) and one rank's send buffer (alltoall). With a codec
+scatter, allgather and their v forms, whose counts are all equal, as
+OSU's osu_gatherv, osu_scatterv and osu_allgatherv have them) and one
+rank's send buffer (alltoall). With a codec
 (--codec), bytes and both bandwidths still count the float32 data, not
 the compressed bytes on the wire: they are effective bandwidths, which
 compare across codecs. The data are float32, summed where reduced; a
@@ -84,7 +86,8 @@ The flags are:
 		goroutines of this process, linked in memory
 	--collectives list
 		comma-separated, from allreduce, reduce, bcast, gather, scatter,
-		allgather, allgatherv, reducescatter, alltoall and barrier (default
+		gatherv, scatterv, allgather, allgatherv, reducescatter, alltoall
+		and barrier (default
 		allreduce,bcast,gather)
 	--sizes spec
 		message sizes in bytes: comma-separated sizes and ranges, with

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
@@ -137,6 +139,8 @@ var builders = map[string]func(k *kernel){
 	"gather":           (*kernel).gather,
 	"allgather":        (*kernel).gather,
 	"allgatherv":       (*kernel).gather,
+	"gatherv":          (*kernel).gather,
+	"scatterv":         (*kernel).scatter,
 	"scatter":          (*kernel).scatter,
 	"reducescatter":    (*kernel).reduceScatter,
 	"alltoall":         (*kernel).alltoall,
@@ -290,11 +294,12 @@ func (k *kernel) bcast() {
 	k.check = func() error { return k.expectAll(len(k.out), func(i int) float32 { return k.pattern(0, i) }) }
 }
 
-// gather collects every rank's block at rank 0, and allgather and
-// allgatherv at every rank; bytes is the whole gathered buffer.
-// Allgatherv's counts are all equal, as OSU's osu_allgatherv has them.
+// gather collects every rank's block at rank 0 (gather, gatherv), and
+// allgather and allgatherv at every rank; bytes is the whole gathered
+// buffer. The v-collectives' counts are all equal, as OSU's
+// osu_gatherv and osu_allgatherv have them.
 func (k *kernel) gather() {
-	m, all := k.block(), k.p.collective != "gather"
+	m, all := k.block(), strings.HasPrefix(k.p.collective, "allgather")
 	send := k.buffer(m)
 	for i := range send {
 		send[i] = k.pattern(k.me, i)
@@ -319,6 +324,9 @@ func (k *kernel) gather() {
 			counts[i] = m
 		}
 		k.call = func() error { return collective.Allgatherv(k.ctx, k.c, send, out, counts, k.opts...) }
+	case "gatherv":
+		counts := equalCounts(k.n, m, k.me == 0)
+		k.call = func() error { return collective.Gatherv(k.ctx, k.c, send, out, counts, 0, k.opts...) }
 	default:
 		k.call = func() error { return collective.Gather(k.ctx, k.c, send, out, 0, k.opts...) }
 	}
@@ -326,8 +334,19 @@ func (k *kernel) gather() {
 	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(i/m, i%m) }) }
 }
 
-// scatter sends block q of rank 0's buffer to rank q; bytes is the whole
-// scattered buffer.
+// scatter sends block q of rank 0's buffer to rank q (scatter,
+// scatterv); bytes is the whole scattered buffer.
+
+// equalCounts is the counts of a v-collective of n ranks with m elements
+// each, at root; nil elsewhere, as MPI lets those ranks pass.
+func equalCounts(n, m int, root bool) []int {
+	if !root {
+		return nil
+	}
+	return slices.Repeat([]int{m}, n)
+}
+
+// scatter
 func (k *kernel) scatter() {
 	m := k.block()
 	var send []float32
@@ -345,7 +364,12 @@ func (k *kernel) scatter() {
 		}
 		out[0] = -1
 	}
-	k.call = func() error { return collective.Scatter(k.ctx, k.c, send, out, 0, k.opts...) }
+	if k.p.collective == "scatterv" {
+		counts := equalCounts(k.n, m, k.me == 0)
+		k.call = func() error { return collective.Scatterv(k.ctx, k.c, send, counts, out, 0, k.opts...) }
+	} else {
+		k.call = func() error { return collective.Scatter(k.ctx, k.c, send, out, 0, k.opts...) }
+	}
 	k.stamped = func(it int) error { return k.expect(0, it, k.stamp(k.me, it)) }
 	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(k.me, i) }) }
 }

@@ -107,7 +107,8 @@ func (r *Result) SetTime(avgUS float64) {
 // the link's bandwidth means the collective used the link fully whatever
 // n. bytes counts the reduced vector (allreduce, reduce, reduce-scatter's
 // input), the broadcast buffer (bcast) and the whole gathered or
-// scattered buffer (gather, scatter, allgather, allgatherv, alltoall), in the bytes
+// scattered buffer (gather, scatter, their v forms, allgather, allgatherv,
+// alltoall), in the bytes
 // of the elements themselves whatever the codec: a compressed point's
 // bandwidths are effective ones, what the data moved at rather than its
 // wire bytes, so that they compare across codecs. An object collective
@@ -121,7 +122,7 @@ func BusFactor(collective string, n int) float64 {
 	switch strings.TrimSuffix(collective, "_object") {
 	case "allreduce":
 		return 2 * (f - 1) / f
-	case "reducescatter", "allgather", "allgatherv", "gather", "scatter", "alltoall":
+	case "reducescatter", "allgather", "allgatherv", "gather", "gatherv", "scatter", "scatterv", "alltoall":
 		return (f - 1) / f
 	case "bcast", "reduce":
 		return 1

@@ -312,7 +312,7 @@ func (cfg Config) plan(req request, t topology) []point {
 // as mpi_coll_bench.c skips gather sizes that are not a multiple of 4·n.
 func fits(name string, bytes int64, n int) bool {
 	switch name {
-	case "gather", "scatter", "allgather", "allgatherv", "reducescatter", "alltoall":
+	case "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv", "reducescatter", "alltoall":
 		return bytes%(4*int64(n)) == 0
 	}
 	return bytes%4 == 0

@@ -248,6 +248,7 @@ func TestRun(t *testing.T) {
 		"bcast/auto/8", "bcast/auto/12", "bcast/auto/48", "bcast_object/raw/8", "bcast_object/raw/12", "bcast_object/raw/48",
 		"gather/auto/12", "gather/auto/48",
 		"scatter/auto/12", "scatter/auto/48",
+		"gatherv/auto/12", "gatherv/auto/48", "scatterv/auto/12", "scatterv/auto/48",
 		"allgather/auto/12", "allgather/auto/48", "allgather/ring/12", "allgather/ring/48",
 		"allgather_object/raw/12", "allgather_object/raw/48",
 		"allgatherv/auto/12", "allgatherv/auto/48", "allgatherv/ring/12", "allgatherv/ring/48",
