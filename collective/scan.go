@@ -12,14 +12,17 @@ import (
 // Scan is the inclusive prefix reduction: rank r's buf becomes r0∘r1∘…∘rr,
 // combined in rank order, so non-commutative ops are welcome. Avg divides
 // rank r's sum by r+1, the number of ranks it combines (MPI has no Avg;
-// this is the running mean). Algorithm: RecursiveDoubling (lg p steps).
+// this is the running mean). Algorithms: RecursiveDoubling (lg p steps),
+// and Shm (each rank's buf once into the segment, and each rank folds
+// those of the ranks below it; the default where the ranks share a
+// host).
 func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
 	var k call[T]
 	if err = begin(&k, ctx, c, wire.KindScan, op, len(buf), -1, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)
-	if err := scanDoubling(&k, buf, true); err != nil {
+	if err := scan(&k, buf, true); err != nil {
 		return err
 	}
 	kernel.Finish(op, buf, c.Rank()+1)
@@ -28,21 +31,29 @@ func Scan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op,
 
 // Exscan is the exclusive prefix reduction: rank r > 0's buf becomes
 // r0∘…∘r(r-1), in rank order; rank 0's buf is left untouched, as MPI
-// leaves it undefined. Avg divides rank r's sum by r. Algorithm:
-// RecursiveDoubling.
+// leaves it undefined. Avg divides rank r's sum by r. Algorithms:
+// RecursiveDoubling and Shm, as Scan's.
 func Exscan[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, opts ...Option) (err error) {
 	var k call[T]
 	if err = begin(&k, ctx, c, wire.KindExscan, op, len(buf), -1, opts); err != nil {
 		return err
 	}
 	defer k.leave(&err)
-	if err := scanDoubling(&k, buf, false); err != nil {
+	if err := scan(&k, buf, false); err != nil {
 		return err
 	}
 	if r := c.Rank(); r > 0 {
 		kernel.Finish(op, buf, r)
 	}
 	return nil
+}
+
+// scan runs the call's algorithm for Scan (inclusive) or Exscan.
+func scan[T codec.Elem](k *call[T], buf []T, inclusive bool) error {
+	if k.me.Algorithm == Shm {
+		return scanShm(k, buf, inclusive)
+	}
+	return scanDoubling(k, buf, inclusive)
 }
 
 // scanDoubling is MPICH's recursive-doubling scan. Each rank keeps

@@ -92,24 +92,26 @@ func TestScanNonCommutative(t *testing.T) {
 		inclusive bool
 		call      func(context.Context, *comm.Comm, []uint64, codec.Op, ...Option) error
 	}{{true, Scan[uint64]}, {false, Exscan[uint64]}} {
-		for _, n := range rankCounts {
-			t.Run(fmt.Sprintf("%s/n=%d", scanName(f.inclusive), n), func(t *testing.T) {
-				cs := job(t, n)
-				for _, m := range []int{0, 1, 3, 300} {
-					inputs := make([][]uint64, n)
-					for r := range n {
-						inputs[r] = packedMatrices(r, m, 2)
-					}
-					allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-						me := c.Rank()
-						buf := slices.Clone(inputs[me])
-						if err := f.call(ctx, c, buf, op); err != nil {
-							return err
+		for _, tr := range []string{"mem", "auto"} { // auto: through a shared segment
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprintf("%s/%s/n=%d", scanName(f.inclusive), tr, n), func(t *testing.T) {
+					cs := job(t, n, comm.WithTransport(tr))
+					for _, m := range []int{0, 1, 3, 300, 70000} {
+						inputs := make([][]uint64, n)
+						for r := range n {
+							inputs[r] = packedMatrices(r, m, 2)
 						}
-						return equalBits(buf, scanWant(op, inputs, me, f.inclusive))
-					})
-				}
-			})
+						allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+							me := c.Rank()
+							buf := slices.Clone(inputs[me])
+							if err := f.call(ctx, c, buf, op); err != nil {
+								return err
+							}
+							return equalBits(buf, scanWant(op, inputs, me, f.inclusive))
+						})
+					}
+				})
+			}
 		}
 	}
 }

@@ -670,6 +670,75 @@ func alltoallFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) err
 	})
 }
 
+// scanShm is Scan (inclusive) or Exscan through the segment: per round
+// each rank copies the next part of its buf into its slot and, once the
+// ranks below it have theirs in, folds their parts in rank order into its
+// buf, its own last for Scan. Rank 0's buf stays as it is.
+func scanShm[T codec.Elem](k *call[T], buf []T, inclusive bool) error {
+	s := k.c.Segment()
+	if s == nil {
+		return nil
+	}
+	me, n := k.c.Rank(), len(buf)
+	last := me // the last rank whose operand the result takes
+	if !inclusive {
+		last--
+	}
+	if n*k.size <= core.FastBytes {
+		return k.overLines(s, asBytes(buf), func(lines [][]byte) error {
+			return k.prefix(buf, last, func(q int) []T { return segView[T](lines[q]) })
+		})
+	}
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+		return err
+	}
+	defer k.endOp(&op)
+	per := min(s.SlotBytes(), reduceRound) / k.size
+	off := 0
+	for {
+		m := min(per, n-off)
+		half, err := op.Next()
+		if err != nil {
+			return k.wrap(-1, err)
+		}
+		k.put(segView[T](s.Slot(me, half)), buf[off:off+m])
+		op.In()
+		for q := range me {
+			if err := op.WaitInOf(q); err != nil {
+				return k.wrap(q, err)
+			}
+		}
+		if err := k.prefix(buf[off:off+m], last, func(q int) []T { return segView[T](s.Slot(q, half)) }); err != nil {
+			return err
+		}
+		if off += m; off >= n {
+			return k.segFinish(&op)
+		}
+	}
+}
+
+// prefix sets acc to the combination, in rank order, of the operands of
+// ranks 0 to last, each from the start of operand(q). It leaves acc
+// alone where last is below 0 (rank 0's Exscan) or rank 0 is both last
+// and this rank (its Scan: acc is the result already).
+func (k *call[T]) prefix(acc []T, last int, operand func(q int) []T) (err error) {
+	if last < 0 || last == 0 && k.c.Rank() == 0 {
+		return nil
+	}
+	defer k.recoverOp(&err)
+	k.t.Mark()
+	defer k.t.Lap(core.PartReduce)
+	copy(acc, operand(0))
+	for q := 1; q <= last; q++ {
+		if err := kernel.Reduce(k.op, acc, operand(q)[:len(acc)]); err != nil {
+			return k.wrap(-1, err)
+		}
+	}
+	k.t.Received += uint64(min(last+1, k.c.Rank()) * len(acc) * k.size)
+	return nil
+}
+
 // countBytes leads a rank's part of an Allgatherv through the segment,
 // in its fast line or its slot of the first round: the rank's own count,
 // a little-endian uint64, in as many bytes as keep the part aligned for

@@ -103,6 +103,13 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 		checkReduceScatter[int32](t, cs, algo, codec.Max, countsFor(n, false))
 		checkReduceScatter[uint64](t, cs, algo, packedMatMul, countsFor(n, false))
 	})
+	t.Run("scan", func(t *testing.T) {
+		for _, inclusive := range []bool{true, false} {
+			checkScan[float32](t, cs, inclusive, algo, codec.Sum, countsFor(n, true))
+			checkScan[float64](t, cs, inclusive, algo, codec.Avg, countsFor(n, false))
+			checkScan[uint64](t, cs, inclusive, algo, packedMatMul, countsFor(n, false))
+		}
+	})
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 }
 

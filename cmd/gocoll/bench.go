@@ -59,14 +59,14 @@ collective uses the link fully:
 	reducescatter, allgather, allgatherv,
 	gather, gatherv, scatter, scatterv,
 	alltoall                                  (n-1)/n
-	bcast, reduce                             1
+	bcast, reduce, scan, exscan               1
 	barrier                                   0
 
-bytes counts the reduced vector (allreduce, reduce, reducescatter), the
-broadcast buffer (bcast), the whole gathered or scattered buffer (gather,
-scatter, allgather and their v forms, whose counts are all equal, as
-OSU's osu_gatherv, osu_scatterv and osu_allgatherv have them) and one
-rank's send buffer (alltoall). With a codec
+bytes counts the reduced vector (allreduce, reduce, reducescatter, scan,
+exscan), the broadcast buffer (bcast), the whole gathered or scattered
+buffer (gather, scatter, allgather and their v forms, whose counts are
+all equal, as OSU's osu_gatherv, osu_scatterv and osu_allgatherv have
+them) and one rank's send buffer (alltoall). With a codec
 (--codec), bytes and both bandwidths still count the float32 data, not
 the compressed bytes on the wire: they are effective bandwidths, which
 compare across codecs. The data are float32, summed where reduced; a
@@ -86,8 +86,8 @@ The flags are:
 		goroutines of this process, linked in memory
 	--collectives list
 		comma-separated, from allreduce, reduce, bcast, gather, scatter,
-		gatherv, scatterv, allgather, allgatherv, reducescatter, alltoall
-		and barrier (default
+		gatherv, scatterv, allgather, allgatherv, reducescatter, alltoall,
+		scan, exscan and barrier (default
 		allreduce,bcast,gather)
 	--sizes spec
 		message sizes in bytes: comma-separated sizes and ranges, with

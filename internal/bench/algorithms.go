@@ -13,7 +13,7 @@ import (
 
 // Collectives are the typed collectives a sweep measures, by the names
 // results carry.
-var Collectives = []string{"allreduce", "reduce", "bcast", "gather", "scatter", "gatherv", "scatterv", "allgather", "allgatherv", "reducescatter", "alltoall", "barrier"}
+var Collectives = []string{"allreduce", "reduce", "bcast", "gather", "scatter", "gatherv", "scatterv", "allgather", "allgatherv", "reducescatter", "alltoall", "scan", "exscan", "barrier"}
 
 // objectCollectives maps the collectives that have an object-encoded
 // counterpart to its name.
@@ -25,7 +25,7 @@ var objectCollectives = map[string]string{"allreduce": "allreduce_object", "bcas
 var kinds = map[string]wire.Kind{
 	"allreduce": wire.KindAllreduce, "reduce": wire.KindReduce, "bcast": wire.KindBcast,
 	"gather": wire.KindGather, "scatter": wire.KindScatter, "allgather": wire.KindAllgather, "allgatherv": wire.KindAllgatherv,
-	"gatherv": wire.KindGatherv, "scatterv": wire.KindScatterv,
+	"gatherv": wire.KindGatherv, "scatterv": wire.KindScatterv, "scan": wire.KindScan, "exscan": wire.KindExscan,
 	"reducescatter": wire.KindReduceScatter, "alltoall": wire.KindAlltoall,
 }
 

@@ -143,6 +143,8 @@ var builders = map[string]func(k *kernel){
 	"scatterv":         (*kernel).scatter,
 	"scatter":          (*kernel).scatter,
 	"reducescatter":    (*kernel).reduceScatter,
+	"scan":             (*kernel).scan,
+	"exscan":           (*kernel).scan,
 	"alltoall":         (*kernel).alltoall,
 	"barrier":          (*kernel).barrier,
 	"allreduce_object": (*kernel).allreduceObject,
@@ -269,6 +271,36 @@ func (k *kernel) allreduce() {
 	k.check = func() error {
 		return k.expectAll(len(k.out), func(i int) float32 {
 			return sumOver(k.n, func(r int) float32 { return k.pattern(r, i) })
+		})
+	}
+}
+
+// scan sums each rank's vector with those of the ranks below it, its own
+// included (scan) or not (exscan, where rank 0's stays as it was); bytes
+// is the vector.
+func (k *kernel) scan() {
+	send, out := k.buffer(k.elems()), k.buffer(k.elems())
+	for i := range send {
+		send[i] = k.pattern(k.me, i)
+	}
+	k.out = out
+	k.prepare = func(it int) {
+		send[0] = k.stamp(k.me, it)
+		copy(out, send)
+	}
+	upto := k.me + 1 // the ranks whose vectors rank me's result sums
+	if k.p.collective == "exscan" {
+		k.call = func() error { return collective.Exscan(k.ctx, k.c, out, codec.Sum, k.opts...) }
+		upto = max(k.me, 1)
+	} else {
+		k.call = func() error { return collective.Scan(k.ctx, k.c, out, codec.Sum, k.opts...) }
+	}
+	k.stamped = func(it int) error {
+		return k.expect(0, it, sumOver(upto, func(r int) float32 { return k.stamp(r, it) }))
+	}
+	k.check = func() error {
+		return k.expectAll(len(k.out), func(i int) float32 {
+			return sumOver(upto, func(r int) float32 { return k.pattern(r, i) })
 		})
 	}
 }

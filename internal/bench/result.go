@@ -124,7 +124,7 @@ func BusFactor(collective string, n int) float64 {
 		return 2 * (f - 1) / f
 	case "reducescatter", "allgather", "allgatherv", "gather", "gatherv", "scatter", "scatterv", "alltoall":
 		return (f - 1) / f
-	case "bcast", "reduce":
+	case "bcast", "reduce", "scan", "exscan":
 		return 1
 	}
 	return 0

@@ -240,7 +240,7 @@ func (p point) String() string {
 // sums reports whether the named collective adds the ranks' data.
 func sums(name string) bool {
 	switch strings.TrimSuffix(name, "_object") {
-	case "allreduce", "reduce", "reducescatter":
+	case "allreduce", "reduce", "reducescatter", "scan", "exscan":
 		return true
 	}
 	return false

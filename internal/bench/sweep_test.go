@@ -254,6 +254,7 @@ func TestRun(t *testing.T) {
 		"allgatherv/auto/12", "allgatherv/auto/48", "allgatherv/ring/12", "allgatherv/ring/48",
 		"reducescatter/auto/12", "reducescatter/auto/48", "reducescatter/ring/12", "reducescatter/ring/48",
 		"alltoall/auto/12", "alltoall/auto/48",
+		"scan/auto/8", "scan/auto/12", "scan/auto/48", "exscan/auto/8", "exscan/auto/12", "exscan/auto/48",
 		"barrier/auto/0",
 	}, got)
 	require.Equal(t, results[0], results[1], "every rank returns the same results")

@@ -24,8 +24,8 @@ var accepted = [...][]Algorithm{
 	KindAllgather:     {AlgoBruck, AlgoRing, AlgoRecursiveDoubling, AlgoShm},
 	KindAllgatherv:    {AlgoRing, AlgoShm},
 	KindReduceScatter: {AlgoRing, AlgoRecursiveHalving, AlgoShm},
-	KindScan:          {AlgoRecursiveDoubling},
-	KindExscan:        {AlgoRecursiveDoubling},
+	KindScan:          {AlgoRecursiveDoubling, AlgoShm},
+	KindExscan:        {AlgoRecursiveDoubling, AlgoShm},
 	KindAlltoall:      {AlgoPairwise, AlgoShm},
 	KindBarrier:       {AlgoDissemination, AlgoShm},
 }
