@@ -87,6 +87,22 @@ func (k *call[T]) chooseCopy(s *core.Segment, size int) {
 	}
 }
 
+// segBegin starts the call's operation on s as segBeginDirect does and
+// reports, as direct does, whether it goes direct and with which buffers
+// (peer's, or everyone's with peer -1). On success the caller ends the
+// operation (endOp); on error it is over.
+func (k *call[T]) segBegin(op *core.SegmentOp, s *core.Segment, a, b []T, peer int) ([][2][]byte, bool, error) {
+	if err := k.segBeginDirect(op, s, a, b); err != nil {
+		return nil, false, err
+	}
+	bufs, direct, err := k.direct(op, peer)
+	if err != nil {
+		k.endOp(op)
+		return nil, false, err
+	}
+	return bufs, direct, nil
+}
+
 // direct reports whether the operation goes direct, and with which
 // buffers: peer's, or with peer -1 everyone's (core.SegmentOp.Direct).
 func (k *call[T]) direct(op *core.SegmentOp, peer int) ([][2][]byte, bool, error) {
