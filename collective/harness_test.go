@@ -79,7 +79,10 @@ func onEveryRank(t testing.TB, cs []*comm.Comm, f func(ctx context.Context, c *c
 		go func() {
 			defer func() {
 				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
+					// Abort the job, so that the others stop waiting for
+					// this rank now rather than at the watchdog.
+					errs[i] = fmt.Errorf("rank %d panicked: %v\n%s", i, p, debug.Stack())
+					c.Abort(errs[i])
 				}
 				done <- i
 			}()
