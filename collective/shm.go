@@ -606,10 +606,11 @@ func alltoallShm[T codec.Elem](k *call[T], send, recv []T) error {
 	if direct {
 		return alltoallDirect(k, &op, bufs)
 	}
-	// Each part starts on a line of its own, so that no two ranks'
-	// parts share one and every part is aligned.
-	unit := max(1, 64/k.size)
-	per := max(unit, min(s.SlotBytes(), gatherRound)/k.size/p/unit*unit)
+	per := alltoallPart(s.SlotBytes(), p, k.size)
+	if per == 0 {
+		return k.invalid(fmt.Errorf("%w: Alltoall with shm among %d ranks needs segment slots of at least %d bytes, not %d",
+			codec.ErrInvalid, p, p*max(64, k.size), s.SlotBytes()))
+	}
 	off := 0
 	for {
 		m := min(per, b-off)
@@ -637,6 +638,15 @@ func alltoallShm[T codec.Elem](k *call[T], send, recv []T) error {
 			return k.segFinish(&op)
 		}
 	}
+}
+
+// alltoallPart is the elements of size bytes that each of the p parts of
+// an Alltoall's slot of slot bytes takes per round: whole lines, so that
+// every part starts on a line of its own, aligned and shared with no
+// other rank's part; 0 where the slot cannot hold a line per rank.
+func alltoallPart(slot, p, size int) int {
+	unit := max(1, 64/size)
+	return min(slot, gatherRound) / size / p / unit * unit
 }
 
 // alltoallFast is alltoallShm through the fast lines: each rank's line

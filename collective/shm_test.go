@@ -462,3 +462,47 @@ func TestShmDrift(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSlotParts: a round's parts fit the slot, Alltoall's in whole lines
+// per rank, Gatherv's and Scatterv's behind the header of every rank's
+// count; where they cannot, the part is 0, which the calls refuse with
+// ErrInvalid rather than write past a slot.
+func TestSlotParts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		alltoall      bool // alltoallPart, else vPart
+		slot, p, size int
+		want          int
+	}{
+		{"alltoall/default", true, 1 << 20, 8, 4, 16384},
+		{"alltoall/a line each", true, 4096, 64, 8, 8},
+		{"alltoall/too many ranks", true, 4096, 65, 8, 0},
+		{"alltoall/bytes", true, 4096, 3, 1, 1344},
+		{"v/default", false, 1 << 20, 8, 4, (512<<10 - 128) / 4},
+		{"v/small slot", false, 4096, 8, 8, (4096 - 128) / 8},
+		{"v/header fills the slot", false, 4096, 504, 4, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.alltoall {
+				got := vPart(tc.slot, tc.p, tc.size)
+				require.Equal(t, tc.want, got)
+				require.LessOrEqual(t, vHeader(tc.p)+got*tc.size, tc.slot, "header and part fit the slot")
+				return
+			}
+			got := alltoallPart(tc.slot, tc.p, tc.size)
+			require.Equal(t, tc.want, got)
+			require.LessOrEqual(t, tc.p*got*tc.size, tc.slot, "the parts fit the slot")
+			require.Zero(t, got*tc.size%64, "a part is whole lines")
+		})
+	}
+	t.Run("alltoall refused", func(t *testing.T) {
+		const n = 65
+		cs := shmJob(t, n, comm.WithSegmentSlot(4096))
+		for r, err := range onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			return Alltoall(ctx, c, make([]uint64, 2*n), make([]uint64, 2*n), WithAlgorithm(Shm))
+		}) {
+			require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+			require.ErrorContains(t, err, "needs segment slots of at least 4160 bytes, not 4096", "rank %d", r)
+		}
+	})
+}

@@ -146,6 +146,18 @@ func (k *call[T]) countsDiffer(peer int, detail string) error {
 // ranks.
 func vHeader(p int) int { return (8 + 8*p + 63) &^ 63 }
 
+// vPart is the elements of size bytes that a Gatherv's or Scatterv's
+// slot of slot bytes carries per round behind its header; 0 where the
+// header of p ranks' counts leaves no room.
+func vPart(slot, p, size int) int { return max(0, min(slot, gatherRound)-vHeader(p)) / size }
+
+// slotsTooSmall fails a Gatherv or Scatterv whose ranks' counts fill the
+// segment's slots.
+func (k *call[T]) slotsTooSmall(s *core.Segment, p int) error {
+	return k.invalid(fmt.Errorf("%w: %s with shm among %d ranks needs segment slots of more than %d bytes, not %d",
+		codec.ErrInvalid, k.me.Kind, p, vHeader(p), s.SlotBytes()))
+}
+
 // vRounds is the number of rounds that move counts, per elements a slot.
 func vRounds(counts []int, per int) int { return max(1, (slices.Max(counts)+per-1)/per) }
 
@@ -175,13 +187,15 @@ func gathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int, root int
 		return nil
 	}
 	p, me, le := s.Size(), k.c.Rank(), binary.LittleEndian
-	hdr := vHeader(p)
-	per := (min(s.SlotBytes(), gatherRound) - hdr) / k.size
+	hdr, per := vHeader(p), vPart(s.SlotBytes(), p, k.size)
 	var op core.SegmentOp
 	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
 		return err
 	}
 	defer k.endOp(&op)
+	if per == 0 {
+		return k.slotsTooSmall(s, p)
+	}
 	// A rank chooses how to copy by what it puts, as Gather's ranks do.
 	// Root knows the number of rounds from the start, the others from
 	// root's first slot.
@@ -255,13 +269,15 @@ func scattervShm[T codec.Elem](k *call[T], send []T, counts []int, recv []T, roo
 		return nil
 	}
 	p, me, le := s.Size(), k.c.Rank(), binary.LittleEndian
-	hdr := vHeader(p)
-	per := (min(s.SlotBytes(), gatherRound) - hdr) / k.size
+	hdr, per := vHeader(p), vPart(s.SlotBytes(), p, k.size)
 	var op core.SegmentOp
 	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
 		return err
 	}
 	defer k.endOp(&op)
+	if per == 0 {
+		return k.slotsTooSmall(s, p)
+	}
 	rounds := 1
 	if me == root {
 		k.chooseCopy(s, len(send)*k.size)
