@@ -49,10 +49,7 @@ func allgathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int) error
 		return allgathervDirect(k, &op, bufs, counts)
 	}
 	me, le := k.c.Rank(), binary.LittleEndian
-	mineAt := 0
-	for _, n := range counts[:me] {
-		mineAt += n
-	}
+	mineAt := countsBefore(counts, me)
 	per := min(s.SlotBytes()-countBytesSlot, gatherRound) / k.size
 	most := slices.Max(counts)
 	for off := 0; ; off += per {
@@ -102,9 +99,13 @@ func allgathervFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, c
 		if err := k.sameCounts(counts, func(r int) uint64 { return binary.LittleEndian.Uint64(lines[r]) }); err != nil {
 			return err
 		}
-		at := 0
+		at, me := 0, s.Rank()
 		for r, n := range counts {
-			k.take(recv[at:at+n], segView[T](lines[r][countBytesLine:]))
+			if r == me {
+				copy(recv[at:at+n], send)
+			} else {
+				k.take(recv[at:at+n], segView[T](lines[r][countBytesLine:]))
+			}
 			at += n
 		}
 		return nil
