@@ -18,7 +18,7 @@ const (
 	Auto              = wire.AlgoAuto
 	Ring              = wire.AlgoRing              // allreduce, allgather, reduce-scatter
 	RingChunked       = wire.AlgoRingChunked       // allreduce: ring with pipelined chunks
-	RecursiveDoubling = wire.AlgoRecursiveDoubling // allreduce, allgather
+	RecursiveDoubling = wire.AlgoRecursiveDoubling // allreduce, allgather, scan, exscan
 	Rabenseifner      = wire.AlgoRabenseifner      // allreduce: recursive halving + doubling
 	Tree              = wire.AlgoTree              // allreduce (binomial reduce + bcast), bcast, reduce, gather, scatter
 	Chain             = wire.AlgoChain             // bcast: pipelined chain
@@ -28,7 +28,7 @@ const (
 	RecursiveHalving  = wire.AlgoRecursiveHalving  // reduce-scatter
 	Pairwise          = wire.AlgoPairwise          // alltoall
 	Dissemination     = wire.AlgoDissemination     // barrier
-	Shm               = wire.AlgoShm               // allreduce, reduce, bcast, gather, allgather, reducescatter, barrier: through the communicator's shared segment
+	Shm               = wire.AlgoShm               // every collective: through the communicator's shared segment
 	Hierarchical      = wire.AlgoHierarchical      // allreduce: shared memory inside hosts, links between them
 )
 
