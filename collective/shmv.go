@@ -152,11 +152,22 @@ func vHeader(p int) int { return (8 + 8*p + 63) &^ 63 }
 // header of p ranks' counts leaves no room.
 func vPart(slot, p, size int) int { return max(0, min(slot, gatherRound)-vHeader(p)) / size }
 
-// slotsTooSmall fails a Gatherv or Scatterv whose ranks' counts fill the
-// segment's slots.
-func (k *call[T]) slotsTooSmall(s *core.Segment, p int) error {
-	return k.invalid(fmt.Errorf("%w: %s with shm among %d ranks needs segment slots of more than %d bytes, not %d",
-		codec.ErrInvalid, k.me.Kind, p, vHeader(p), s.SlotBytes()))
+// vBegin starts a Gatherv's or Scatterv's operation on s and returns
+// its slots' header room and the elements a slot carries per round. It
+// refuses slots that the ranks' counts fill; on any error the operation
+// is over, otherwise the caller ends it (endOp).
+func (k *call[T]) vBegin(op *core.SegmentOp, s *core.Segment) (hdr, per int, err error) {
+	if err := k.segBeginDirect(op, s, nil, nil); err != nil {
+		return 0, 0, err
+	}
+	p := s.Size()
+	hdr, per = vHeader(p), vPart(s.SlotBytes(), p, k.size)
+	if per == 0 {
+		k.endOp(op)
+		return 0, 0, k.invalid(fmt.Errorf("%w: %s with shm among %d ranks needs segment slots of more than %d bytes, not %d",
+			codec.ErrInvalid, k.me.Kind, p, vHeader(p), s.SlotBytes()))
+	}
+	return hdr, per, nil
 }
 
 // vRounds is the number of rounds that move counts, per elements a slot.
@@ -187,16 +198,13 @@ func gathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int, root int
 		copy(recv, send)
 		return nil
 	}
-	p, me, le := s.Size(), k.c.Rank(), binary.LittleEndian
-	hdr, per := vHeader(p), vPart(s.SlotBytes(), p, k.size)
+	me, le := k.c.Rank(), binary.LittleEndian
 	var op core.SegmentOp
-	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+	hdr, per, err := k.vBegin(&op, s)
+	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
-	if per == 0 {
-		return k.slotsTooSmall(s, p)
-	}
 	// A rank chooses how to copy by what it puts, as Gather's ranks do.
 	// Root knows the number of rounds from the start, the others from
 	// root's first slot.
@@ -269,16 +277,13 @@ func scattervShm[T codec.Elem](k *call[T], send []T, counts []int, recv []T, roo
 		copy(recv, send)
 		return nil
 	}
-	p, me, le := s.Size(), k.c.Rank(), binary.LittleEndian
-	hdr, per := vHeader(p), vPart(s.SlotBytes(), p, k.size)
+	me, le := k.c.Rank(), binary.LittleEndian
 	var op core.SegmentOp
-	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+	hdr, per, err := k.vBegin(&op, s)
+	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
-	if per == 0 {
-		return k.slotsTooSmall(s, p)
-	}
 	rounds := 1
 	if me == root {
 		k.chooseCopy(s, len(send)*k.size)
