@@ -308,7 +308,7 @@ func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte
 // send is as long as its counts say (a rank that finds otherwise still
 // waits for the others to be done with its buffers before it fails).
 func allgathervDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, counts []int) error {
-	if err := k.sameCounts(counts, func(r int) uint64 { return uint64(len(bufs[r][0]) / k.size) }); err != nil {
+	if err := k.sameCounts(counts, func(r int) int { return len(bufs[r][0]) / k.size }, sendDiffers); err != nil {
 		_ = k.lent(op)
 		return err
 	}

@@ -14,11 +14,12 @@ import (
 // Scatterv, whose counts a segment's call records do not hold, so that
 // the ranks publish and compare them in the segment themselves.
 
-// countBytes leads a rank's part of an Allgatherv through the segment,
-// in its fast line or its slot of the first round: the rank's own count,
-// a little-endian uint64, in as many bytes as keep the part aligned for
-// any element type (a fast line's data area is 16-byte aligned, a slot
-// page-aligned, and the slot's count has a cache line to itself).
+// countBytesLine and countBytesSlot lead a rank's part of an Allgatherv
+// through the segment, in its fast line or its slot of the first round:
+// the rank's own count, a little-endian uint64, in as many bytes as keep
+// the part aligned for any element type (a fast line's data area is
+// 16-byte aligned, a slot page-aligned, and the slot's count has a cache
+// line to itself).
 const (
 	countBytesLine = 16
 	countBytesSlot = 64
@@ -71,7 +72,7 @@ func allgathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int) error
 			return k.wrap(-1, err)
 		}
 		if off == 0 {
-			if err := k.sameCounts(counts, func(r int) uint64 { return le.Uint64(s.Slot(r, half)) }); err != nil {
+			if err := k.sameCounts(counts, func(r int) int { return int(le.Uint64(s.Slot(r, half))) }, sendDiffers); err != nil {
 				return err
 			}
 		}
@@ -96,7 +97,7 @@ func allgathervFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, c
 	binary.LittleEndian.PutUint64(line[:], uint64(len(send)))
 	n := copy(line[countBytesLine:], asBytes(send))
 	return k.overLines(s, line[:countBytesLine+n], func(lines [][]byte) error {
-		if err := k.sameCounts(counts, func(r int) uint64 { return binary.LittleEndian.Uint64(lines[r]) }); err != nil {
+		if err := k.sameCounts(counts, func(r int) int { return int(binary.LittleEndian.Uint64(lines[r])) }, sendDiffers); err != nil {
 			return err
 		}
 		at, me := 0, s.Rank()
@@ -114,14 +115,21 @@ func allgathervFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, c
 
 // sameCounts compares the count that each other rank published for its
 // own part, as published reads it, with counts, and fails the job naming
-// the first rank whose count differs.
-func (k *call[T]) sameCounts(counts []int, published func(r int) uint64) error {
+// the first rank whose count differs, as detail(rank, its count, counts'
+// entry) says it.
+func (k *call[T]) sameCounts(counts []int, published func(r int) int, detail func(r, got, want int) string) error {
 	for r, n := range counts {
-		if got := published(r); r != k.c.Rank() && got != uint64(n) {
-			return k.countsDiffer(r, fmt.Sprintf("rank %d's send has %d elements, but this rank's counts[%d] is %d", r, got, r, n))
+		if got := published(r); r != k.c.Rank() && got != n {
+			return k.countsDiffer(r, detail(r, got, n))
 		}
 	}
 	return nil
+}
+
+// sendDiffers is sameCounts' detail for Allgatherv, whose ranks all pass
+// counts.
+func sendDiffers(r, got, want int) string {
+	return fmt.Sprintf("rank %d's send has %d elements, but this rank's counts[%d] is %d", r, got, r, want)
 }
 
 // countsDiffer fails the job with a mismatch with peer over counts, which
@@ -247,18 +255,14 @@ func gathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int, root int
 		if err := op.WaitIn(); err != nil {
 			return k.wrap(-1, err)
 		}
+		if g == 0 {
+			if err := k.sameCounts(counts, func(r int) int { return int(le.Uint64(s.Slot(r, half))) }, k.partDiffers); err != nil {
+				return err
+			}
+		}
 		at := 0
 		for r, n := range counts {
-			if r == me {
-				at += n
-				continue
-			}
-			if g == 0 {
-				if got := int(le.Uint64(s.Slot(r, half))); got != n {
-					return k.countsDiffer(r, k.partDiffers(r, got, n))
-				}
-			}
-			if lo, hi := min(off, n), min(off+per, n); lo < hi {
+			if lo, hi := min(off, n), min(off+per, n); r != me && lo < hi {
 				k.take(recv[at+lo:at+hi], segView[T](s.Slot(r, half)[hdr:]))
 			}
 			at += n
@@ -333,10 +337,8 @@ func scattervShm[T codec.Elem](k *call[T], send []T, counts []int, recv []T, roo
 		if err := op.WaitIn(); err != nil {
 			return k.wrap(-1, err)
 		}
-		for r, n := range counts {
-			if got := int(le.Uint64(s.Slot(r, half))); r != me && got != n {
-				return k.countsDiffer(r, k.partDiffers(r, got, n))
-			}
+		if err := k.sameCounts(counts, func(r int) int { return int(le.Uint64(s.Slot(r, half))) }, k.partDiffers); err != nil {
+			return err
 		}
 	}
 	return k.segFinish(&op)

@@ -351,10 +351,7 @@ func (k *kernel) gather() {
 	case "allgather":
 		k.call = func() error { return collective.Allgather(k.ctx, k.c, send, out, k.opts...) }
 	case "allgatherv":
-		counts := make([]int, k.n)
-		for i := range counts {
-			counts[i] = m
-		}
+		counts := equalCounts(k.n, m, true)
 		k.call = func() error { return collective.Allgatherv(k.ctx, k.c, send, out, counts, k.opts...) }
 	case "gatherv":
 		counts := equalCounts(k.n, m, k.me == 0)
@@ -366,19 +363,18 @@ func (k *kernel) gather() {
 	k.check = func() error { return k.expectAll(m, func(i int) float32 { return k.pattern(i/m, i%m) }) }
 }
 
-// scatter sends block q of rank 0's buffer to rank q (scatter,
-// scatterv); bytes is the whole scattered buffer.
-
 // equalCounts is the counts of a v-collective of n ranks with m elements
-// each, at root; nil elsewhere, as MPI lets those ranks pass.
-func equalCounts(n, m int, root bool) []int {
-	if !root {
+// each, where the rank needs them (root, or every rank of an Allgatherv);
+// nil elsewhere, as MPI lets those ranks pass.
+func equalCounts(n, m int, needs bool) []int {
+	if !needs {
 		return nil
 	}
 	return slices.Repeat([]int{m}, n)
 }
 
-// scatter
+// scatter sends block q of rank 0's buffer to rank q (scatter,
+// scatterv); bytes is the whole scattered buffer.
 func (k *kernel) scatter() {
 	m := k.block()
 	var send []float32

@@ -94,28 +94,28 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 // (AVX2) elements of src into dst with encodeBF16F32AVX512 or
 // encodeBF16F32AVX2 and returns how many it encoded: 0 without either.
 func encodeBF16Asm(dst []uint16, src []uint32) int {
-	if useAVX512 {
-		return inChunks(true, 32, dst, src, encodeBF16F32AVX512)
-	}
-	return inChunks(useAVX2, 16, dst, src, encodeBF16F32AVX2)
+	return bf16InChunks(dst, src, encodeBF16F32AVX512, encodeBF16F32AVX2)
 }
 
 // encodeRoundBF16Asm is encodeBF16Asm for encodeRoundBF16F32AVX512 and
 // encodeRoundBF16F32AVX2.
 func encodeRoundBF16Asm(dst []uint16, src []uint32) int {
-	if useAVX512 {
-		return inChunks(true, 32, dst, src, encodeRoundBF16F32AVX512)
-	}
-	return inChunks(useAVX2, 16, dst, src, encodeRoundBF16F32AVX2)
+	return bf16InChunks(dst, src, encodeRoundBF16F32AVX512, encodeRoundBF16F32AVX2)
 }
 
 // decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX512 and
 // decodeBF16F32AVX2.
 func decodeBF16Asm(dst []uint32, src []uint16) int {
+	return bf16InChunks(dst, src, decodeBF16F32AVX512, decodeBF16F32AVX2)
+}
+
+// bf16InChunks runs a bfloat16 kernel with inChunks: wide, 32 elements
+// at a time, where the CPU has AVX-512, else narrow, 16 at a time.
+func bf16InChunks[D, S uint16 | uint32](dst []D, src []S, wide, narrow func([]D, []S)) int {
 	if useAVX512 {
-		return inChunks(true, 32, dst, src, decodeBF16F32AVX512)
+		return inChunks(true, 32, dst, src, wide)
 	}
-	return inChunks(useAVX2, 16, dst, src, decodeBF16F32AVX2)
+	return inChunks(useAVX2, 16, dst, src, narrow)
 }
 
 // encodeFP16Asm is encodeBF16Asm for encodeFP16F32F16C: 0 without F16C.
