@@ -331,13 +331,17 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 }
 
 // gathering says how gatherValues fills its results: all but skip's,
-// with the Allgatherv parts in *rest, and, where viewed is not nil, with
-// the raw blocks of the results left in *rest, viewed in place (see
+// with the Allgatherv parts in *rest unless they are read where they lie
+// in the segment (allgatherViews), and, where viewed is not nil, with the
+// raw blocks of the results left where they arrived, viewed in place (see
 // objcodec.View) rather than copied, each such result's viewed[r] set.
+// use, if not nil, runs once the results are set, while those views
+// hold.
 type gathering struct {
 	skip   int
 	rest   *[]byte
 	viewed []bool
+	use    func() error
 }
 
 // gatherValues sets out[r] to rank r's *v for every rank r but g.skip,
@@ -346,7 +350,7 @@ type gathering struct {
 // RawCodec, the head of a value that ends with a raw block (the block's
 // flag says so), whose raw block then goes in the Allgatherv from v's
 // memory and is copied on arrival into the memory that placing the head
-// gives in out[r], or viewed where it arrived.
+// gives in out[r], or viewed where it arrived. Then it runs g.use.
 func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc ObjectCodec, v *T, out []T, g gathering, opts []Option) error {
 	buf, blocks := getObjectBuf(), getObjectBuf()
 	defer putObjectBuf(buf)
@@ -385,22 +389,43 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 		counts[r] = total - len(in)
 		sum += counts[r]
 	}
-	var rests []byte
+	parts := make([][]byte, p)
 	if sum > 0 {
-		rests = grow((*g.rest)[:0], sum)
-		*g.rest = rests
 		mine := body
 		if mine == nil {
 			mine = b[blockHead+inline : blockHead+inline+counts[c.Rank()]]
 		}
+		if allEqual(counts) {
+			var placeErr error
+			ran, err := allgatherViews(ctx, c, mine, opts, func(views [][]byte) {
+				placeErr = placeGathered(c, call, oc, g, inlines, views, placed, out)
+			})
+			if ran && placeErr != nil {
+				return placeErr // it ran, its data in hand: the cause of any failure after it
+			}
+			if ran {
+				return err
+			}
+		}
+		rests := grow((*g.rest)[:0], sum)
+		*g.rest = rests
 		if err := allgatherParts(ctx, c, mine, rests, counts, opts); err != nil {
 			return err
 		}
+		for r, off := 0, 0; r < p; r++ {
+			parts[r], off = rests[off:off+counts[r]], off+counts[r]
+		}
 	}
-	off := 0
-	for r := range p {
-		part := rests[off : off+counts[r]]
-		off += counts[r]
+	return placeGathered(c, call, oc, g, inlines, parts, placed, out)
+}
+
+// placeGathered sets out[r], for every rank r but g.skip, from its head
+// inlines[r] and its part of the Allgatherv, parts[r]: a raw block where
+// placed[r] says so, otherwise the encoding that did not fit inline.
+// Then it runs g.use, while views of parts are valid.
+func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, g gathering, inlines, parts [][]byte, placed []bool, out []T) error {
+	for r, part := range parts {
+		var err error
 		switch {
 		case r == g.skip:
 		case placed[r] && g.viewed != nil:
@@ -410,7 +435,7 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 			}
 		case placed[r]:
 			err = placeValue(c, call, oc, inlines[r], part, &out[r], r)
-		case counts[r] > 0:
+		case len(part) > 0:
 			err = decodeObject(c, call, oc, part, &out[r], r)
 		default:
 			err = decodeObject(c, call, oc, inlines[r], &out[r], r)
@@ -419,7 +444,20 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 			return err
 		}
 	}
-	return nil
+	if g.use == nil {
+		return nil
+	}
+	return g.use()
+}
+
+// allEqual reports whether every count is the first.
+func allEqual(counts []int) bool {
+	for _, n := range counts[1:] {
+		if n != counts[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // allgatherParts is Allgatherv, or Allgather when every count is the
@@ -428,10 +466,8 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 // messages. Every rank knows the counts from the same blocks, so all
 // choose alike.
 func allgatherParts(ctx context.Context, c *comm.Comm, send, recv []byte, counts []int, opts []Option) error {
-	for _, n := range counts[1:] {
-		if n != counts[0] {
-			return Allgatherv(ctx, c, send, recv, counts, opts...)
-		}
+	if !allEqual(counts) {
+		return Allgatherv(ctx, c, send, recv, counts, opts...)
 	}
 	return Allgather(ctx, c, send, recv, opts...)
 }

@@ -28,16 +28,21 @@ import (
 // every rank's: the call returns it, naming the rank whose value op was
 // folding in, and the job goes on (no rank waits for another after the
 // fold). op must be associative; it must not keep x, or anything x
-// holds, beyond its return.
+// holds, beyond its return, and must not call collectives on c: on one
+// host, op may run while the call still holds c and reads x where it
+// lies in the shared segment.
 //
 // The others' values are decoded into scratch values that the
-// communicator keeps for T from call to call; rank 0 folds into *v and
-// the others copy the result into it. With RawCodec the scratch values
-// reuse their arrays, or view the received bytes where the raw block
-// that ends them is a slice, and *v keeps its arrays where their
-// capacity suffices, so that a loop that reduces values of one shape
-// again and again allocates no new arrays after its first call. The
-// communicator holds Size()-1 values of T until it is collected.
+// communicator keeps for T from call to call; rank 0 folds into *v, and
+// the others copy rank 0's value into *v and fold the rest into it. With
+// RawCodec the scratch values reuse their arrays, or view the bytes
+// where they arrived, where the raw block that ends them is a slice:
+// when the ranks share a host and the raw blocks are of one length,
+// more than 96 bytes and at most 512 KiB (or the segment's slot), that
+// is the segment's memory, with no copy out of it. *v keeps its arrays where their capacity suffices, so
+// that a loop that reduces values of one shape again and again
+// allocates no new arrays after its first call. The communicator holds
+// Size() values of T until it is collected.
 func AllreduceObject[T any](ctx context.Context, c *comm.Comm, v *T, op func(acc, x *T) error, opts ...Option) error {
 	const call = "AllreduceObject"
 	if err := nilComm(c, call); err != nil {
@@ -56,32 +61,52 @@ func AllreduceObject[T any](ctx context.Context, c *comm.Comm, v *T, op func(acc
 	s := takeScratch[T](h, c.Size())
 	defer putScratch(h, s)
 	all := s.values
-	if _, raw := oc.(rawCodec); !raw {
+	_, raw := oc.(rawCodec)
+	if !raw {
 		// Other codecs may decode into what a value holds (gob keeps the
 		// fields the sender left at zero), so they start from zero.
 		clear(all)
 	}
 	me := c.Rank()
-	if err := gatherValues(ctx, c, call, oc, v, all, gathering{skip: me, rest: &s.rest, viewed: s.viewed}, opts); err != nil {
-		return err
+	g := gathering{skip: me, rest: &s.rest, viewed: s.viewed}
+	g.use = func() error {
+		if me == 0 {
+			return foldValues(call, me, v, all, v, op)
+		}
+		if !raw {
+			if err := foldValues(call, me, &all[0], all, v, op); err != nil {
+				return err
+			}
+			return copyValue(c, call, oc, v, &all[0])
+		}
+		// The others' values may view memory where they arrived, which
+		// may be the segment's slots that other ranks read: this rank
+		// folds into *v, a copy of rank 0's value, and its own value
+		// comes from where it was gathered, as the others'.
+		if err := copyValue(c, call, oc, v, &all[0]); err != nil {
+			return err
+		}
+		return foldValues(call, me, v, all, &all[me], op)
 	}
-	acc := v
-	if me != 0 {
-		acc = &all[0]
+	if raw && me != 0 {
+		g.skip = -1
 	}
+	return gatherValues(ctx, c, call, oc, v, all, g, opts)
+}
+
+// foldValues folds all[1:] into acc, in rank order, with mine in place of
+// rank me's: what AllreduceObject's rank me does.
+func foldValues[T any](call string, me int, acc *T, all []T, mine *T, op func(acc, x *T) error) error {
 	for r := 1; r < len(all); r++ {
 		x := &all[r]
 		if r == me {
-			x = v
+			x = mine
 		}
 		if err := op(acc, x); err != nil {
 			return fmt.Errorf("%s on rank %d: folding in rank %d's value: %w", call, me, r, err)
 		}
 	}
-	if acc == v {
-		return nil
-	}
-	return copyValue(c, call, oc, v, acc)
+	return nil
 }
 
 // reduceScratch is what AllreduceObject keeps for a communicator and a

@@ -124,6 +124,30 @@ func worker() error {
 	if err := check("ReduceScatter", err, block, sum[me*len(block):(me+1)*len(block)]); err != nil {
 		return err
 	}
+	// Values of one shape, larger than a fast line: through a segment,
+	// each rank reads the others' where they lie in it.
+	step, wantStep := stepOf(me, count, 0), stepOf(0, count, 0)
+	for r := 1; r < n; r++ {
+		x := stepOf(r, count, 0)
+		if err := addSteps(&wantStep, &x); err != nil {
+			return err
+		}
+	}
+	if err := AllreduceObject(ctx, c, &step, addSteps); err != nil {
+		return fmt.Errorf("AllreduceObject: %w", err)
+	}
+	if err := equalSteps(step, wantStep); err != nil {
+		return fmt.Errorf("AllreduceObject on rank %d: %w", me, err)
+	}
+	steps, err := AllgatherObject(ctx, c, stepOf(me, count, 0))
+	if err != nil {
+		return fmt.Errorf("AllgatherObject: %w", err)
+	}
+	for r, got := range steps {
+		if err := equalSteps(got, stepOf(r, count, 0)); err != nil {
+			return fmt.Errorf("AllgatherObject on rank %d, rank %d's value: %w", me, r, err)
+		}
+	}
 	if err := Barrier(ctx, c); err != nil {
 		return fmt.Errorf("Barrier: %w", err)
 	}

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"context"
 	"fmt"
 	"unsafe"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // The shared-memory algorithms (Shm) run where every rank of the
@@ -796,4 +798,57 @@ func barrierShm(k *call[uint8]) error {
 		return nil
 	}
 	return k.overLines(s, nil, func([][]byte) error { return nil })
+}
+
+// allgatherViews is an Allgather of mine, as many bytes from every rank,
+// that hands every rank's part to use where it lies in the segment
+// instead of copying it out: parts[r] is rank r's slot, this rank's
+// included, valid until use returns, when the rank moves on and the
+// others may write their slots again. The object helpers decode or fold
+// the values there, which saves copying every part out of the slots and
+// this rank's into the result. It runs only where c's Allgather goes
+// through its segment and mine fits one of its rounds (a slot, at most
+// gatherRound) but not a fast line, and reports whether it ran; every
+// rank decides alike, by the length that all of them gather. What use
+// finds wrong is its own to keep: the call's error is the Allgather's.
+//
+// Two ranks' 512 KiB AllreduceObjects took 33.5 µs this way against 48
+// through Allgather, 256 KiB ones 18 against 22.6; but 1 MiB ones 100
+// against 90, when the part filled a slot of 1 MiB: each rank's put and
+// fold then no longer stayed in its caches (2026-11-28, three rounds).
+func allgatherViews(ctx context.Context, c *comm.Comm, mine []byte, opts []Option, use func(parts [][]byte)) (ran bool, err error) {
+	var k call[byte]
+	if err := prepare(&k, ctx, c, wire.KindAllgather, codec.Op{}, c.Size()*len(mine), -1, opts); err != nil {
+		return true, err
+	}
+	s := k.c.Segment()
+	if k.me.Algorithm != Shm || s == nil || len(mine) <= core.FastBytes || len(mine) > min(s.SlotBytes(), gatherRound) {
+		return false, nil
+	}
+	if err = k.start(); err != nil {
+		return true, err
+	}
+	defer k.leave(&err)
+	var op core.SegmentOp
+	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+		return true, err
+	}
+	defer k.endOp(&op)
+	half, err := op.Next()
+	if err != nil {
+		return true, k.wrap(-1, err)
+	}
+	n := len(mine)
+	k.put(s.Slot(s.Rank(), half)[:n], mine)
+	op.In()
+	if err := op.WaitIn(); err != nil {
+		return true, k.wrap(-1, err)
+	}
+	parts := make([][]byte, s.Size())
+	for r := range parts {
+		parts[r] = s.Slot(r, half)[:n:n]
+	}
+	k.t.Received += uint64((len(parts) - 1) * n)
+	use(parts)
+	return true, k.segFinish(&op)
 }

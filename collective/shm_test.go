@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -505,4 +506,65 @@ func TestSlotParts(t *testing.T) {
 			require.ErrorContains(t, err, "needs segment slots of at least 4160 bytes, not 4096", "rank %d", r)
 		}
 	})
+}
+
+// TestAllgatherViews: the object helpers' Allgather hands every rank's
+// part where it lies in the segment, this rank's included, for parts
+// larger than a fast line and no larger than a round, over a segment and
+// with the segment's algorithm only; otherwise it does not run, on every
+// rank alike, and the caller gathers the parts itself.
+func TestAllgatherViews(t *testing.T) {
+	tests := []struct {
+		name      string
+		transport string
+		bytes     int
+		opts      []Option
+		ran       bool
+	}{
+		{"a fast line", "shm", core.FastBytes, nil, false},
+		{"past a fast line", "shm", core.FastBytes + 1, nil, true},
+		{"64 KiB", "shm", 64 << 10, nil, true},
+		{"a round", "shm", gatherRound, nil, true},
+		{"past a round", "shm", gatherRound + 1, nil, false},
+		{"links chosen", "shm", 64 << 10, []Option{WithAlgorithm(Ring)}, false},
+		{"no segment", "mem", 64 << 10, nil, false},
+	}
+	for _, tt := range tests {
+		for _, n := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/n=%d", tt.name, n), func(t *testing.T) {
+				cs := job(t, n, comm.WithTransport(tt.transport))
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					part := func(r int) []byte { return bytes.Repeat([]byte{byte(r + 1)}, tt.bytes) }
+					called := false
+					ran, err := allgatherViews(ctx, c, part(c.Rank()), tt.opts, func(parts [][]byte) {
+						called = true
+						s := (*core.Comm)(c).Segment()
+						for r, p := range parts {
+							if !bytes.Equal(p, part(r)) {
+								t.Errorf("rank %d: rank %d's part differs", c.Rank(), r)
+							}
+							if !within(p, s.Half(0)) && !within(p, s.Half(1)) {
+								t.Errorf("rank %d: rank %d's part is not in the segment", c.Rank(), r)
+							}
+						}
+					})
+					switch {
+					case err != nil:
+						return err
+					case ran != tt.ran || called != tt.ran:
+						return fmt.Errorf("ran %v, used %v; want %v", ran, called, tt.ran)
+					}
+					// The communicator goes on, its rounds in step.
+					return Barrier(ctx, c)
+				})
+			})
+		}
+	}
+}
+
+// within reports whether b lies inside mem.
+func within(b, mem []byte) bool {
+	lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(unsafe.Pointer(unsafe.SliceData(mem)))+uintptr(len(mem))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return at >= lo && at+uintptr(len(b)) <= hi
 }
