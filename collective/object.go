@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/objcodec"
 )
 
@@ -123,10 +124,12 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // The first Bcast carries a control block of 1 KiB with the encoding's
 // length and as much of it as fits; a larger encoding takes a second
 // Bcast of the rest. With RawCodec, once a communicator has seen a
-// BcastObject of the same root and type whose encoding had up to
-// 64 KiB, the block grows to fit that length and a sixteenth more, which
-// all ranks know alike, so that a value broadcast again and again at
-// about the same size (a training loop's) takes one Bcast. With
+// BcastObject of the same root and type whose encoding had up to 64 KiB
+// (16 KiB where the ranks share a host, whose second Bcast costs less
+// than the copies of one), the block grows to fit that length and a
+// sixteenth more, which all ranks know alike, so that a value broadcast
+// again and again at about the same size (a training loop's) takes one
+// Bcast. With
 // RawCodec, a larger slice or array of fixed-size elements goes from
 // root's memory straight into the receivers' *v, as Bcast moves a typed
 // slice, and so does one that ends the value: the last field of a struct
@@ -148,7 +151,11 @@ func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int, opts 
 	if _, raw := oc.(rawCodec); raw {
 		hints = hintsOf(c)
 		key = hintKey{root: root, fp: objcodec.Fingerprint(reflect.TypeFor[T]())}
-		size = hints.blockSize(key)
+		most := hintMax
+		if (*core.Comm)(c).Segment() != nil {
+			most = hintMaxSegment
+		}
+		size = hints.blockSize(key, most)
 	}
 	buf := getObjectBuf()
 	defer putObjectBuf(buf)
@@ -262,21 +269,32 @@ type hintKey struct {
 	fp   uint64
 }
 
-// hintMax is the longest encoding whose successors go in one Bcast: 64
-// KiB of data and its header. Beyond it the second Bcast costs less than
-// the two copies that a raw block then takes (into root's buffer and out
-// of the receivers'), once the four buffers outgrow a core's cache. On 2
-// ranks (BenchmarkObjectBcast, 2026-11-26, 2 vCPUs), a hinted call of 64
-// KiB took 1.2 times a typed Bcast over shared memory and loopback tcp
-// against 1.45 and 1.3 in two calls; at 128 KiB the copies made links in
-// memory 2.7 times slower while shared memory and tcp still gained 15%.
+// hintMax is the longest encoding whose successors go in one Bcast over
+// links: 64 KiB of data and its header. Beyond it the second Bcast costs
+// less than the two copies that a raw block then takes (into root's
+// buffer and out of the receivers'), once the four buffers outgrow a
+// core's cache. On 2 ranks (BenchmarkObjectBcast, 2026-11-26, 2 vCPUs),
+// a hinted call of 64 KiB took 1.2 times a typed Bcast over shared
+// memory and loopback tcp against 1.45 and 1.3 in two calls; at 128 KiB
+// the copies made links in memory 2.7 times slower while shared memory
+// and tcp still gained 15%.
 const hintMax = 64<<10 + 64
 
-func (h *objectHints) blockSize(k hintKey) int {
+// hintMaxSegment is hintMax where the ranks share a segment: there the
+// first Bcast of a split value costs a fast line, less than the copies
+// from 16 KiB up. Two processes (gocoll bench --objects, 2026-11-28,
+// three alternating rounds): a 64 KiB BcastObject took 6.9 µs in two
+// Bcasts against 7.9-8.8 in one, a 32 KiB one 2.3-4.7 against 3.0-5.9
+// in two phases of the host, and 16 KiB ones the same either way.
+const hintMaxSegment = 16<<10 + 64
+
+// blockSize is the first Bcast's size for the next BcastObject of k, of
+// at most most bytes in one Bcast.
+func (h *objectHints) blockSize(k hintKey, most int) int {
 	h.mu.Lock()
 	last, ok := h.last[k]
 	h.mu.Unlock()
-	if !ok || last > hintMax {
+	if !ok || last > most {
 		return bcastBlock
 	}
 	return max(bcastBlock, (blockHead+last+last/16+63)&^63)

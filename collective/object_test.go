@@ -350,14 +350,20 @@ func TestBcastObjectInPlace(t *testing.T) {
 // TestBcastObjectHints: a value broadcast again at about the same size
 // takes one Bcast per BcastObject after the first, whether it grows a
 // little or shrinks; one that grows beyond the hint takes two again, and
-// so does every one beyond hintMax.
+// so does every one beyond hintMax, or hintMaxSegment through a segment.
 func TestBcastObjectHints(t *testing.T) {
-	for _, tr := range []string{"mem", "shm"} {
-		t.Run(tr, func(t *testing.T) {
-			cs := job(t, 3, comm.WithTransport(tr))
-			sizes := []int{5000, 5000, 5100, 4000, 5000, 12000, 12000, 20000, 20000}
-			// Two Bcasts: the first call, 5000 after 4000, 12000 after
-			// 5000, and 20000 floats, beyond hintMax, both times.
+	for _, tt := range []struct {
+		transport string
+		most      int
+	}{{"mem", hintMax}, {"shm", hintMaxSegment}} {
+		t.Run(tt.transport, func(t *testing.T) {
+			cs := job(t, 3, comm.WithTransport(tt.transport))
+			var sizes []int // in floats, a share of the most in one Bcast
+			for _, share := range []float64{0.3, 0.3, 0.31, 0.24, 0.3, 0.73, 0.73, 1.22, 1.22} {
+				sizes = append(sizes, int(share*float64(tt.most)/4))
+			}
+			// Two Bcasts: the first call, 0.3 after 0.24, 0.73 after 0.3,
+			// and 1.22, beyond the most, both times.
 			want := len(sizes) + 5
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 				for i, n := range sizes {
