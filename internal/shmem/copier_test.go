@@ -27,9 +27,13 @@ func TestCopier(t *testing.T) {
 	}{
 		{"through the caches when they are not slower", []phase{{4, 40, 50, 2}, {320, 40, 50, 10}}, 0},
 		{"through the caches when around gains less than twice", []phase{{4, 60, 35, 2}, {320, 60, 35, 10}}, 0},
+		// A 16 KiB Bcast's root in the host's fast state (2026-11-28):
+		// around, its readers' copies out of memory cost more than the
+		// writer gains.
+		{"through the caches when around gains 2.6 times", []phase{{4, 26, 10, 2}, {320, 26, 10, 10}}, 0},
 		{"around when the caches are slow", []phase{{4, 250, 50, 2}, {320, 250, 50, 310}}, 0},
 		{"following the host into the slow state", []phase{{4, 40, 50, 2}, {320, 40, 50, 10}, {320, 250, 50, 300}}, 0},
-		{"and back", []phase{{4, 250, 50, 2}, {320, 250, 50, 310}, {320, 40, 50, 75}}, 0},
+		{"and back", []phase{{4, 250, 50, 2}, {320, 250, 50, 310}, {320, 40, 50, 36}}, 0},
 		{"not for one slow copy", []phase{{4, 40, 50, 2}, {320, 40, 50, 10}}, 50},
 	}
 	for _, tc := range tests {
