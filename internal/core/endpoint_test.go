@@ -278,22 +278,35 @@ func TestBadHeaderIsTheCallersError(t *testing.T) {
 
 // onePairLink requires that every rank of cs that has a link to another
 // sends on the link it reads from that rank, and returns how many such
-// links the job holds, counting each end.
+// links the job holds, counting each end. A rank that adopts a link
+// publishes it for sending before its accept loop starts reading it, so
+// a read link may lag a moment behind: onePairLink waits for it, up to
+// the watchdog.
 func onePairLink(t *testing.T, cs []*Comm) int {
 	t.Helper()
 	ends := 0
 	for _, c := range cs {
 		for j := range c.ep.peers {
-			o := c.ep.peers[j].link.Load()
-			ib := &c.ep.inboxes[j]
-			ib.mu.Lock()
-			in := ib.link
-			ib.mu.Unlock()
-			if o == nil {
+			var out, in transport.Link
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if o := c.ep.peers[j].link.Load(); o != nil {
+					out = o.Link
+				}
+				ib := &c.ep.inboxes[j]
+				ib.mu.Lock()
+				in = ib.link
+				ib.mu.Unlock()
+				if out == in || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if out == nil {
 				require.Nil(t, in, "rank %d reads a link from rank %d that it does not send on", c.Rank(), j)
 				continue
 			}
-			require.True(t, o.Link == in, "rank %d sends to rank %d on another link than it reads", c.Rank(), j)
+			require.True(t, out == in, "rank %d sends to rank %d on another link than it reads", c.Rank(), j)
 			ends++
 		}
 	}
