@@ -812,10 +812,12 @@ func barrierShm(k *call[uint8]) error {
 // rank decides alike, by the length that all of them gather. What use
 // finds wrong is its own to keep: the call's error is the Allgather's.
 //
-// Two ranks' 512 KiB AllreduceObjects took 33.5 µs this way against 48
-// through Allgather, 256 KiB ones 18 against 22.6; but 1 MiB ones 100
-// against 90, when the part filled a slot of 1 MiB: each rank's put and
-// fold then no longer stayed in its caches (2026-11-28, three rounds).
+// Two ranks' AllreduceObjects took 6.15, 18.7 and 33.8 µs this way at
+// 64, 256 and 512 KiB against 7.0, 22.7 and 49.9 through Allgather (the
+// mean call, four alternating rounds, 2026-11-28, in the host's fast
+// state); but 1 MiB ones 172-182 against 153-163, when the part filled a
+// slot of 1 MiB: each rank's put and fold then no longer stayed in its
+// caches.
 func allgatherViews(ctx context.Context, c *comm.Comm, mine []byte, opts []Option, use func(parts [][]byte)) (ran bool, err error) {
 	var k call[byte]
 	if err := prepare(&k, ctx, c, wire.KindAllgather, codec.Op{}, c.Size()*len(mine), -1, opts); err != nil {
