@@ -19,11 +19,19 @@ import (
 // RecursiveDoubling (lg p steps, plus two for a rank count that is not a
 // power of two; the default for a power of two below 512 KiB, and at
 // every size where all ranks run on one host).
-func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) (err error) {
+func Allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, opts ...Option) error {
+	return allgather(ctx, c, send, recv, false, opts)
+}
+
+// allgather is Allgather; with ownUnused, whose caller never reads this
+// rank's part of recv, that part is left as it was where the call goes
+// through the segment.
+func allgather[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, ownUnused bool, opts []Option) (err error) {
 	var k call[T]
 	if err = prepareAllgather(&k, ctx, c, send, recv, opts); err != nil {
 		return err
 	}
+	k.ownUnused = ownUnused
 	if err = k.start(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -357,6 +358,38 @@ func TestUnrootedAllocatesNothing(t *testing.T) {
 					require.NoError(t, <-others)
 				}
 				require.Zero(t, allocs, "allocations per %s", o.name)
+			})
+		}
+	}
+}
+
+// TestAllgatherOwnUnused: an Allgather whose caller never reads its own
+// part leaves that part of recv as it was where it goes through the
+// segment's slots, and fills every other rank's part; elsewhere it may
+// fill it too.
+func TestAllgatherOwnUnused(t *testing.T) {
+	const count = 3000 // bytes per rank, past a fast line
+	for _, tr := range []string{"shm", "mem"} {
+		for _, n := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/n=%d", tr, n), func(t *testing.T) {
+				cs := job(t, n, comm.WithTransport(tr))
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					part := func(r int) []byte { return bytes.Repeat([]byte{byte(r + 1)}, count) }
+					recv := bytes.Repeat([]byte{0xee}, n*count)
+					if err := allgather(ctx, c, part(c.Rank()), recv, true, nil); err != nil {
+						return err
+					}
+					for r := range n {
+						got := recv[r*count : (r+1)*count]
+						switch {
+						case r != c.Rank() && !bytes.Equal(got, part(r)):
+							return fmt.Errorf("rank %d's part differs", r)
+						case r == c.Rank() && tr == "shm" && !bytes.Equal(got, bytes.Repeat([]byte{0xee}, count)):
+							return fmt.Errorf("its own part was written")
+						}
+					}
+					return nil
+				})
 			})
 		}
 	}

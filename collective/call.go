@@ -48,6 +48,9 @@ type call[T codec.Elem] struct {
 	// beside says that the call runs in a goroutine of its own, beside
 	// the work of the goroutine that issued it (AllreduceAsync).
 	beside bool
+	// ownUnused says that an Allgather's caller never reads this rank's
+	// part of recv, so that through the segment it is not copied there.
+	ownUnused bool
 	// t is what the call did, for its communicator's Stats.
 	t core.Tally
 	// labeled says that the call set the goroutine's profiler labels

@@ -342,24 +342,26 @@ func AllgatherObject[T any](ctx context.Context, c *comm.Comm, v T, opts ...Opti
 	out := make([]T, c.Size())
 	rest := getObjectBuf()
 	defer putObjectBuf(rest)
-	if err := gatherValues(ctx, c, call, oc, &v, out, gathering{skip: -1, rest: rest}, opts); err != nil {
+	if err := gatherValues(ctx, c, call, oc, &v, out, gathering{skip: -1, skipInSegment: -1, rest: rest}, opts); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // gathering says how gatherValues fills its results: all but skip's,
-// with the Allgatherv parts in *rest unless they are read where they lie
-// in the segment (allgatherViews), and, where viewed is not nil, with the
-// raw blocks of the results left where they arrived, viewed in place (see
-// objcodec.View) rather than copied, each such result's viewed[r] set.
-// use, if not nil, runs once the results are set, while those views
-// hold.
+// with the Allgatherv parts in *rest (skip's own part not even copied
+// there where skip is the calling rank), or all but skipInSegment's where
+// the parts are read where they lie in the segment (allgatherViews), and,
+// where viewed is not nil, with the raw blocks of the results left where
+// they arrived, viewed in place (see objcodec.View) rather than copied,
+// each such result's viewed[r] set. use, if not nil, runs once the
+// results are set, while those views hold, told whether they lie in the
+// segment.
 type gathering struct {
-	skip   int
-	rest   *[]byte
-	viewed []bool
-	use    func() error
+	skip, skipInSegment int
+	rest                *[]byte
+	viewed              []bool
+	use                 func(inSegment bool) error
 }
 
 // gatherValues sets out[r] to rank r's *v for every rank r but g.skip,
@@ -416,7 +418,7 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 		if allEqual(counts) {
 			var placeErr error
 			ran, err := allgatherViews(ctx, c, mine, opts, func(views [][]byte) {
-				placeErr = placeGathered(c, call, oc, g, inlines, views, placed, out)
+				placeErr = placeGathered(c, call, oc, g.skipInSegment, g, inlines, views, placed, out, true)
 			})
 			if ran && placeErr != nil {
 				return placeErr // it ran, its data in hand: the cause of any failure after it
@@ -427,25 +429,26 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 		}
 		rests := grow((*g.rest)[:0], sum)
 		*g.rest = rests
-		if err := allgatherParts(ctx, c, mine, rests, counts, opts); err != nil {
+		if err := allgatherParts(ctx, c, mine, rests, counts, g.skip == c.Rank(), opts); err != nil {
 			return err
 		}
 		for r, off := 0, 0; r < p; r++ {
 			parts[r], off = rests[off:off+counts[r]], off+counts[r]
 		}
 	}
-	return placeGathered(c, call, oc, g, inlines, parts, placed, out)
+	return placeGathered(c, call, oc, g.skip, g, inlines, parts, placed, out, false)
 }
 
-// placeGathered sets out[r], for every rank r but g.skip, from its head
+// placeGathered sets out[r], for every rank r but skip, from its head
 // inlines[r] and its part of the Allgatherv, parts[r]: a raw block where
 // placed[r] says so, otherwise the encoding that did not fit inline.
-// Then it runs g.use, while views of parts are valid.
-func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, g gathering, inlines, parts [][]byte, placed []bool, out []T) error {
+// Then it runs g.use, while views of parts are valid, telling it whether
+// they lie in the segment.
+func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, skip int, g gathering, inlines, parts [][]byte, placed []bool, out []T, inSegment bool) error {
 	for r, part := range parts {
 		var err error
 		switch {
-		case r == g.skip:
+		case r == skip:
 		case placed[r] && g.viewed != nil:
 			// A head that does not view is placed, which names a mismatch.
 			if g.viewed[r], err = objcodec.View(inlines[r], part, &out[r]); err != nil || !g.viewed[r] {
@@ -465,7 +468,7 @@ func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, g gathering
 	if g.use == nil {
 		return nil
 	}
-	return g.use()
+	return g.use(inSegment)
 }
 
 // allEqual reports whether every count is the first.
@@ -482,12 +485,12 @@ func allEqual(counts []int) bool {
 // same, as it is for values of one shape: shared memory runs Allgather
 // through the segment, several times faster than Allgatherv's ring of
 // messages. Every rank knows the counts from the same blocks, so all
-// choose alike.
-func allgatherParts(ctx context.Context, c *comm.Comm, send, recv []byte, counts []int, opts []Option) error {
+// choose alike. ownUnused is allgather's.
+func allgatherParts(ctx context.Context, c *comm.Comm, send, recv []byte, counts []int, ownUnused bool, opts []Option) error {
 	if !allEqual(counts) {
 		return Allgatherv(ctx, c, send, recv, counts, opts...)
 	}
-	return Allgather(ctx, c, send, recv, opts...)
+	return allgather(ctx, c, send, recv, ownUnused, opts)
 }
 
 // encodeGathered appends v's encoding to b, as encodeObject. With

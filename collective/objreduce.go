@@ -33,16 +33,18 @@ import (
 // lies in the shared segment.
 //
 // The others' values are decoded into scratch values that the
-// communicator keeps for T from call to call; rank 0 folds into *v, and
-// the others copy rank 0's value into *v and fold the rest into it. With
-// RawCodec the scratch values reuse their arrays, or view the bytes
-// where they arrived, where the raw block that ends them is a slice:
-// when the ranks share a host and the raw blocks are of one length,
-// more than 96 bytes and at most 512 KiB (or the segment's slot), that
-// is the segment's memory, with no copy out of it. *v keeps its arrays where their capacity suffices, so
-// that a loop that reduces values of one shape again and again
-// allocates no new arrays after its first call. The communicator holds
-// Size() values of T until it is collected.
+// communicator keeps for T from call to call. Rank 0 folds into *v; the
+// others fold into rank 0's value and copy the result into *v, or, where
+// rank 0's value lies in the shared segment, which they must not write,
+// copy it into *v and fold the rest into that. With RawCodec the scratch
+// values reuse their arrays, or view the bytes where they arrived, where
+// the raw block that ends them is a slice: when the ranks share a host
+// and the raw blocks are of one length, more than 96 bytes and at most
+// 512 KiB (or the segment's slot), that is the segment's memory, with no
+// copy out of it. *v keeps its arrays where their capacity suffices, so
+// that a loop that reduces values of one shape again and again allocates
+// no new arrays after its first call. The communicator holds Size()
+// values of T until it is collected.
 func AllreduceObject[T any](ctx context.Context, c *comm.Comm, v *T, op func(acc, x *T) error, opts ...Option) error {
 	const call = "AllreduceObject"
 	if err := nilComm(c, call); err != nil {
@@ -68,28 +70,27 @@ func AllreduceObject[T any](ctx context.Context, c *comm.Comm, v *T, op func(acc
 		clear(all)
 	}
 	me := c.Rank()
-	g := gathering{skip: me, rest: &s.rest, viewed: s.viewed}
-	g.use = func() error {
-		if me == 0 {
+	g := gathering{skip: me, skipInSegment: me, rest: &s.rest, viewed: s.viewed}
+	if raw && me != 0 {
+		g.skipInSegment = -1 // its own value is folded from where it was gathered (below)
+	}
+	g.use = func(inSegment bool) error {
+		switch {
+		case me == 0:
 			return foldValues(call, me, v, all, v, op)
-		}
-		if !raw {
-			if err := foldValues(call, me, &all[0], all, v, op); err != nil {
+		case inSegment && s.viewed[0]:
+			// Rank 0's value views its slot, which other ranks read:
+			// this rank folds into *v, a copy of it, and its own value
+			// comes from where it was gathered, as the others'.
+			if err := copyValue(c, call, oc, v, &all[0]); err != nil {
 				return err
 			}
-			return copyValue(c, call, oc, v, &all[0])
+			return foldValues(call, me, v, all, &all[me], op)
 		}
-		// The others' values may view memory where they arrived, which
-		// may be the segment's slots that other ranks read: this rank
-		// folds into *v, a copy of rank 0's value, and its own value
-		// comes from where it was gathered, as the others'.
-		if err := copyValue(c, call, oc, v, &all[0]); err != nil {
+		if err := foldValues(call, me, &all[0], all, v, op); err != nil {
 			return err
 		}
-		return foldValues(call, me, v, all, &all[me], op)
-	}
-	if raw && me != 0 {
-		g.skip = -1
+		return copyValue(c, call, oc, v, &all[0])
 	}
 	return gatherValues(ctx, c, call, oc, v, all, g, opts)
 }

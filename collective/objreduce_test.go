@@ -211,3 +211,39 @@ func TestAllreduceObjectErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestAllreduceObjectBeyondARound: values whose gradients are larger
+// than a round of the segment's Allgather go through it, not through the
+// slots where they lie, and no rank's own part is copied into the
+// gathered bytes: every rank still ends with the fold in rank order, bit
+// for bit, call after call.
+func TestAllreduceObjectBeyondARound(t *testing.T) {
+	m := gatherRound/4 + 1000
+	for _, n := range ranksFor([]int{2, 3}) {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			cs := job(t, n, comm.WithTransport("shm"))
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				for call := range 3 {
+					v := stepOf(c.Rank(), m, 0)
+					v.Seq = call
+					want := stepOf(0, m, 0)
+					want.Seq = call
+					for r := 1; r < n; r++ {
+						x := stepOf(r, m, 0)
+						x.Seq = call
+						if err := addSteps(&want, &x); err != nil {
+							return err
+						}
+					}
+					if err := AllreduceObject(ctx, c, &v, addSteps); err != nil {
+						return fmt.Errorf("call %d: %w", call, err)
+					}
+					if err := equalSteps(v, want); err != nil {
+						return fmt.Errorf("call %d: %w", call, err)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}

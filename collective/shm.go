@@ -496,7 +496,9 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		if root < 0 || me == root {
 			// A rank's own part needs no slot, and goes while the others
 			// fill theirs.
-			copy(recv[me*n+off:me*n+off+m], send[off:off+m])
+			if !k.ownUnused {
+				copy(recv[me*n+off:me*n+off+m], send[off:off+m])
+			}
 			if err := op.WaitIn(); err != nil {
 				return k.wrap(-1, err)
 			}
