@@ -129,13 +129,12 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // than the copies of one), the block grows to fit that length and a
 // sixteenth more, which all ranks know alike, so that a value broadcast
 // again and again at about the same size (a training loop's) takes one
-// Bcast. With
-// RawCodec, a larger slice or array of fixed-size elements goes from
-// root's memory straight into the receivers' *v, as Bcast moves a typed
-// slice, and so does one that ends the value: the last field of a struct
-// (type Task struct { ID int; Grad []float32 }), or of what a last
-// pointer field points to. A receiver's slice keeps its array when its
-// capacity suffices.
+// Bcast. With RawCodec, a larger slice or array of fixed-size elements
+// goes from root's memory straight into the receivers' *v, as Bcast
+// moves a typed slice, and so does one that ends the value: the last
+// field of a struct (type Task struct { ID int; Grad []float32 }), or of
+// what a last pointer field points to. A receiver's slice keeps its
+// array when its capacity suffices.
 func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int, opts ...Option) error {
 	const call = "BcastObject"
 	if err := nilComm(c, call); err != nil {
