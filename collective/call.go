@@ -49,7 +49,8 @@ type call[T codec.Elem] struct {
 	// the work of the goroutine that issued it (AllreduceAsync).
 	beside bool
 	// ownUnused says that an Allgather's caller never reads this rank's
-	// part of recv, so that through the segment it is not copied there.
+	// part of recv, so that through the segment's slots it is not copied
+	// there (other paths may still copy it).
 	ownUnused bool
 	// t is what the call did, for its communicator's Stats.
 	t core.Tally

@@ -417,7 +417,7 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 		if allEqual(counts) {
 			var placeErr error
 			ran, err := allgatherViews(ctx, c, mine, opts, func(views [][]byte) {
-				placeErr = placeGathered(c, call, oc, g.skipInSegment, g, inlines, views, placed, out, true)
+				placeErr = placeGathered(c, call, oc, g, inlines, views, placed, out, true)
 			})
 			if ran && placeErr != nil {
 				return placeErr // it ran, its data in hand: the cause of any failure after it
@@ -435,15 +435,19 @@ func gatherValues[T any](ctx context.Context, c *comm.Comm, call string, oc Obje
 			parts[r], off = rests[off:off+counts[r]], off+counts[r]
 		}
 	}
-	return placeGathered(c, call, oc, g.skip, g, inlines, parts, placed, out, false)
+	return placeGathered(c, call, oc, g, inlines, parts, placed, out, false)
 }
 
-// placeGathered sets out[r], for every rank r but skip, from its head
-// inlines[r] and its part of the Allgatherv, parts[r]: a raw block where
-// placed[r] says so, otherwise the encoding that did not fit inline.
-// Then it runs g.use, while views of parts are valid, telling it whether
-// they lie in the segment.
-func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, skip int, g gathering, inlines, parts [][]byte, placed []bool, out []T, inSegment bool) error {
+// placeGathered sets out[r], for every rank r but g.skip (g.skipInSegment
+// where parts lie in the segment), from its head inlines[r] and its part
+// of the Allgatherv, parts[r]: a raw block where placed[r] says so,
+// otherwise the encoding that did not fit inline. Then it runs g.use,
+// while views of parts are valid.
+func placeGathered[T any](c *comm.Comm, call string, oc ObjectCodec, g gathering, inlines, parts [][]byte, placed []bool, out []T, inSegment bool) error {
+	skip := g.skip
+	if inSegment {
+		skip = g.skipInSegment
+	}
 	for r, part := range parts {
 		var err error
 		switch {
