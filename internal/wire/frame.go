@@ -15,8 +15,13 @@ import (
 const HeaderSize = 64
 
 // HeaderVersion is the version of the frame layout this package writes and
-// accepts. Version 2 put the algorithm in what was a reserved byte.
-const HeaderVersion = 2
+// accepts. Version 2 put the algorithm in what was a reserved byte, and
+// version 3 the length of a Send frame's head (Header.Head) in the three
+// that were left.
+const HeaderVersion = 3
+
+// MaxHead bounds Header.Head, which travels in three bytes.
+const MaxHead = 1<<24 - 1
 
 // MaxPayload bounds Header.Length. It is far above any message gocoll
 // sends (collectives chunk large buffers) and keeps a corrupt length from
@@ -146,7 +151,7 @@ func (h *Header) HelloAccepted() bool { return h.Count == 1 }
 //
 //	 0 magic "GC"    2 version   3 flags   4 kind   5 dtype   6 codec   7 op
 //	 8 comm id      16 seq      24 tag    32 count 40 length
-//	48 root (int32) 52 algorithm 53 reserved (three zero bytes) 56 offset
+//	48 root (int32) 52 algorithm 53 head (three bytes) 56 offset
 //
 // Validate holds the fields to these rules, so a receiver can trust them
 // once a header has passed:
@@ -168,6 +173,7 @@ func (h *Header) HelloAccepted() bool { return h.Count == 1 }
 //     CodecNone Length/size of them, with a lossy codec (float32 and
 //     float64 only) Length/2, and a lossless codec's payload is smaller
 //     than the raw bytes of the Count-Offset elements.
+//   - Head is 0 but on Send frames, and at most Length.
 type Header struct {
 	Flags  Flags
 	Kind   Kind
@@ -184,6 +190,13 @@ type Header struct {
 	// to; AlgoAuto outside collectives.
 	Algorithm Algorithm
 	Offset    uint64 // element offset of this payload within the operation's buffer
+	// Head, on a Send frame, says that the payload is an encoded value
+	// whose first Head bytes are its head, and the rest a raw block of
+	// its own memory (a split object of collective.SendObject), so that
+	// a receiver may decode the head before it reads the block straight
+	// into the value. 0 says nothing: the payload is one piece. At most
+	// MaxHead.
+	Head uint32
 }
 
 // MarshalTo encodes h into b.
@@ -202,7 +215,7 @@ func (h *Header) MarshalTo(b *[HeaderSize]byte) {
 	binary.LittleEndian.PutUint64(b[40:], h.Length)
 	binary.LittleEndian.PutUint32(b[48:], uint32(h.Root))
 	b[52] = byte(h.Algorithm)
-	b[53], b[54], b[55] = 0, 0, 0
+	b[53], b[54], b[55] = byte(h.Head), byte(h.Head>>8), byte(h.Head>>16)
 	binary.LittleEndian.PutUint64(b[56:], h.Offset)
 }
 
@@ -214,9 +227,6 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	}
 	if b[2] != HeaderVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadHeader, b[2], HeaderVersion)
-	}
-	if b[53]|b[54]|b[55] != 0 {
-		return fmt.Errorf("%w: reserved bytes are %#x %#x %#x, want 0", ErrBadHeader, b[53], b[54], b[55])
 	}
 	h.Flags = Flags(b[3])
 	h.Kind = Kind(b[4])
@@ -231,6 +241,7 @@ func (h *Header) Unmarshal(b *[HeaderSize]byte) error {
 	h.Root = int32(binary.LittleEndian.Uint32(b[48:]))
 	h.Algorithm = Algorithm(b[52])
 	h.Offset = binary.LittleEndian.Uint64(b[56:])
+	h.Head = uint32(b[53]) | uint32(b[54])<<8 | uint32(b[55])<<16
 	return h.Validate()
 }
 
@@ -256,6 +267,10 @@ func (h *Header) Validate() error {
 		return fmt.Errorf("%w: goodbye frame with %d payload bytes", ErrBadHeader, h.Length)
 	case h.Root < -1:
 		return fmt.Errorf("%w: root %d", ErrBadHeader, h.Root)
+	case h.Head != 0 && h.Kind != KindSend:
+		return fmt.Errorf("%w: head of %d bytes on %s frame", ErrBadHeader, h.Head, h.Kind)
+	case h.Head > MaxHead || uint64(h.Head) > h.Length:
+		return fmt.Errorf("%w: head of %d bytes in a payload of %d", ErrBadHeader, h.Head, h.Length)
 	}
 	if err := h.validateKind(); err != nil {
 		return err

@@ -145,6 +145,10 @@ func TestHeaderGofuzz(t *testing.T) {
 			h.Count = c.Uint64() // near or past the overflow bound
 			h.Offset = h.Count - uint64(c.Intn(3))
 		}
+		h.Head = 0
+		if c.Intn(8) == 0 {
+			h.Head = uint32(c.Intn(int(min(h.Length, 1<<20)) + 2)) // at most Length, or just past it
+		}
 	})
 	valid, compressed := 0, 0
 	for range 20000 {
@@ -167,7 +171,7 @@ func TestHeaderGofuzz(t *testing.T) {
 		var b [HeaderSize]byte
 		f.Fuzz(&b)
 		if i%2 == 0 {
-			// Get past the magic, version and reserved checks half the
+			// Get past the magic and version checks, with no head, half the
 			// time, so that the field checks see random input too.
 			var ok [HeaderSize]byte
 			(&Header{}).MarshalTo(&ok)

@@ -20,6 +20,8 @@ var validHeaders = []struct {
 }{
 	{"send", Header{Kind: KindSend, DType: kernel.Uint8, Comm: 1, Tag: 7, Count: 5, Length: 5, Root: -1}},
 	{"empty send", Header{Kind: KindSend, DType: kernel.Uint8, Root: -1}},
+	{"send with a head", Header{Kind: KindSend, DType: kernel.Uint8, Comm: 1, Tag: 7, Count: 1 << 20, Length: 1 << 20, Root: -1, Head: 13}},
+	{"send all head", Header{Kind: KindSend, DType: kernel.Uint8, Count: MaxHead, Length: MaxHead, Root: -1, Head: MaxHead}},
 	{"allreduce chunk", Header{Kind: KindAllreduce, DType: kernel.Float32, Op: ops.Sum, Comm: 0xabcdef, Seq: 42, Tag: -3,
 		Count: 1000, Length: 1000, Offset: 250, Root: -1}},
 	{"last chunk", Header{Flags: FlagLast, Kind: KindAllreduce, DType: kernel.Float64, Op: ops.Avg, Seq: 1,
@@ -85,6 +87,9 @@ func TestHeaderLayout(t *testing.T) {
 		Comm: 0x0807060504030201, Seq: 0x1817161514131211, Tag: -2, Count: 0x100, Length: 0x40,
 		Root: 0x01020304, Algorithm: AlgoTree, Offset: 0xf0}
 	require.NoError(t, h.Validate())
+	// Head belongs to Send frames; its bytes are checked on one below.
+	send := Header{Kind: KindSend, DType: kernel.Uint8, Count: 1 << 24, Length: 1 << 24, Root: -1, Head: 0x0a0b0c}
+	require.NoError(t, send.Validate())
 	var want [HeaderSize]byte
 	copy(want[0:], "GC")
 	want[2] = HeaderVersion
@@ -104,6 +109,8 @@ func TestHeaderLayout(t *testing.T) {
 	}
 	h.MarshalTo(&got)
 	require.Equal(t, want, got)
+	send.MarshalTo(&got)
+	require.Equal(t, []byte{0x0c, 0x0b, 0x0a}, got[53:56])
 }
 
 // validHeader is an allreduce chunk that each validation case breaks in
@@ -151,6 +158,13 @@ func TestHeaderValidate(t *testing.T) {
 		},
 			"goodbye frame with 1 payload bytes"},
 		{"root below -1", func(h *Header) { h.Root = -2 }, "root -2"},
+		{"head on a collective", func(h *Header) { h.Head = 4 }, "head of 4 bytes on Allreduce frame"},
+		{"head beyond payload", func(h *Header) {
+			*h = Header{Kind: KindSend, DType: kernel.Uint8, Count: 40, Length: 40, Root: -1, Head: 41}
+		}, "head of 41 bytes in a payload of 40"},
+		{"head beyond MaxHead", func(h *Header) {
+			*h = Header{Kind: KindSend, DType: kernel.Uint8, Count: 1 << 30, Length: 1 << 30, Root: -1, Head: MaxHead + 1}
+		}, "head of 16777216 bytes in a payload of 1073741824"},
 		{"goodbye on a collective", func(h *Header) { h.Flags, h.Length = FlagGoodbye, 0 }, "abort or hello flag on Allreduce frame"},
 		{"abort on send", func(h *Header) { h.Kind, h.Op, h.Flags, h.Seq = KindSend, ops.None, FlagAbort, 0 }, "abort or hello flag on Send frame"},
 		{"goodbye and abort", func(h *Header) { *h = Header{Flags: FlagGoodbye | FlagAbort, Kind: KindControl, DType: kernel.Uint8} },
@@ -204,6 +218,9 @@ func TestHeaderValidate(t *testing.T) {
 			require.ErrorIs(t, err, ErrBadHeader)
 			require.ErrorContains(t, err, tc.want)
 
+			if h.Head > MaxHead {
+				return // three bytes cannot say it
+			}
 			// Unmarshal validates too: the encoding of a bad header is bad.
 			var b [HeaderSize]byte
 			h.MarshalTo(&b)
@@ -224,10 +241,10 @@ func TestHeaderUnmarshalErrors(t *testing.T) {
 		{"zeros", func(b *[HeaderSize]byte) { *b = [HeaderSize]byte{} }, "magic 0x0000, want 0x4347"},
 		{"bad magic", func(b *[HeaderSize]byte) { b[1] = 'X' }, "magic 0x5847"},
 		{"byte-swapped magic", func(b *[HeaderSize]byte) { b[0], b[1] = b[1], b[0] }, "magic 0x4743"},
-		{"old version", func(b *[HeaderSize]byte) { b[2] = 1 }, "version 1, want 2"},
-		{"new version", func(b *[HeaderSize]byte) { b[2] = HeaderVersion + 1 }, "version 3, want 2"},
-		{"reserved set", func(b *[HeaderSize]byte) { binary.LittleEndian.PutUint16(b[53:], 0x100) }, "reserved bytes are 0x0 0x1 0x0"},
-		{"reserved high byte", func(b *[HeaderSize]byte) { b[55] = 0x80 }, "reserved bytes are 0x0 0x0 0x80"},
+		{"old version", func(b *[HeaderSize]byte) { b[2] = 2 }, "version 2, want 3"},
+		{"new version", func(b *[HeaderSize]byte) { b[2] = HeaderVersion + 1 }, "version 4, want 3"},
+		{"head on a collective", func(b *[HeaderSize]byte) { binary.LittleEndian.PutUint16(b[53:], 0x100) }, "head of 256 bytes on Allreduce frame"},
+		{"head's high byte", func(b *[HeaderSize]byte) { b[55] = 0x80 }, "head of 8388608 bytes on Allreduce frame"},
 		{"kind out of range", func(b *[HeaderSize]byte) { b[4] = 0xff }, "unknown kind 255"},
 	}
 	for _, tc := range tests {
