@@ -2,9 +2,12 @@
 GO      ?= go
 BIN     := bin
 RANKS   ?= 4
-# The packages whose goroutines share state; codec's and the kernels'
-# arithmetic is pure functions, tested without the detector in test-all.
-RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/... ./internal/timeline/...
+# The packages whose goroutines share state, and package race, which
+# reports to the detector what it cannot see. codec's and the kernels'
+# arithmetic is pure functions, tested without the detector in test-all;
+# test-race runs only the kernels' test that the detector sees their
+# assembly's accesses.
+RACE_PKGS := ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./collective/... ./internal/timeline/... ./internal/race/...
 
 .PHONY: all build benchtool demo test fmt-check vet test-race test-all test-tools cross fuzz bench gobench clean
 
@@ -45,6 +48,7 @@ vet:
 # them.
 test-race:
 	$(GO) test -race -short -count=1 -timeout 10m $(RACE_PKGS)
+	$(GO) test -race -short -count=1 -run '^TestKernelsReportRaces$$' ./internal/kernel
 
 # Every package without the race detector (allocation counts only mean
 # something here), and the element views and kernels again without

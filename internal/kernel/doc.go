@@ -92,10 +92,12 @@ cache is about six times as fast. It does the same single IEEE operation
 per element as the Go loop, so the results are bit for bit the same on
 every machine. Min and Max stay in Go, as their NaN and ±0 rules are not
 those of the vector instructions. The CPU is checked once at start-up. The
-purego and noasm build tags leave the assembly out, and so does the race
-detector, which cannot see memory accesses made by assembly and checks the
-Go loops instead. Long slices are reduced 64 KiB at a time, so the
-goroutine stays preemptible.
+purego and noasm build tags leave the assembly out. Race builds keep it:
+the race detector cannot see what assembly reads and writes, so each
+kernel's caller reports those ranges to it (package race), and a buffer
+written while a kernel uses it is reported as it would be with the Go
+loops. Long slices are reduced 64 KiB at a time, so the goroutine stays
+preemptible.
 
 The lossy codecs' conversions of float32 run assembly too: BF16 with
 AVX2 integer instructions, FP16 with F16C's VCVTPS2PH and VCVTPH2PS (on

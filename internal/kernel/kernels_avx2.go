@@ -1,4 +1,4 @@
-//go:build amd64 && gc && !purego && !noasm && !race
+//go:build amd64 && gc && !purego && !noasm
 
 package kernel
 
@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/race"
 	"golang.org/x/sys/cpu"
 )
 
@@ -59,7 +60,8 @@ func reduceAsm[T codec.Elem](op ops.ID, dst, src []T) bool {
 
 // kernelAVX2 runs the assembly kernel for op and T on dst and src, of
 // equal length, and reports whether there is one. Calls are direct, so
-// with the kernels' go:noescape nothing escapes.
+// with the kernels' go:noescape nothing escapes. It tells the race
+// detector what the kernel read and wrote.
 func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 	switch d := any(dst).(type) {
 	case []float32:
@@ -87,6 +89,10 @@ func kernelAVX2[T codec.Elem](op ops.ID, dst, src []T) bool {
 	default:
 		return false
 	}
+	if race.Enabled {
+		race.ReadSlice(src)
+		race.WriteSlice(dst)
+	}
 	return true
 }
 
@@ -100,7 +106,11 @@ func encodeBF16Asm(dst []uint16, src []uint32) int {
 // encodeRoundBF16Asm is encodeBF16Asm for encodeRoundBF16F32AVX512 and
 // encodeRoundBF16F32AVX2.
 func encodeRoundBF16Asm(dst []uint16, src []uint32) int {
-	return bf16InChunks(dst, src, encodeRoundBF16F32AVX512, encodeRoundBF16F32AVX2)
+	n := bf16InChunks(dst, src, encodeRoundBF16F32AVX512, encodeRoundBF16F32AVX2)
+	if race.Enabled {
+		race.WriteSlice(src[:n]) // rounded in place, besides what inChunks reports
+	}
+	return n
 }
 
 // decodeBF16Asm is encodeBF16Asm for decodeBF16F32AVX512 and
@@ -132,12 +142,17 @@ func decodeFP16Asm(dst []uint32, src []uint16) int {
 // time (16 or 32), on the first len(dst) rounded down to group elements
 // of dst and src, at most chunkBytes of dst a call as reduceAsm does, and
 // returns how many elements it converted: none unless the CPU can run the
-// kernel (can).
+// kernel (can). It tells the race detector that the kernel reads those
+// elements of src and writes those of dst.
 func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kernel func([]D, []S)) int {
 	if !can {
 		return 0
 	}
 	n := len(dst) &^ (group - 1)
+	if race.Enabled {
+		race.ReadSlice(src[:n])
+		race.WriteSlice(dst[:n])
+	}
 	step := chunkBytes / int(unsafe.Sizeof(dst[0])) // a multiple of group
 	for i := 0; i < n; i += step {
 		k := min(step, n-i)
@@ -156,6 +171,10 @@ func copyAroundAsm(dst, src []byte) bool {
 	head := min(int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))&31), len(dst))
 	copy(dst[:head], src)
 	end := head + (len(dst)-head)&^127
+	if race.Enabled {
+		race.ReadSlice(src[head:end])
+		race.WriteSlice(dst[head:end])
+	}
 	for at := head; at < end; at += chunkBytes {
 		next := min(at+chunkBytes, end)
 		copyNTAVX2(dst[at:next], src[at:next])

@@ -1,4 +1,4 @@
-//go:build amd64 && gc && !purego && !noasm && !race
+//go:build amd64 && gc && !purego && !noasm
 
 package kernel
 

@@ -1,13 +1,11 @@
-//go:build !amd64 || !gc || purego || noasm || race
+//go:build !amd64 || !gc || purego || noasm
 
 package kernel
 
 import "github.com/gocoll/gocoll/codec"
 
-// This build has no assembly kernels: another GOARCH or compiler, the
-// purego or noasm tag, or the race detector, which cannot see the memory
-// accesses of assembly and so checks the Go loops instead. Every kernel is
-// the Go loop of kernels.go.
+// This build has no assembly kernels: another GOARCH or compiler, or the
+// purego or noasm tag. Every kernel is the Go loop of kernels.go.
 
 func sumAsm[T codec.Elem](dst, src []T) bool { return false }
 

@@ -65,9 +65,9 @@ const unroll = 4
 
 func main() {
 	// avo wants the old comma syntax here and writes a //go:build line.
-	// The race detector cannot see the memory accesses of assembly, so
-	// race builds leave it out and check the Go loops instead.
-	ConstraintExpr("amd64,gc,!purego,!noasm,!race")
+	// Race builds run the assembly too: its callers report what it reads
+	// and writes to the race detector (package race).
+	ConstraintExpr("amd64,gc,!purego,!noasm")
 	for _, k := range kernels {
 		k.generate()
 	}
