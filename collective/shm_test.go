@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,55 +115,70 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 }
 
-// TestShmRegistered runs the shared-memory matrix on buffers from Alloc:
-// with every rank's registered the calls go direct, between the ranks'
-// buffers; with only some ranks' registered every rank takes the
-// segment's slots; and sub-communicators go direct on the memory too.
+// TestShmRegistered runs the shared-memory matrix on buffers from Alloc,
+// in every registeredMode, at every rank count.
 func TestShmRegistered(t *testing.T) {
-	for _, mode := range []struct {
-		name   string
-		on     func(r int) bool
-		direct bool
-	}{
-		{"all", func(int) bool { return true }, true},
-		{"mixed", func(r int) bool { return r%2 == 0 }, false},
-	} {
+	for _, mode := range registeredModes {
 		t.Run(mode.name, func(t *testing.T) {
-			registered = mode.on
-			t.Cleanup(func() { registered = nil })
-			for _, n := range rankCounts[1:] {
-				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-					cs := shmJob(t, n)
-					checkShmDirect(t, cs, mode.direct)
-				})
+			for _, n := range rankCounts {
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) { mode.check(t, shmJob(t, n)) })
 			}
 		})
 	}
-	t.Run("sub-communicators", func(t *testing.T) {
-		registered = func(int) bool { return true }
-		t.Cleanup(func() { registered = nil })
-		const n = 5
-		cs := shmJob(t, n)
-		subs := make([][]*comm.Comm, 2)
-		var mu sync.Mutex
-		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			sub, err := c.Split(ctx, c.Rank()%2, c.Rank())
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			color := c.Rank() % 2
-			if subs[color] == nil {
-				subs[color] = make([]*comm.Comm, sub.Size())
-			}
-			subs[color][sub.Rank()] = sub
-			return nil
-		})
-		for color, sub := range subs {
-			t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, true) })
+}
+
+// registeredMode is a way of placing a job's buffers in registered
+// memory, in which TestShmRegistered runs the matrix among goroutines and
+// TestShmBetweenProcesses among processes.
+type registeredMode struct {
+	name string
+	on   func(r int) bool // whether rank r's buffers come from Alloc
+	// direct says that the calls go direct wherever the ranks share a
+	// segment; where only some ranks' buffers are registered, every rank
+	// takes the segment's slots instead.
+	direct bool
+	// split runs the matrix on the sub-communicators of the even and of
+	// the odd ranks (Split) instead of on the job.
+	split bool
+}
+
+var registeredModes = []registeredMode{
+	{name: "all", on: func(int) bool { return true }, direct: true},
+	{name: "mixed", on: func(r int) bool { return r%2 == 0 }},
+	{name: "sub-communicators", on: func(int) bool { return true }, direct: true, split: true},
+}
+
+// check runs the matrix in mode m on cs, whose nil entries are ranks in
+// other processes (see onEveryRank).
+func (m registeredMode) check(t *testing.T, cs []*comm.Comm) {
+	registered = m.on
+	t.Cleanup(func() { registered = nil })
+	if !m.split {
+		checkShmDirect(t, cs, m.direct)
+		return
+	}
+	subs := make([][]*comm.Comm, 2)
+	var mu sync.Mutex
+	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+		color := c.Rank() % 2
+		sub, err := c.Split(ctx, color, c.Rank())
+		if err != nil {
+			return err
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		if subs[color] == nil {
+			subs[color] = make([]*comm.Comm, sub.Size())
+		}
+		subs[color][sub.Rank()] = sub
+		return nil
 	})
+	for color, sub := range subs {
+		if sub == nil {
+			continue // a job of one rank, or none of the color's ranks runs in this process
+		}
+		t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, m.direct) })
+	}
 }
 
 // TestDirectFrom: a rooted call goes direct from a larger size where the
@@ -232,37 +248,115 @@ func TestRegisteredOutlivesCommunicator(t *testing.T) {
 	}
 }
 
-// checkShmDirect runs the matrix on cs and checks that the segment of
-// every rank in this process took operations direct, or none did.
+// checkShmDirect runs the matrix on cs, then checkEachDirect. Where the
+// calls must not go direct, no call of the matrix may either.
 func checkShmDirect(t *testing.T, cs []*comm.Comm, direct bool) {
+	direct = direct && len(cs) > 1 // a single rank has no segment
 	before := directOps(cs)
 	checkShm(t, cs, Auto)
-	for r, ops := range directOps(cs) {
-		switch {
-		case cs[r] == nil:
-		case direct:
-			require.Greater(t, ops, before[r], "rank %d's direct operations", r)
-		default:
-			require.Equal(t, before[r], ops, "rank %d's direct operations", r)
-		}
+	if !direct {
+		require.Equal(t, before, directOps(cs), "direct operations of the matrix")
+	}
+	checkEachDirect(t, cs, direct)
+}
+
+// directElems is the whole count, in float32s, of each call that
+// checkEachDirect makes: 512 KiB, twice directMinCrowded, the largest
+// size from which a call goes direct (Bcast, Gather and Scatter where the
+// host's ranks outnumber its CPUs, as three ranks do on a machine of two;
+// 16 KiB, directMin, elsewhere). Every call then clears its threshold by
+// a wide margin, at any rank count, crowded or not: the smallest, the
+// mixed counts of Allgatherv at two ranks, still adds up to 128 KiB.
+const directElems = 2 * directMinCrowded / 4
+
+// directChecks are the collectives that have a direct path, each as its
+// test's check on counts of directElems in all, and how many calls of the
+// collective that check makes. The rooted calls' roots differ, so that
+// the first rank, a middle one and the last each lend their buffers.
+var directChecks = []struct {
+	name  string
+	calls int
+	check func(t *testing.T, cs []*comm.Comm)
+}{
+	{"allreduce", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkAllreduce[float32](t, cs, Auto, codec.Sum, []int{directElems})
+	}},
+	{"reducescatter", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkReduceScatter[float32](t, cs, Auto, codec.Sum, []int{perRank(len(cs))})
+	}},
+	{"bcast", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkBcast[float32](t, cs, Auto, len(cs)-1, []int{directElems})
+	}},
+	{"gather", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkGather[float32](t, cs, Auto, len(cs)/2, []int{perRank(len(cs))})
+	}},
+	{"scatter", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkScatter[float32](t, cs, Auto, 0, []int{perRank(len(cs))})
+	}},
+	// Out of place and in place.
+	{"allgather", 2, func(t *testing.T, cs []*comm.Comm) {
+		checkAllgather[float32](t, cs, Auto, []int{perRank(len(cs))})
+	}},
+	// Equal counts and mixed ones.
+	{"allgatherv", 2, func(t *testing.T, cs []*comm.Comm) {
+		checkAllgatherv[float32](t, cs, Auto, []int{perRank(len(cs))})
+	}},
+	{"alltoall", 1, func(t *testing.T, cs []*comm.Comm) {
+		checkAlltoall[float32](t, cs, Auto, []int{perRank(len(cs))})
+	}},
+}
+
+// perRank is each rank's share of directElems among n ranks.
+func perRank(n int) int { return (directElems + n - 1) / n }
+
+// checkEachDirect runs each of directChecks on cs and checks, collective
+// by collective, that every call went direct on every rank in this
+// process, or, where it must not go direct, that none did: a collective
+// that fell back to the slots would pass the matrix unnoticed.
+func checkEachDirect(t *testing.T, cs []*comm.Comm, direct bool) {
+	for _, dc := range directChecks {
+		t.Run("direct/"+dc.name, func(t *testing.T) {
+			want := 0
+			if direct {
+				want = dc.calls
+			}
+			before := directOps(cs)
+			dc.check(t, cs)
+			requireDirect(t, cs, before, want)
+		})
 	}
 }
 
-// directOps is how many operations each rank's segment took direct.
+// directOps is how many operations each rank's segment took direct; 0 for
+// a rank without one.
 func directOps(cs []*comm.Comm) []uint64 {
 	ops := make([]uint64, len(cs))
 	for r, c := range cs {
-		if c != nil {
-			ops[r] = (*core.Comm)(c).Segment().DirectOps()
+		if c == nil {
+			continue
+		}
+		if s := (*core.Comm)(c).Segment(); s != nil {
+			ops[r] = s.DirectOps()
 		}
 	}
 	return ops
 }
 
+// requireDirect requires the segment of every rank of cs in this process
+// to have taken want operations direct since directOps said before.
+func requireDirect(t *testing.T, cs []*comm.Comm, before []uint64, want int) {
+	t.Helper()
+	for r, ops := range directOps(cs) {
+		if cs[r] != nil {
+			require.Equal(t, want, int(ops-before[r]), "rank %d's direct operations", r)
+		}
+	}
+}
+
 // shmRankVar makes a process of this test binary a rank of
 // TestShmBetweenProcesses's jobs; its value is the segment slot to set,
-// or "default". shmRegisteredVar, when set, places the buffers of every
-// rank ("all") or of the even ranks ("mixed") in registered memory.
+// or "default". shmRegisteredVar, when set, names the registeredMode to
+// run the matrix in.
 const (
 	shmRankVar       = "GOCOLL_SHM_MATRIX_RANK"
 	shmRegisteredVar = "GOCOLL_SHM_MATRIX_REGISTERED"
@@ -287,14 +381,14 @@ func TestShmBetweenProcesses(t *testing.T) {
 		require.Equal(t, c.Size() > 1, (*core.Comm)(c).Segment() != nil, "segment")
 		cs := make([]*comm.Comm, c.Size())
 		cs[c.Rank()] = c
-		switch mode := os.Getenv(shmRegisteredVar); mode {
-		case "":
+		if name := os.Getenv(shmRegisteredVar); name == "" {
 			checkShm(t, cs, Auto)
-		case "all", "mixed":
-			registered = func(r int) bool { return mode == "all" || r%2 == 0 }
-			checkShmDirect(t, cs, mode == "all")
-		default:
-			t.Fatalf("%s=%q: want all or mixed", shmRegisteredVar, mode)
+		} else {
+			i := slices.IndexFunc(registeredModes, func(m registeredMode) bool { return m.name == name })
+			if i < 0 {
+				t.Fatalf("%s=%q: no such registeredMode", shmRegisteredVar, name)
+			}
+			registeredModes[i].check(t, cs)
 		}
 		t.Run("barrier", func(t *testing.T) {
 			for range 20 {
@@ -312,7 +406,10 @@ func TestShmBetweenProcesses(t *testing.T) {
 	// TestShm checks every size among goroutines; between processes a
 	// power of two, an odd size and the largest suffice, with the default
 	// slots and with 4 KiB ones, through which every count above a few
-	// hundred takes rounds; and registered buffers at one size.
+	// hundred takes rounds. Registered buffers run in every mode at one
+	// rank, two, three and five: the last two outnumber the CPUs of a
+	// small host (CI's has two), where rooted calls go direct only from
+	// directMinCrowded.
 	type variant struct {
 		n                int
 		slot, registered string
@@ -321,7 +418,11 @@ func TestShmBetweenProcesses(t *testing.T) {
 	for _, n := range []int{2, 3, 8} {
 		variants = append(variants, variant{n, "default", ""}, variant{n, "4096", ""})
 	}
-	variants = append(variants, variant{3, "default", "all"}, variant{3, "default", "mixed"})
+	for _, n := range []int{1, 2, 3, 5} {
+		for _, mode := range registeredModes {
+			variants = append(variants, variant{n, "default", mode.name})
+		}
+	}
 	for _, v := range variants {
 		n := v.n
 		t.Run(fmt.Sprintf("n=%d/slot=%s/registered=%s", n, v.slot, v.registered), func(t *testing.T) {
