@@ -64,10 +64,10 @@ func TestBenchPointsToBenchtool(t *testing.T) {
 }
 
 // checkOutputs reads the CSV and JSON files of a sweep and checks that
-// they hold the points wanted, as collective/bytes, each with the
+// they hold the points wanted, as collective/bytes, each with impl, the
 // algorithm that ran and its link: the transport asked for, or with auto
 // shared memory, as a sweep's ranks on one machine share it.
-func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, want []string) {
+func checkOutputs(t *testing.T, csvPath, jsonPath, impl, transport string, np int, want []string) {
 	t.Helper()
 	f, err := os.Open(csvPath)
 	require.NoError(t, err)
@@ -77,7 +77,7 @@ func checkOutputs(t *testing.T, csvPath, jsonPath, transport string, np int, wan
 	var got []string
 	for _, r := range rows {
 		got = append(got, fmt.Sprintf("%s/%d", r.Collective, r.Bytes))
-		require.Equal(t, "gocoll", r.Impl)
+		require.Equal(t, impl, r.Impl)
 		require.Equal(t, transport, r.Transport)
 		require.Equal(t, np, r.NP)
 		require.Positive(t, r.AvgUS)
@@ -121,7 +121,7 @@ func TestBenchMem(t *testing.T) {
 	require.Regexp(t, `(?m)^collective\s+size\s+algo\s+link\s+avg µs\s+min µs\s+p50 µs\s+p99 µs\s+max µs\s+cpu µs\s+algbw GB/s\s+busbw GB/s$`, out)
 	require.Regexp(t, `(?m)^allreduce\s+8 B\s+[a-z_]+ \(auto\)\s+mem\s+[0-9.]+`, out, "the selector's choice, named")
 	require.Regexp(t, `(?m)^allreduce_object\s+48 B\s+raw\s+mem\s+[0-9.]+`, out)
-	checkOutputs(t, csvPath, jsonPath, "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
+	checkOutputs(t, csvPath, jsonPath, "gocoll", "mem", 3, []string{"allreduce/8", "allreduce/12", "allreduce/48",
 		"allreduce_object/8", "allreduce_object/12", "allreduce_object/48", "gather/12", "gather/48"})
 }
 
@@ -177,7 +177,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.Regexp(t, `(?m)^bcast\s+32 KiB\s+[a-z_]+ \(auto\)\s+tcp\s+[0-9.]+`, stdout.String())
 	require.NotContains(t, stdout.String(), benchProgressMarker, "progress lines are drawn, not printed")
 	require.Contains(t, stderr.String(), "] 6/6 points")
-	checkOutputs(t, csvPath, jsonPath, "tcp", 2, []string{"allreduce/8", "allreduce/1024", "allreduce/32768",
+	checkOutputs(t, csvPath, jsonPath, "gocoll", "tcp", 2, []string{"allreduce/8", "allreduce/1024", "allreduce/32768",
 		"bcast/8", "bcast/1024", "bcast/32768"})
 	requireProfile(t, profile+".0")
 	requireProfile(t, profile+".1")
@@ -191,7 +191,31 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 	require.Contains(t, stdout.String(), "2 ranks over auto")
 	require.Regexp(t, `(?m)^gather\s+64 KiB\s+[a-z_]+ \(auto\)\s+(segment|shm)\s+[0-9.]+`, stdout.String())
-	checkOutputs(t, csvPath, jsonPath, "auto", 2, []string{"allreduce/8", "allreduce/65536", "bcast/8", "bcast/65536", "gather/8", "gather/65536"})
+	checkOutputs(t, csvPath, jsonPath, "gocoll", "auto", 2, []string{"allreduce/8", "allreduce/65536", "bcast/8", "bcast/65536", "gather/8", "gather/65536"})
+
+	// The same on registered buffers: the ranks get --registered, and
+	// their rows say it.
+	cmd = exec.CommandContext(ctx, bin, "bench", "--registered", "--sizes", "8,512K", "--iters", "3", "--csv", csvPath, "--json", jsonPath)
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	checkOutputs(t, csvPath, jsonPath, "gocoll-registered", "auto", 2, []string{"allreduce/8", "allreduce/524288", "bcast/8", "bcast/524288", "gather/8", "gather/524288"})
+}
+
+// TestBenchMemRegistered: --registered over in-memory links, where there
+// is no segment to go direct through, is no error: the sweep measures its
+// registered buffers through the links, and its rows say
+// gocoll-registered over mem. (internal/bench's TestRunRegistered checks
+// that a registered sweep's calls go direct where there is a segment.)
+func TestBenchMemRegistered(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"bench", "-n", "2", "--transport", "mem", "--registered", "--collectives", "allreduce,gather", "--sizes", "8,64K",
+		"--iters", "2", "--csv", csvPath, "--json", jsonPath}, &stdout, &stderr)
+	require.Zero(t, code, stderr.String())
+	checkOutputs(t, csvPath, jsonPath, "gocoll-registered", "mem", 2, []string{"allreduce/8", "allreduce/65536", "gather/8", "gather/65536"})
 }
 
 // requireProfile checks that path holds a CPU profile: pprof writes

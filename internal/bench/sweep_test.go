@@ -16,6 +16,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	kernels "github.com/gocoll/gocoll/internal/kernel"
 )
 
@@ -180,10 +181,11 @@ func TestAlgorithmsMatchCollective(t *testing.T) {
 	}
 }
 
-// runAll runs f on every rank of a job of n ranks in memory.
-func runAll(t *testing.T, n int, f func(c *comm.Comm) error) []error {
+// runAll runs f on every rank of a job of n ranks in this process, over
+// in-memory links unless opts say otherwise.
+func runAll(t *testing.T, n int, f func(c *comm.Comm) error, opts ...comm.Option) []error {
 	t.Helper()
-	comms, err := comm.NewLocal(n, comm.WithTimeout(30*time.Second))
+	comms, err := comm.NewLocal(n, append([]comm.Option{comm.WithTimeout(30 * time.Second)}, opts...)...)
 	require.NoError(t, err)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -261,6 +263,67 @@ func TestRun(t *testing.T) {
 	require.Equal(t, results[0], results[2], "every rank returns the same results")
 	require.Len(t, progress, len(got))
 	require.Equal(t, [2]int{len(got), len(got)}, progress[len(progress)-1])
+}
+
+// TestRunRegistered: a sweep on registered buffers says so in its impl
+// column. Where the ranks share a segment, every call of every point of a
+// collective that has a direct path goes direct between the buffers, at a
+// size past every threshold of collective/direct.go (the results do not
+// say it; each rank's segment counts them); an ordinary sweep goes direct
+// nowhere. Over tcp, which has no segment, a registered sweep does not
+// fail: it measures its registered buffers through the links, and its
+// link column says so.
+func TestRunRegistered(t *testing.T) {
+	const n, iters = 2, 2
+	calls := Warmup(iters) + iters + CPUCalls(iters) // of each point: warm-up, timed, CPU-timed
+	collectives := []string{"allreduce", "reducescatter", "bcast", "gather", "scatter", "allgather", "allgatherv", "alltoall"}
+	tests := []struct {
+		name, transport string
+		registered      bool
+		impl, link      string
+		direct          int // calls of each point that go direct
+	}{
+		{"registered over the segment", "auto", true, "gocoll-registered", "segment", calls},
+		{"ordinary over the segment", "auto", false, "gocoll", "segment", 0},
+		{"registered over tcp", "tcp", true, "gocoll-registered", "tcp", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Collectives: collectives, Sizes: []int64{512 << 10}, Iters: iters, Registered: tt.registered, Transport: tt.transport}
+			results := make([][]Result, n)
+			ops := make([][]int, n) // of each rank, by point: those that went direct
+			errs := runAll(t, n, func(c *comm.Comm) error {
+				s := (*core.Comm)(c).Segment()
+				if (s != nil) != (tt.link == "segment") {
+					return fmt.Errorf("rank %d: segment %v over %s", c.Rank(), s != nil, tt.transport)
+				}
+				directOps := func() int {
+					if s == nil {
+						return 0
+					}
+					return int(s.DirectOps())
+				}
+				last := directOps()
+				var err error
+				results[c.Rank()], err = Run(t.Context(), c, cfg, func(done, total int) {
+					ops[c.Rank()] = append(ops[c.Rank()], directOps()-last)
+					last = directOps()
+				})
+				return err
+			}, comm.WithTransport(tt.transport))
+			require.NoError(t, errors.Join(errs...))
+			require.Len(t, results[0], len(collectives))
+			for i, r := range results[0] {
+				require.Equal(t, collectives[i], r.Collective)
+				require.Equal(t, tt.impl, r.Impl, "%+v", r)
+				require.Equal(t, tt.transport, r.Transport, "%+v", r)
+				require.Equal(t, tt.link, r.Link, "%+v", r)
+				for rank := range n {
+					require.Equal(t, tt.direct, ops[rank][i], "%s: rank %d's calls that went direct", r.Collective, rank)
+				}
+			}
+		})
+	}
 }
 
 // TestRunCodecs: a sweep over codecs measures each typed point once per
