@@ -20,11 +20,37 @@ var allreduceAlgorithms = []Algorithm{
 }
 
 func TestAllreduce(t *testing.T) {
+	checkAllreduceMatrix(t)
+}
+
+// tcpWaits are the two ways a rank waits for what its tcp links bring:
+// parked while the links' goroutines read them, as NewLocal's ranks do
+// by default, and spinning, taking its messages off the socket itself,
+// as the ranks of separate processes do by default (WithSpin).
+var tcpWaits = []struct {
+	name string
+	opts []comm.Option
+}{
+	{"parked", []comm.Option{comm.WithTransport("tcp")}},
+	{"spinning", []comm.Option{comm.WithTransport("tcp"), comm.WithSpin(comm.DefaultSpin)}},
+}
+
+// TestAllreduceOverTCP runs TestAllreduce's matrix over real sockets.
+func TestAllreduceOverTCP(t *testing.T) {
+	for _, tt := range tcpWaits {
+		t.Run(tt.name, func(t *testing.T) { checkAllreduceMatrix(t, tt.opts...) })
+	}
+}
+
+// checkAllreduceMatrix runs every algorithm at every job size, the jobs
+// made with opts, in an element type of each kind, each with an op of its
+// own.
+func checkAllreduceMatrix(t *testing.T, opts ...comm.Option) {
 	for _, algo := range allreduceAlgorithms {
 		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-					cs := job(t, n)
+					cs := job(t, n, opts...)
 					checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(len(cs), true))
 					checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(len(cs), false))
 					checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(len(cs), false))
@@ -127,10 +153,24 @@ func TestAllreduceNaN(t *testing.T) {
 // matrices packed element-wise (packedMatMul), and the test
 // first checks that its inputs would expose any other order.
 func TestAllreduceNonCommutative(t *testing.T) {
+	checkNonCommutativeMatrix(t)
+}
+
+// TestAllreduceNonCommutativeOverTCP runs TestAllreduceNonCommutative's
+// matrix over real sockets.
+func TestAllreduceNonCommutativeOverTCP(t *testing.T) {
+	for _, tt := range tcpWaits {
+		t.Run(tt.name, func(t *testing.T) { checkNonCommutativeMatrix(t, tt.opts...) })
+	}
+}
+
+// checkNonCommutativeMatrix runs checkNonCommutative on every algorithm
+// that keeps rank order, at every job size, the jobs made with opts.
+func checkNonCommutativeMatrix(t *testing.T, opts ...comm.Option) {
 	for _, algo := range []Algorithm{Auto, RecursiveDoubling, Rabenseifner, Tree} {
 		for _, n := range rankCounts {
 			t.Run(fmt.Sprintf("%s/n=%d", algo, n), func(t *testing.T) {
-				checkNonCommutative(t, job(t, n), algo)
+				checkNonCommutative(t, job(t, n, opts...), algo)
 			})
 		}
 	}
