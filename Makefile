@@ -43,9 +43,10 @@ vet:
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
 
-# -short: the race run leaves out the tests that start processes or open
-# sockets, whose other processes the detector cannot see; test-all runs
-# them.
+# -short: the race run leaves out the tests that start processes (and
+# build the gocoll command to do so), whose other processes the detector
+# cannot see; test-all runs them. Tests whose ranks all run in the test's
+# own process run here, over sockets too.
 test-race:
 	$(GO) test -race -short -count=1 -timeout 10m $(RACE_PKGS)
 	$(GO) test -race -short -count=1 -run '^TestKernelsReportRaces$$' ./internal/kernel

@@ -134,9 +134,6 @@ func checkAllgatherv[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm
 
 // TestAllgatherOverTCP runs every algorithm over real sockets.
 func TestAllgatherOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))

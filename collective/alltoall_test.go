@@ -63,9 +63,6 @@ func checkAlltoall[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, 
 }
 
 func TestAlltoallOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))

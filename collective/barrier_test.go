@@ -47,9 +47,6 @@ func checkBarrier(t *testing.T, cs []*comm.Comm) {
 }
 
 func TestBarrierOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			checkBarrier(t, job(t, n, comm.WithTransport("tcp")))

@@ -38,9 +38,6 @@ func TestWithoutReceipts(t *testing.T) {
 			run(t, job(t, n), []int{0, n - 1}, []int{0, 5, 1000})
 		})
 	}
-	if testing.Short() {
-		return
-	}
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprint("tcp/n=", n), func(t *testing.T) {
 			run(t, job(t, n, comm.WithTransport("tcp")), []int{n - 1}, []int{5, 10000})

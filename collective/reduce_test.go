@@ -152,9 +152,6 @@ func TestReduceNonCommutative(t *testing.T) {
 // TestRootedOverTCP runs each rooted collective and algorithm over real
 // sockets.
 func TestRootedOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))

@@ -263,9 +263,6 @@ func TestHalvingOwnership(t *testing.T) {
 }
 
 func TestReduceScatterOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))

@@ -117,9 +117,6 @@ func TestScanNonCommutative(t *testing.T) {
 }
 
 func TestScanOverTCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens sockets")
-	}
 	for _, n := range []int{3, 4} {
 		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 			cs := job(t, n, comm.WithTransport("tcp"))
