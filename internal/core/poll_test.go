@@ -301,12 +301,14 @@ func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
 	return tcpJob(t, 2, WithSpin(MaxSpin)), fromRank1.Load
 }
 
-// testPoller is a polled link whose Poll fails once fail is set, and that
-// counts its Poll calls, the Large arrivals it reports and its Wake
-// calls, and says whether a WaitReadable is in progress.
+// testPoller is a polled link whose Poll fails once fail is set and,
+// while hold is set, waits until hold is closed. It counts its Poll
+// calls, the Large arrivals it reports and its Wake calls, and says
+// whether a WaitReadable is in progress.
 type testPoller struct {
 	transport.Poller
 	fail                 atomic.Pointer[error]
+	hold                 atomic.Pointer[chan struct{}]
 	larges, wakes, polls atomic.Int64
 	waiting              atomic.Bool
 }
@@ -322,6 +324,9 @@ func (p *testPoller) Poll(h *wire.Header) (transport.Arrival, error) {
 		return transport.Nothing, *err
 	}
 	p.polls.Add(1)
+	if hold := p.hold.Load(); hold != nil {
+		<-*hold
+	}
 	a, err := p.Poller.Poll(h)
 	if a == transport.Large {
 		p.larges.Add(1)
@@ -392,23 +397,43 @@ func TestWritersFacingEachOtherAreRead(t *testing.T) {
 	}
 }
 
-// TestParkedCallerWakesTheReader: a caller whose message takes longer
-// than the spin window parks, and asks the resting reading goroutine of
-// its link to watch first, or nobody would read the message.
-func TestParkedCallerWakesTheReader(t *testing.T) {
-	stretchRest(t)
-	cs := tcpJob(t, 2, WithSpin(MaxSpin))
-	ctx := context.Background()
-	restBoth(t, cs)
-	cs[0].ep.opts.spin = time.Microsecond
-	got := make(chan error, 1)
-	go func() {
-		_, err := cs[0].Recv(ctx, 1, 4, make([]byte, 8))
-		got <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // past the spin: the receive parks
-	require.NoError(t, cs[1].Send(ctx, 0, 4, []byte("late one")))
-	require.NoError(t, <-got)
+// TestWaitOutlastingTheSpinParks: a caller whose message takes longer
+// than the spin window stops spinning and parks, so that a rank that
+// waits long does not hold a CPU; and it asks the resting reading
+// goroutine of its link to watch first, or nobody would read the
+// message. The caller's first look at the link is held until the test
+// has seen it spinning; from then on only the window can send it to
+// park, since the reading goroutine rests and nothing arrives. A spin
+// without a bound fails the test, which waits seconds for the park.
+func TestWaitOutlastingTheSpinParks(t *testing.T) {
+	for _, spin := range []time.Duration{DefaultSpin, MaxSpin} {
+		t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
+			stretchRest(t)
+			cs, polled := spinningPair(t)
+			ctx := context.Background()
+			restBoth(t, cs)
+			ep, tp := cs[0].ep, polled()
+			p := ep.inboxes[1].polled.Load()
+			ep.opts.spin = spin
+			hold := make(chan struct{})
+			release := sync.OnceFunc(func() { close(hold) })
+			t.Cleanup(release) // before the job closes, should the test fail while Poll waits
+			tp.hold.Store(&hold)
+			tp.polls.Store(0)
+			got := make(chan error, 1)
+			go func() {
+				_, err := cs[0].Recv(ctx, 1, 4, make([]byte, 8))
+				got <- err
+			}()
+			waitFor(t, "the receive to look at its link", func() bool { return tp.polls.Load() > 0 })
+			require.Equal(t, int32(1), p.spinners.Load(), "spinning receives")
+			release()
+			waitFor(t, "the receive to park", func() bool { return ep.parked.Load() == 1 })
+			require.Zero(t, p.spinners.Load(), "spinning receives")
+			require.NoError(t, cs[1].Send(ctx, 0, 4, []byte("late one")))
+			require.NoError(t, <-got)
+		})
+	}
 }
 
 // stretchRest makes the reading goroutines' rests end only when asked,
