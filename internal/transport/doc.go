@@ -30,19 +30,19 @@
 //
 // A transport implements Transport, Listener and Link. Run the conformance
 // suite in transport/linktest against it: it checks ordering, partial and
-// skipped payloads, concurrent writers, Close unblocking both sides, the
-// errors at end of stream and the refusal of a wrong secret. A Link must be
-// indistinguishable from the others by its errors: io.EOF at a clean end,
-// io.ErrUnexpectedEOF mid-message, net.ErrClosed after Close, ErrRefused
-// for a refused handshake.
+// skipped payloads, payloads in two parts, concurrent writers, Close
+// unblocking both sides, the errors at end of stream and the refusal of
+// a wrong secret. A Link must be indistinguishable from the others by its
+// errors: io.EOF at a clean end, io.ErrUnexpectedEOF mid-message,
+// net.ErrClosed after Close, ErrRefused for a refused handshake.
 //
 // A transport over a byte stream shares the rest with tcp and shm:
 // transport/internal/accept is the listener (the accept loop, a goroutine
 // per handshake, Accept and Close), transport/internal/handshake connects
 // under one deadline and the caller's context and runs the acceptor's
 // side of the auth handshake, and transport/internal/writelock starts
-// every WriteMessage: it checks the message and takes the link's write
-// lock, which a writer stops waiting for when its context ends or the
-// link closes. linktest.Config and linktest.Pair set up the links of a
-// transport's own tests.
+// every write (WriteMessage, WriteParts): it checks the message and takes
+// the link's write lock, which a writer stops waiting for when its
+// context ends or the link closes. linktest.Config and linktest.Pair set
+// up the links of a transport's own tests.
 package transport

@@ -15,9 +15,9 @@ import (
 // the header, which is what lets a receiver read a payload straight into
 // the buffer of a posted receive.
 //
-// WriteMessage may be called from several goroutines at once; ReadHeader
-// and ReadPayload belong to one reading goroutine. Close may be called at
-// any time from any goroutine and unblocks both sides.
+// WriteMessage and WriteParts may be called from several goroutines at
+// once; ReadHeader and ReadPayload belong to one reading goroutine. Close
+// may be called at any time from any goroutine and unblocks both sides.
 type Link interface {
 	// WriteMessage sends h and then payload as one message; len(payload)
 	// must equal h.Length. Messages of concurrent calls are never
@@ -30,6 +30,14 @@ type Link interface {
 	// message cannot be taken back) and the error wraps both ctx's error
 	// and net.ErrClosed.
 	WriteMessage(ctx context.Context, h wire.Header, payload []byte) error
+
+	// WriteParts is WriteMessage of a payload given in two parts, head
+	// and then body, which travel as one payload: len(head)+len(body)
+	// must equal h.Length, and the reader cannot tell the parts apart.
+	// It lets a caller send a value's own memory behind a header that it
+	// encoded, without copying both into one buffer. Either part may be
+	// empty. WriteParts does not retain head or body after it returns.
+	WriteParts(ctx context.Context, h wire.Header, head, body []byte) error
 
 	// ReadHeader blocks until the next message arrives and decodes its
 	// header into h. Payload of the previous message that was not read is
@@ -44,8 +52,9 @@ type Link interface {
 	// an error, and nothing is read.
 	ReadPayload(p []byte) error
 
-	// Close closes the link. Messages already handed to WriteMessage and
-	// returned from it are delivered before the peer sees io.EOF.
+	// Close closes the link. Messages already handed to WriteMessage or
+	// WriteParts and returned from it are delivered before the peer sees
+	// io.EOF.
 	Close() error
 
 	// Peer is the rank at the other end, as proven by the handshake.
@@ -145,7 +154,7 @@ type Poller interface {
 	// bytes that have already come.
 	Wake()
 
-	// OnWriteBlock sets a function that WriteMessage calls each time it
+	// OnWriteBlock sets a function that a write calls each time it
 	// finds the link full, before it waits for room: arrivals wake nobody
 	// while nobody waits for them (WaitReadable), so a process whose
 	// writers wait must make sure that its links are read, or two ranks

@@ -84,9 +84,11 @@ func TestTransport(t *testing.T, mk MakeTransport, opts ...Option) {
 		{"ReadPayloadOverrun", testOverrun, false},
 		{"ConcurrentWriters", testConcurrentWriters, false},
 		{"Bidirectional", testBidirectional, false},
+		{"WriteParts", testWriteParts, false},
+		{"WritePartsMixed", testWritePartsMixed, false},
 		{"InvalidWrite", testInvalidWrite, false},
 		{"CloseUnblocksReadHeader", testCloseUnblocksRead, false},
-		{"CloseUnblocksWriteMessage", testCloseUnblocksWrite, false},
+		{"CloseUnblocksWrite", testCloseUnblocksWrite, false},
 		{"PeerCloseFailsWrite", testPeerCloseFailsWrite, false},
 		{"UseAfterClose", testUseAfterClose, false},
 		{"EOFAtBoundary", testEOFAtBoundary, false},
@@ -259,6 +261,46 @@ func pattern(b []byte, seed uint64) []byte {
 	return b
 }
 
+// split returns payload in the two parts of a WriteParts: head, its
+// first k bytes, and body, the rest, nil when empty. They are copies that
+// lie apart in memory, with other bytes between them, so that a link that
+// took the two for one slice would send those.
+func split(payload []byte, k int) (head, body []byte) {
+	const gap = 64
+	buf := make([]byte, len(payload)+gap)
+	for i := range gap {
+		buf[k+i] = 0xa5
+	}
+	if k > 0 {
+		head = buf[:k]
+		copy(head, payload)
+	}
+	if k < len(payload) {
+		body = buf[k+gap:]
+		copy(body, payload[k:])
+	}
+	return head, body
+}
+
+// A write sends a message, its payload whole or in parts.
+type write struct {
+	name string
+	send func(l transport.Link, ctx context.Context, h wire.Header, payload []byte) error
+}
+
+// writes are the ways of sending that the cases about a write's
+// guarantees (cancellation, Close, a peer gone) check alike: the payload
+// whole, and in two parts, a head of up to 100 bytes and the body.
+var writes = []write{
+	{"WriteMessage", func(l transport.Link, ctx context.Context, h wire.Header, payload []byte) error {
+		return l.WriteMessage(ctx, h, payload)
+	}},
+	{"WriteParts", func(l transport.Link, ctx context.Context, h wire.Header, payload []byte) error {
+		head, body := split(payload, min(len(payload), 100))
+		return l.WriteParts(ctx, h, head, body)
+	}},
+}
+
 // ReadMessage reads the next whole message of l into a new buffer.
 func ReadMessage(l transport.Link) (wire.Header, []byte, error) {
 	var h wire.Header
@@ -290,6 +332,122 @@ func testRoundTrip(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// readAcross reads the n-byte payload of l's current message in pieces
+// that end just before and just after k, where the parts of a WriteParts
+// meet, and within the body, never at k itself.
+func readAcross(l transport.Link, n, k int) ([]byte, error) {
+	p := make([]byte, n)
+	off := 0
+	for _, end := range []int{k - 1, k + 1, k + 1 + (n-k)/2, n} {
+		end = max(off, min(end, n))
+		if err := l.ReadPayload(p[off:end]); err != nil {
+			return nil, err
+		}
+		off = end
+	}
+	return p, nil
+}
+
+// testWriteParts sends payloads in two parts, of sizes around those at
+// which links change how they send: tcp copies a message of up to 256
+// bytes into one buffer and moves at most 1 MiB a system call, shm reads
+// a body of 64 KiB or more by CMA and streams a head larger than its
+// ring. The reader reads each in pieces that do not end where the parts
+// meet.
+func testWriteParts(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	for i, c := range []struct{ head, body int }{
+		{0, 0},
+		{0, 1000},
+		{1000, 0},
+		{3, 5},
+		{64, 128}, // with the header, 256 bytes
+		{64, 129},
+		{100, 64<<10 - 1},
+		{100, 64 << 10},
+		{0, 64 << 10},
+		{1, 1<<20 + 3},
+		{2<<20 + 5, 10},
+		{3<<20 + 1, 5 << 20},
+	} {
+		t.Run(fmt.Sprintf("%d+%d", c.head, c.body), func(t *testing.T) {
+			n := c.head + c.body
+			payload := pattern(make([]byte, n), uint64(i))
+			head, body := split(payload, c.head)
+			h := header(int64(c.head), uint64(i), n)
+			wait := e.asyncOK(func() error { return a.WriteParts(context.Background(), h, head, body) })
+			var got wire.Header
+			require.NoError(t, b.ReadHeader(&got))
+			require.Equal(t, h, got)
+			p, err := readAcross(b, n, c.head)
+			require.NoError(t, err)
+			require.NoError(t, wait(t))
+			require.True(t, bytes.Equal(payload, p), "payload of %d+%d bytes differs", c.head, c.body)
+		})
+	}
+}
+
+// testWritePartsMixed sends many messages, by turns whole and in two
+// parts, and reads each in pieces that do not end where its parts meet,
+// or only in part, the rest skipped by the next ReadHeader (which leaves
+// shm some of a head in its ring before a body it would read by CMA). It
+// checks their order and contents.
+func testWritePartsMixed(t *testing.T, e *env) {
+	a, b := e.pair(t)
+	sizes := []int{0, 1, 40, 192, 193, 5000, 64<<10 + 7, 300 << 10}
+	// The messages take the sizes in turn; those sent in parts (i odd)
+	// have a small head, one half, or all of the payload for their head.
+	size := func(i int) (n, head int) {
+		n = sizes[i%len(sizes)]
+		switch i % 3 {
+		case 0:
+			return n, min(n, i%97)
+		case 1:
+			return n, n / 2
+		default:
+			return n, n
+		}
+	}
+	const count = 240
+	wait := e.asyncOK(func() error {
+		for i := range count {
+			n, k := size(i)
+			payload := pattern(make([]byte, n), uint64(i))
+			h := header(int64(i%2), uint64(i), n)
+			var err error
+			if i%2 == 0 {
+				err = a.WriteMessage(context.Background(), h, payload)
+			} else {
+				head, body := split(payload, k)
+				err = a.WriteParts(context.Background(), h, head, body)
+			}
+			if err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	for i := range count {
+		n, k := size(i)
+		var h wire.Header
+		require.NoError(t, b.ReadHeader(&h))
+		require.Equal(t, uint64(i), h.Comm, "message out of order")
+		want := pattern(make([]byte, n), uint64(i))
+		switch i % 5 {
+		case 0: // skipped whole
+		case 1: // read up to the middle of the head, the rest skipped
+			p := make([]byte, min(n, k/2+1))
+			require.NoError(t, b.ReadPayload(p))
+			require.Equal(t, want[:len(p)], p, "message %d", i)
+		default:
+			p, err := readAcross(b, n, k)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, p), "message %d: payload of %d bytes, head %d, differs", i, n, k)
+		}
+	}
+	require.NoError(t, wait(t))
 }
 
 func testOrder(t *testing.T, e *env) {
@@ -454,13 +612,18 @@ func testInvalidWrite(t *testing.T, e *env) {
 	a, b := e.pair(t)
 	h := header(0, 1, 10)
 	require.Error(t, a.WriteMessage(context.Background(), h, make([]byte, 9)), "payload shorter than Length")
+	for _, parts := range [][2]int{{4, 5}, {6, 5}, {0, 11}, {10, 1}, {0, 0}} {
+		head, body := make([]byte, parts[0]), make([]byte, parts[1])
+		require.Error(t, a.WriteParts(context.Background(), h, head, body), "parts of %d and %d bytes for a Length of 10", parts[0], parts[1])
+	}
 	bad := header(0, 1, 0)
 	bad.DType = 0
 	require.ErrorIs(t, a.WriteMessage(context.Background(), bad, nil), wire.ErrBadHeader)
+	require.ErrorIs(t, a.WriteParts(context.Background(), bad, nil, nil), wire.ErrBadHeader)
 	// The link is still usable and nothing of the rejected messages went
 	// out.
 	h = header(0, 2, 3)
-	wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), h, []byte{1, 2, 3}) })
+	wait := e.asyncOK(func() error { return a.WriteParts(context.Background(), h, []byte{1}, []byte{2, 3}) })
 	got, p, err := ReadMessage(b)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), got.Comm)
@@ -489,25 +652,33 @@ func testCloseUnblocksRead(t *testing.T, e *env) {
 const bigMessage = 64 << 20
 
 func testCloseUnblocksWrite(t *testing.T, e *env) {
-	a, _ := e.pair(t)
-	h := header(0, 1, bigMessage)
-	payload := make([]byte, bigMessage)
-	wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
-	settle()
-	require.NoError(t, a.Close())
-	require.ErrorIs(t, wait(t), net.ErrClosed)
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			a, _ := e.pair(t)
+			h := header(0, 1, bigMessage)
+			payload := make([]byte, bigMessage)
+			wait := e.async(func() error { return w.send(a, context.Background(), h, payload) })
+			settle()
+			require.NoError(t, a.Close())
+			require.ErrorIs(t, wait(t), net.ErrClosed)
+		})
+	}
 }
 
 func testPeerCloseFailsWrite(t *testing.T, e *env) {
-	a, b := e.pair(t)
-	h := header(0, 1, bigMessage)
-	payload := make([]byte, bigMessage)
-	wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
-	settle()
-	require.NoError(t, b.Close())
-	err := wait(t)
-	require.Error(t, err, "a write whose reader closed must fail")
-	require.False(t, errors.Is(err, net.ErrClosed), "the writer's own link was not closed, got %v", err)
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			a, b := e.pair(t)
+			h := header(0, 1, bigMessage)
+			payload := make([]byte, bigMessage)
+			wait := e.async(func() error { return w.send(a, context.Background(), h, payload) })
+			settle()
+			require.NoError(t, b.Close())
+			err := wait(t)
+			require.Error(t, err, "a write whose reader closed must fail")
+			require.False(t, errors.Is(err, net.ErrClosed), "the writer's own link was not closed, got %v", err)
+		})
+	}
 }
 
 func testUseAfterClose(t *testing.T, e *env) {
@@ -519,6 +690,7 @@ func testUseAfterClose(t *testing.T, e *env) {
 	require.ErrorIs(t, a.ReadPayload(make([]byte, 1)), net.ErrClosed)
 	w := header(0, 1, 1)
 	require.ErrorIs(t, a.WriteMessage(context.Background(), w, []byte{1}), net.ErrClosed)
+	require.ErrorIs(t, a.WriteParts(context.Background(), w, nil, []byte{1}), net.ErrClosed)
 	require.ErrorIs(t, b.ReadHeader(&h), io.EOF)
 	require.NoError(t, b.Close())
 	require.ErrorIs(t, b.ReadHeader(&h), net.ErrClosed)
@@ -577,44 +749,55 @@ func testUnexpectedEOF(t *testing.T, e *env) {
 }
 
 func testCancelBeforeWrite(t *testing.T, e *env) {
-	a, b := e.pair(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	h := header(0, 1, 5)
-	require.ErrorIs(t, a.WriteMessage(ctx, h, make([]byte, 5)), context.Canceled)
-	dl, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel2()
-	require.ErrorIs(t, a.WriteMessage(dl, h, make([]byte, 5)), context.DeadlineExceeded)
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			a, b := e.pair(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			h := header(0, 1, 5)
+			require.ErrorIs(t, w.send(a, ctx, h, make([]byte, 5)), context.Canceled)
+			dl, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			defer cancel2()
+			require.ErrorIs(t, w.send(a, dl, h, make([]byte, 5)), context.DeadlineExceeded)
 
-	// The link still works, and the cancelled messages never went out.
-	live, cancel3 := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel3()
-	h = header(0, 2, 3)
-	wait := e.asyncOK(func() error { return a.WriteMessage(live, h, []byte{7, 8, 9}) })
-	got, p, err := ReadMessage(b)
-	require.NoError(t, err)
-	require.Equal(t, uint64(2), got.Comm)
-	require.Equal(t, []byte{7, 8, 9}, p)
-	require.NoError(t, wait(t))
+			// The link still works, and the cancelled messages never
+			// went out.
+			live, cancel3 := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel3()
+			h = header(0, 2, 3)
+			wait := e.asyncOK(func() error { return w.send(a, live, h, []byte{7, 8, 9}) })
+			got, p, err := ReadMessage(b)
+			require.NoError(t, err)
+			require.Equal(t, uint64(2), got.Comm)
+			require.Equal(t, []byte{7, 8, 9}, p)
+			require.NoError(t, wait(t))
+		})
+	}
 }
 
+// testCancelMidWrite ends a write's context once the reader has read the
+// first MiB of the payload: of the body, when it was given in parts.
 func testCancelMidWrite(t *testing.T, e *env) {
-	a, b := e.pair(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := header(0, 1, bigMessage)
-	payload := make([]byte, bigMessage)
-	wait := e.async(func() error { return a.WriteMessage(ctx, h, payload) })
-	var got wire.Header
-	require.NoError(t, b.ReadHeader(&got))
-	require.NoError(t, b.ReadPayload(make([]byte, 1<<20)))
-	cancel()
-	err := wait(t)
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorIs(t, err, net.ErrClosed, "a message cut short closes the link")
-	w := header(0, 2, 0)
-	require.ErrorIs(t, a.WriteMessage(context.Background(), w, nil), net.ErrClosed)
-	require.ErrorIs(t, b.ReadPayload(make([]byte, bigMessage-(1<<20))), io.ErrUnexpectedEOF)
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			a, b := e.pair(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := header(0, 1, bigMessage)
+			payload := make([]byte, bigMessage)
+			wait := e.async(func() error { return w.send(a, ctx, h, payload) })
+			var got wire.Header
+			require.NoError(t, b.ReadHeader(&got))
+			require.NoError(t, b.ReadPayload(make([]byte, 1<<20)))
+			cancel()
+			err := wait(t)
+			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, err, net.ErrClosed, "a message cut short closes the link")
+			next := header(0, 2, 0)
+			require.ErrorIs(t, a.WriteMessage(context.Background(), next, nil), net.ErrClosed)
+			require.ErrorIs(t, b.ReadPayload(make([]byte, bigMessage-(1<<20))), io.ErrUnexpectedEOF)
+		})
+	}
 }
 
 func testRefused(t *testing.T, e *env) {

@@ -4,9 +4,9 @@
 //
 // A mem link behaves like a tcp link with no buffering at all, in the
 // manner of net.Pipe: WriteMessage hands the reader its own payload slice
-// and waits until the reader has copied it (straight into the slice the
-// reader passes to ReadPayload: one copy, no intermediate buffer) or
-// skipped it. Steady-state traffic allocates nothing.
+// (WriteParts its two) and waits until the reader has copied it
+// (straight into the slice the reader passes to ReadPayload: one copy, no
+// intermediate buffer) or skipped it. Steady-state traffic allocates nothing.
 //
 // # Addresses and handshake
 //

@@ -15,10 +15,11 @@ import (
 )
 
 // message is what a writer hands to the reader: the header, and the
-// writer's own payload slice, which the reader copies from.
+// writer's own slices of the payload, head and then body, which the
+// reader copies from.
 type message struct {
-	h       wire.Header
-	payload []byte
+	h          wire.Header
+	head, body []byte
 }
 
 // pipe is one direction of a link.
@@ -32,7 +33,8 @@ type pipe struct {
 	// once a writer has seen the pipe end, the reader no longer touches
 	// its slice.
 	mu     sync.Mutex
-	cur    []byte // unread payload of the current message
+	cur    []byte // unread payload of the current message, in its head or its body
+	next   []byte // the body while cur is in the head; nil once cur is the body
 	copied int    // payload bytes of the current message already read
 	dead   bool   // no payload will move any more
 	wgone  bool   // writerGone is closed
@@ -60,7 +62,7 @@ func (p *pipe) end(writer, reader bool) {
 
 func (p *pipe) endLocked(writer, reader bool) {
 	p.dead = true
-	p.cur = nil
+	p.cur, p.next = nil, nil
 	if writer && !p.wgone {
 		p.wgone = true
 		close(p.writerGone)
@@ -152,8 +154,16 @@ func (e *end) String() string {
 // net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
 // WriteMessage does not allocate.
 func (e *end) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
+	return e.WriteParts(ctx, h, nil, payload)
+}
+
+// WriteParts is WriteMessage of the payload head followed by body: the
+// reader copies from head and then from body, as from one slice;
+// len(head)+len(body) must equal h.Length. It does not retain head or
+// body.
+func (e *end) WriteParts(ctx context.Context, h wire.Header, head, body []byte) error {
 	p := e.out
-	ctxDone, err := p.wsem.Acquire(ctx, "mem", &h, payload, e.done, p.readerGone)
+	ctxDone, err := p.wsem.Acquire(ctx, "mem", &h, len(head)+len(body), e.done, p.readerGone)
 	switch err {
 	case nil:
 	case writelock.ErrClosed:
@@ -163,13 +173,14 @@ func (e *end) WriteMessage(ctx context.Context, h wire.Header, payload []byte) e
 	default:
 		return err
 	}
-	err = e.write(ctx, ctxDone, &h, payload)
+	err = e.write(ctx, ctxDone, &h, head, body)
 	p.wsem.Release()
 	return err
 }
 
-// write sends one message; the caller holds wsem.
-func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header, payload []byte) error {
+// write sends one message, whose payload is head and then body; the
+// caller holds wsem.
+func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header, head, body []byte) error {
 	p := e.out
 	select {
 	case <-e.done:
@@ -184,7 +195,7 @@ func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header
 		}
 	}
 	select {
-	case p.msgs <- message{h: *h, payload: payload}:
+	case p.msgs <- message{h: *h, head: head, body: body}:
 	case <-ctxDone:
 		return ctx.Err()
 	case <-e.done:
@@ -192,7 +203,7 @@ func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header
 	case <-p.readerGone:
 		return e.pipeErr()
 	}
-	if len(payload) == 0 {
+	if h.Length == 0 {
 		return nil
 	}
 	select {
@@ -213,7 +224,7 @@ func (e *end) write(ctx context.Context, ctxDone <-chan struct{}, h *wire.Header
 		sent := wire.HeaderSize + p.copied
 		p.mu.Unlock()
 		e.Close()
-		return &linkerr.Interrupted{Net: "mem", Cause: ctx.Err(), Sent: int64(sent), Total: int64(wire.HeaderSize + len(payload))}
+		return &linkerr.Interrupted{Net: "mem", Cause: ctx.Err(), Sent: int64(sent), Total: int64(wire.HeaderSize) + int64(h.Length)}
 	case <-e.done:
 	case <-p.readerGone:
 	}
@@ -245,7 +256,7 @@ func (e *end) ReadHeader(h *wire.Header) error {
 		p.mu.Lock()
 		dead := p.dead
 		if !dead {
-			p.cur = nil
+			p.cur, p.next = nil, nil
 			p.consumed <- struct{}{}
 		}
 		p.mu.Unlock()
@@ -255,13 +266,13 @@ func (e *end) ReadHeader(h *wire.Header) error {
 	}
 	select {
 	case m := <-p.msgs:
-		if len(m.payload) > 0 {
+		if m.h.Length > 0 {
 			p.mu.Lock()
 			if p.dead {
 				p.mu.Unlock()
 				return e.deadErr()
 			}
-			p.cur = m.payload
+			p.cur, p.next = m.head, m.body
 			p.copied = 0
 			p.mu.Unlock()
 			e.pending = true
@@ -300,13 +311,18 @@ func (e *end) ReadPayload(b []byte) error {
 		p.mu.Unlock()
 		return e.deadErr()
 	}
-	if len(b) > len(p.cur) {
-		remain := len(p.cur)
+	if remain := len(p.cur) + len(p.next); len(b) > remain {
 		p.mu.Unlock()
 		return linkerr.Overrun("mem", len(b), uint64(remain))
 	}
 	n := copy(b, p.cur)
 	p.cur = p.cur[n:]
+	if len(p.cur) == 0 {
+		// cur is used up: go on in the body, unless cur was the body.
+		k := copy(b[n:], p.next)
+		p.cur, p.next = p.next[k:], nil
+		n += k
+	}
 	p.copied += n
 	if len(p.cur) == 0 {
 		p.cur = nil

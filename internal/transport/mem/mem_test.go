@@ -63,30 +63,46 @@ func wait(t *testing.T, ch <-chan error) error {
 	}
 }
 
+// TestAllocs checks that a message costs no allocation, its payload whole
+// or in two parts (WriteParts).
 func TestAllocs(t *testing.T) {
-	a, b := pair(t, mem.NewNetwork().Transport(), 0, 1)
-	payload := make([]byte, 1000)
-	h := header(len(payload))
-	dst := make([]byte, len(payload))
-	const runs = 1000
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var got wire.Header
-		for range runs + 1 { // AllocsPerRun adds a warm-up run
-			if b.ReadHeader(&got) != nil || b.ReadPayload(dst) != nil {
-				return
-			}
-		}
-	}()
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(runs, func() {
-		if err := a.WriteMessage(ctx, h, payload); err != nil {
-			t.Fatal(err)
-		}
-	})
-	<-done
-	assert.Zero(t, allocs, "allocations per message, writer and reader together")
+	for _, tc := range []struct {
+		name  string
+		parts bool
+	}{{"whole", false}, {"parts", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pair(t, mem.NewNetwork().Transport(), 0, 1)
+			payload := make([]byte, 1000)
+			head, body := make([]byte, 100), make([]byte, len(payload)-100)
+			h := header(len(payload))
+			dst := make([]byte, len(payload))
+			const runs = 1000
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var got wire.Header
+				for range runs + 1 { // AllocsPerRun adds a warm-up run
+					if b.ReadHeader(&got) != nil || b.ReadPayload(dst) != nil {
+						return
+					}
+				}
+			}()
+			ctx := context.Background()
+			allocs := testing.AllocsPerRun(runs, func() {
+				var err error
+				if tc.parts {
+					err = a.WriteParts(ctx, h, head, body)
+				} else {
+					err = a.WriteMessage(ctx, h, payload)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			<-done
+			assert.Zero(t, allocs, "allocations per message, writer and reader together")
+		})
+	}
 }
 
 func TestNames(t *testing.T) {

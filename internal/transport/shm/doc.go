@@ -35,11 +35,12 @@
 // lines of its own, so that the two processes never write the same line.
 // Indices are 64-bit counters that never wrap; a position in the ring is
 // the counter modulo its size, and a record that crosses the ring's end
-// is copied in two parts. A message is a record: an 8-byte word (zero,
-// or the address of a CMA payload), the 64-byte codec header, and the
-// payload. A record that does not fit streams through the ring: the
-// writer publishes its tail every 64 KiB (or a quarter of the ring) and
-// the reader frees space as it copies out, so that the two overlap.
+// is copied in two parts. A message is a record: two 8-byte words (zero
+// or the address of a CMA payload, and how many payload bytes follow in
+// the ring), the 64-byte codec header, and the payload. A record that
+// does not fit streams through the ring: the writer publishes its tail
+// every 64 KiB (or a quarter of the ring) and the reader frees space as
+// it copies out, so that the two overlap.
 // Writers are serialised by a per-link lock, so messages never
 // interleave. ReadPayload copies from the ring straight into the caller's
 // buffer: a payload is copied twice on the ring path, in and out.
@@ -80,6 +81,12 @@
 // memory of another process that took over the PID of a writer that
 // died.
 //
+// A payload given in two parts (WriteParts) lies in two places, so only
+// its body goes by CMA, when it is CMAThreshold bytes or more: the head,
+// small where WriteParts is used (a value's encoding before the value's
+// own memory), follows the record through the ring, and the reader takes
+// it from there before it reads the body by CMA.
+//
 // process_vm_readv needs the reader to be allowed to ptrace the writer
 // (ptrace(2), "Ptrace access mode checking"): the same user, or
 // CAP_SYS_PTRACE, and under Yama's ptrace_scope 1 (Ubuntu's default) a
@@ -89,8 +96,9 @@
 // writer's PID (SO_PEERCRED reports 0 for a process in a PID namespace
 // that the reader cannot see). When the kernel refuses (EPERM, or ENOSYS
 // where CMA is missing), the reader acknowledges with a refusal and the
-// offset it got to; the writer sends the rest of the payload through the
-// ring and every later payload too. WithoutCMA does that from the start.
+// offset it got to in the part read by CMA; the writer sends the rest of
+// that part through the ring and every later payload too. WithoutCMA
+// does that from the start.
 //
 // # Liveness and closing
 //

@@ -25,12 +25,17 @@ import (
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
-// A message in a ring is a record: an 8-byte word, the 64-byte header,
-// then the payload. The word is 0 when the payload follows in the ring;
-// otherwise it is the address of the payload in the writer's process,
-// which the reader copies with process_vm_readv.
+// A message in a ring is a record: two 8-byte words, the 64-byte header,
+// then the payload bytes that go through the ring. The first word is 0
+// when the whole payload follows in the ring; otherwise it is the address
+// in the writer's process of the payload's CMA part, its end, which the
+// reader copies with process_vm_readv. The second word is how many
+// payload bytes follow the record in the ring before the CMA part: all
+// of them when there is none, and the head of a WriteParts whose body
+// goes by CMA. Nothing in the ring needs alignment: records and payloads
+// are copied bytewise, across the ring's end where they wrap.
 const (
-	prefixSize = 8
+	prefixSize = 16
 	recordSize = prefixSize + wire.HeaderSize
 )
 
@@ -102,7 +107,7 @@ type link struct {
 	whead      uint64 // the ring's head as last seen
 	wrec       [recordSize]byte
 	wwait      shmem.Waiter
-	wcma       []byte // the payload of the CMA write in progress
+	wcma       []byte // the CMA part of the write in progress
 	cmaRefused bool   // the reader refused a CMA read: use the ring from now on
 
 	// Read side, owned by the reading goroutine.
@@ -112,8 +117,9 @@ type link struct {
 	rrec      [recordSize]byte
 	rwait     shmem.Waiter
 	remaining uint64 // unread payload bytes of the current message
-	cmaAddr   uint64 // nonzero: the current payload is in the writer's memory, here
-	cmaOff    uint64 // payload bytes already read by CMA
+	inline    uint64 // those of them that come through the ring before the CMA part; all once there is none
+	cmaAddr   uint64 // nonzero: the current payload ends with a CMA part in the writer's memory, here
+	cmaOff    uint64 // bytes of the CMA part already read by CMA
 	refuseCMA bool   // test hook: act as if process_vm_readv were refused
 	liov      [2]unix.Iovec
 	riov      [2]unix.RemoteIovec
@@ -285,7 +291,17 @@ func (l *link) stopped(ctxDone <-chan struct{}) error {
 // net.ErrClosed; if the peer closed or died, it wraps syscall.EPIPE.
 // WriteMessage does not allocate.
 func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
-	ctxDone, err := l.wsem.Acquire(ctx, "shm", &h, payload, l.done, nil)
+	return l.WriteParts(ctx, h, nil, payload)
+}
+
+// WriteParts is WriteMessage of the payload head followed by body;
+// len(head)+len(body) must equal h.Length. A body of CMAThreshold bytes
+// or more is the part that the reader reads straight out of the
+// writer's memory, and the head then goes through the ring ahead of it:
+// the head of a value is small, and its body the value's own memory.
+// WriteParts does not retain head or body.
+func (l *link) WriteParts(ctx context.Context, h wire.Header, head, body []byte) error {
+	ctxDone, err := l.wsem.Acquire(ctx, "shm", &h, len(head)+len(body), l.done, nil)
 	if err != nil {
 		if err == writelock.ErrClosed {
 			return l.closedErr("write")
@@ -293,8 +309,10 @@ func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) 
 		return err
 	}
 	if l.enter(&l.wusers) {
-		if err = l.write(ctxDone, &h, payload); err != nil {
-			err = l.writeErr(ctx, err, len(payload))
+		err = l.write(ctxDone, &h, head, body)
+		l.wcma = nil // do not retain body
+		if err != nil {
+			err = l.writeErr(ctx, err, len(head)+len(body))
 		}
 		l.exit(&l.wusers)
 	} else {
@@ -304,27 +322,30 @@ func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) 
 	return err
 }
 
-// write sends one message; the caller holds wsem and counts among the
-// writing users. It returns the reasons of await, and a descriptive
-// error for a peer that broke the protocol.
-func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) error {
+// write sends one message, whose payload is head and then body; the
+// caller holds wsem and counts among the writing users. It returns the
+// reasons of await, and a descriptive error for a peer that broke the
+// protocol.
+func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte) error {
 	if l.theirs.Load() != sideOpen {
 		return errPeerGone
 	}
 	l.wstart = l.wpub
-	var addr uint64
-	cma := len(payload) >= CMAThreshold && !l.noCMA && !l.cmaRefused
+	addr, inline := uint64(0), uint64(len(head)+len(body))
+	cma := len(body) >= CMAThreshold && !l.noCMA && !l.cmaRefused
 	if cma {
-		// The reader reads the payload at this address until it
+		// The reader reads the body at this address until it
 		// acknowledges it. Storing the slice in the link keeps it alive
 		// meanwhile, and makes it escape: a caller that the compiler
 		// devirtualizes could otherwise keep it on a goroutine stack,
 		// which moves when it is copied. Heap objects do not move.
-		l.wcma = payload
-		addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
+		l.wcma = body
+		addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(body))))
+		inline = uint64(len(head))
 		l.out.ack.Store(ackPending)
 	}
-	binary.LittleEndian.PutUint64(l.wrec[:prefixSize], addr)
+	binary.LittleEndian.PutUint64(l.wrec[:8], addr)
+	binary.LittleEndian.PutUint64(l.wrec[8:prefixSize], inline)
 	h.MarshalTo((*[wire.HeaderSize]byte)(l.wrec[prefixSize:]))
 
 	// The record goes in whole or not at all, so that a context that
@@ -334,37 +355,28 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 	}
 	l.out.put(l.wtail, l.wrec[:])
 	l.wtail += recordSize
+	if err := l.stream(head, ctxDone); err != nil {
+		return err
+	}
 	if cma {
 		l.publish()
-		_, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, 1, ctxDone)
-		l.wcma = nil
-		if err != nil {
+		if _, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, 1, ctxDone); err != nil {
 			return err
 		}
 		if l.out.ack.Load() == ackDone {
 			return nil
 		}
-		// Refused: send the rest through the ring, now and from now on.
+		// Refused: send the rest of the body through the ring, now and
+		// from now on.
 		l.cmaRefused = true
 		off := l.out.resume.Load()
-		if off > uint64(len(payload)) {
-			return fmt.Errorf("shm: rank %d refused CMA at offset %d of a %d-byte payload", l.peer, off, len(payload))
+		if off > uint64(len(body)) {
+			return fmt.Errorf("shm: rank %d refused CMA at offset %d of a %d-byte CMA part", l.peer, off, len(body))
 		}
-		payload = payload[off:]
+		body = body[off:]
 	}
-	for len(payload) > 0 {
-		if l.wtail-l.whead == l.size {
-			if err := l.reserve(min(uint64(len(payload)), l.chunk), ctxDone); err != nil {
-				return err
-			}
-		}
-		n := min(uint64(len(payload)), l.size-(l.wtail-l.whead), l.chunk-(l.wtail-l.wpub))
-		l.out.put(l.wtail, payload[:n])
-		l.wtail += n
-		payload = payload[n:]
-		if l.wtail-l.wpub == l.chunk {
-			l.publish()
-		}
+	if err := l.stream(body, ctxDone); err != nil {
+		return err
 	}
 	l.publish()
 	if published != nil {
@@ -377,6 +389,26 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, payload []byte) er
 	// before the look).
 	if l.closed.Load() && l.out.head.Load() < l.wtail {
 		return errLocalClosed
+	}
+	return nil
+}
+
+// stream copies p into the ring after what was written, publishing every
+// chunk and waiting for space as the reader frees it.
+func (l *link) stream(p []byte, ctxDone <-chan struct{}) error {
+	for len(p) > 0 {
+		if l.wtail-l.whead == l.size {
+			if err := l.reserve(min(uint64(len(p)), l.chunk), ctxDone); err != nil {
+				return err
+			}
+		}
+		n := min(uint64(len(p)), l.size-(l.wtail-l.whead), l.chunk-(l.wtail-l.wpub))
+		l.out.put(l.wtail, p[:n])
+		l.wtail += n
+		p = p[n:]
+		if l.wtail-l.wpub == l.chunk {
+			l.publish()
+		}
 	}
 	return nil
 }
@@ -475,16 +507,18 @@ func (l *link) readHeader(h *wire.Header) error {
 	}
 	l.in.get(l.rhead, l.rrec[:])
 	l.consume(recordSize)
-	addr := binary.LittleEndian.Uint64(l.rrec[:prefixSize])
+	addr := binary.LittleEndian.Uint64(l.rrec[:8])
+	inline := binary.LittleEndian.Uint64(l.rrec[8:prefixSize])
 	err := h.Unmarshal((*[wire.HeaderSize]byte)(l.rrec[prefixSize:]))
-	if err == nil && addr != 0 && h.Length == 0 {
-		err = fmt.Errorf("%w: CMA descriptor for an empty payload", wire.ErrBadHeader)
+	if err == nil && (addr == 0 && inline != h.Length || addr != 0 && inline >= h.Length) {
+		err = fmt.Errorf("%w: record of a %d-byte payload with %d bytes in the ring and its CMA part at %#x", wire.ErrBadHeader, h.Length, inline, addr)
 	}
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("shm: link from rank %d: %w; link closed", l.peer, err)
 	}
 	l.remaining = h.Length
+	l.inline = inline
 	l.cmaAddr = addr
 	l.cmaOff = 0
 	return nil
@@ -492,8 +526,8 @@ func (l *link) readHeader(h *wire.Header) error {
 
 // skip discards the rest of the current message's payload.
 func (l *link) skip() error {
-	if l.cmaAddr == 0 {
-		return l.drain(nil, l.remaining)
+	if err := l.drain(nil, l.inline); err != nil || l.cmaAddr == 0 {
+		return err
 	}
 	if l.theirs.Load() != sideOpen {
 		// The writer gave up on the message (it waits for the ack
@@ -507,12 +541,13 @@ func (l *link) skip() error {
 }
 
 // ReadPayload reads exactly len(p) bytes of the current message's
-// payload into p: from the ring, or straight from the writer's memory
-// for a CMA message. It does not retain p. Asking for more bytes than
-// remain in the message is an error, and then nothing is read. It
-// returns io.ErrUnexpectedEOF if the writer closed or died inside the
-// message and an error wrapping net.ErrClosed after Close; on error, how
-// much of p was filled is unspecified. ReadPayload does not allocate.
+// payload into p: from the ring, and straight from the writer's memory
+// for the CMA part of a message. It does not retain p. Asking for more
+// bytes than remain in the message is an error, and then nothing is
+// read. It returns io.ErrUnexpectedEOF if the writer closed or died
+// inside the message and an error wrapping net.ErrClosed after Close; on
+// error, how much of p was filled is unspecified. ReadPayload does not
+// allocate.
 func (l *link) ReadPayload(p []byte) error {
 	if !l.enter(&l.rusers) {
 		return l.closedErr("read")
@@ -521,18 +556,21 @@ func (l *link) ReadPayload(p []byte) error {
 	switch {
 	case uint64(len(p)) > l.remaining:
 		err = linkerr.Overrun("shm", len(p), l.remaining)
-	case len(p) == 0:
-	case l.cmaAddr != 0:
-		err = l.readCMA(p)
-	default:
+	case uint64(len(p)) <= l.inline:
 		err = l.drain(p, uint64(len(p)))
+	default:
+		// The ring's bytes first, then the CMA part.
+		k := l.inline
+		if err = l.drain(p[:k], k); err == nil {
+			err = l.readCMA(p[k:])
+		}
 	}
 	l.exit(&l.rusers)
 	return err
 }
 
 // drain consumes n bytes of payload from the ring, copying them into p
-// unless p is nil.
+// unless p is nil; n is at most inline.
 func (l *link) drain(p []byte, n uint64) error {
 	for n > 0 {
 		if l.rtail == l.rhead {
@@ -547,6 +585,7 @@ func (l *link) drain(p []byte, n uint64) error {
 		}
 		l.consume(k)
 		l.remaining -= k
+		l.inline -= k
 		n -= k
 	}
 	return nil
@@ -583,15 +622,16 @@ func (l *link) readErr(err error) error {
 	return l.closedErr("read")
 }
 
-// readCMA reads p from the writer's memory. If the kernel refuses, it
-// asks the writer to send the rest of the payload through the ring and
-// reads p from there.
+// readCMA reads p from the CMA part in the writer's memory. If the
+// kernel refuses, it asks the writer to send the rest of the payload
+// through the ring and reads p from there.
 func (l *link) readCMA(p []byte) error {
 	err := l.vmRead(p)
 	switch {
 	case err == unix.EPERM || err == unix.ENOSYS:
 		l.ack(ackRefused)
 		l.cmaAddr = 0
+		l.inline = l.remaining
 		return l.drain(p, uint64(len(p)))
 	case l.closed.Load():
 		return l.closedErr("read")

@@ -50,7 +50,7 @@ const (
 const (
 	ackPending = 0
 	ackDone    = 1 // read or skipped: the writer may return
-	ackRefused = 2 // process_vm_readv was refused: send the payload from the resume offset on through the ring
+	ackRefused = 2 // process_vm_readv was refused: send the CMA part from the resume offset on through the ring
 )
 
 // regionSize is the size of the region of a link whose rings hold

@@ -383,6 +383,58 @@ func TestCMAWaitsForReader(t *testing.T) {
 	})
 }
 
+// TestCMARefusedInParts refuses CMA to the reader of a payload given in
+// two parts, whose head comes through the ring and whose body the reader
+// reads by CMA: before the reader began, at the end of the head, and in
+// the middle of the body. The writer must send the rest of the body
+// through the ring from where the reader got to in it, which the reader
+// reads, or reads in part and skips; and later bodies through the ring.
+func TestCMARefusedInParts(t *testing.T) {
+	for _, at := range []int{0, 1000, 3000} {
+		for _, skip := range []bool{false, true} {
+			t.Run(fmt.Sprintf("after %d skip %t", at, skip), func(t *testing.T) {
+				a, b := linktest.Pair(t, shm.New())
+				// A reader that waits for bytes that the writer does
+				// not send fails rather than hangs.
+				watchdog := time.AfterFunc(10*time.Second, func() {
+					a.Close()
+					b.Close()
+				})
+				defer watchdog.Stop()
+				payload := fill(make([]byte, 1000+256<<10), uint64(at))
+				head, body := bytes.Clone(payload[:1000]), bytes.Clone(payload[1000:])
+				h := header(1, len(payload))
+				write := func() <-chan error {
+					return async(func() error { return a.WriteParts(context.Background(), h, head, body) })
+				}
+				var got wire.Header
+				p := make([]byte, len(payload))
+
+				done := write()
+				require.NoError(t, b.ReadHeader(&got))
+				require.NoError(t, b.ReadPayload(p[:at/2]))
+				require.NoError(t, b.ReadPayload(p[at/2:at]))
+				shm.RefuseCMA(b)
+				// Into the body, which the reader then asks for by CMA.
+				require.NoError(t, b.ReadPayload(p[at:at+1500]))
+				require.Equal(t, payload[:at+1500], p[:at+1500])
+				if !skip {
+					require.NoError(t, b.ReadPayload(p[at+1500:]))
+					require.True(t, bytes.Equal(payload, p), "payload differs")
+				}
+				require.NoError(t, result(t, done, 10*time.Second))
+				require.True(t, shm.CMARefused(a))
+
+				require.NoError(t, result(t, write(), 10*time.Second), "after the refusal, a payload that fits in the ring goes without the reader")
+				require.NoError(t, b.ReadHeader(&got))
+				clear(p)
+				require.NoError(t, b.ReadPayload(p))
+				require.True(t, bytes.Equal(payload, p), "payload after the refusal differs")
+			})
+		}
+	}
+}
+
 // TestWakeAfterIdle lets a waiter sleep on its bell, well past the
 // spinning, before the other side gives it what it waits for.
 func TestWakeAfterIdle(t *testing.T) {
@@ -607,19 +659,24 @@ func TestBadOffer(t *testing.T) {
 }
 
 // TestAllocs checks that a message costs no allocation on either side
-// once the link runs, through the ring and by CMA.
+// once the link runs, through the ring and by CMA, its payload whole or
+// in two parts (WriteParts).
 func TestAllocs(t *testing.T) {
 	tests := []struct {
-		name string
-		size int
+		name  string
+		size  int
+		parts bool
 	}{
-		{"ring", 1000},
-		{"CMA", 4 * shm.CMAThreshold},
+		{"ring", 1000, false},
+		{"CMA", 4 * shm.CMAThreshold, false},
+		{"ring parts", 1000, true},
+		{"CMA parts", 4 * shm.CMAThreshold, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := linktest.Pair(t, shm.New())
 			payload := make([]byte, tc.size)
+			head, body := make([]byte, 100), payload[100:]
 			h := header(0, tc.size)
 			dst := make([]byte, tc.size)
 			ctx := context.Background()
@@ -629,7 +686,11 @@ func TestAllocs(t *testing.T) {
 			written := make(chan error)
 			go func() {
 				for range start {
-					written <- a.WriteMessage(ctx, h, payload)
+					if tc.parts {
+						written <- a.WriteParts(ctx, h, head, body)
+					} else {
+						written <- a.WriteMessage(ctx, h, payload)
+					}
 				}
 			}()
 			defer close(start)

@@ -6,13 +6,13 @@
 // # Writing
 //
 // WriteMessage encodes the header into a buffer that belongs to the link
-// and hands header and payload to the kernel in one system call, so a
-// message costs a system call per MiB and no copy in user space. Over
-// plain TCP these are raw sendmsg calls on the socket, parking only when
-// the socket is full: a system call the runtime
-// sees hands the thread's processor to another thread when the runtime's
-// monitor finds it slow, two context switches for a write that never
-// blocks. Each raw call moves at most 1 MiB (rawCallMax), so that a
+// and hands header and payload (WriteParts: header, head and body) to the
+// kernel in one system call, so a message costs a system call per MiB
+// and no copy in user space. Over plain TCP these are raw sendmsg calls
+// on the socket, parking only when the socket is full: a system call the
+// runtime sees hands the thread's processor to another thread when the
+// runtime's monitor finds it slow, two context switches for a write that
+// never blocks. Each raw call moves at most 1 MiB (rawCallMax), so that a
 // garbage collection waits for none long. Over TLS, net.Buffers writes.
 // Concurrent writers are serialised by a per-link lock that a writer
 // stops waiting for when its context ends. TCP_NODELAY is on by default.

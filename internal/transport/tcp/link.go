@@ -34,7 +34,7 @@ type link struct {
 	// Write side, owned by the holder of wsem.
 	wsem      writelock.Lock
 	hdr       [wire.HeaderSize]byte
-	iov       [2][]byte   // TLS: header and payload
+	iov       [3][]byte   // TLS: header, head and body
 	bufs      net.Buffers // TLS: slice of iov, consumed by WriteTo
 	interrupt func()      // the method value l.interruptWrite, made once
 	stopped   chan struct{}
@@ -109,20 +109,29 @@ func (l *link) String() string {
 // it does not allocate with a context that can never be done
 // (ctx.Done() == nil, as for context.Background()).
 func (l *link) WriteMessage(ctx context.Context, h wire.Header, payload []byte) error {
-	ctxDone, err := l.wsem.Acquire(ctx, "tcp", &h, payload, l.done, nil)
+	return l.WriteParts(ctx, h, nil, payload)
+}
+
+// WriteParts is WriteMessage of the payload head followed by body, which
+// go out together, in the same system calls as a whole payload would;
+// len(head)+len(body) must equal h.Length. It does not retain head or
+// body, and does not allocate where WriteMessage does not.
+func (l *link) WriteParts(ctx context.Context, h wire.Header, head, body []byte) error {
+	ctxDone, err := l.wsem.Acquire(ctx, "tcp", &h, len(head)+len(body), l.done, nil)
 	if err != nil {
 		if err == writelock.ErrClosed {
 			return l.closedErr("write")
 		}
 		return err
 	}
-	err = l.write(ctx, ctxDone != nil, &h, payload)
+	err = l.write(ctx, ctxDone != nil, &h, head, body)
 	l.wsem.Release()
 	return err
 }
 
-// write sends one message; the caller holds wsem.
-func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []byte) error {
+// write sends one message, whose payload is head and then body; the
+// caller holds wsem.
+func (l *link) write(ctx context.Context, watch bool, h *wire.Header, head, body []byte) error {
 	select {
 	case <-l.done:
 		return l.closedErr("write")
@@ -136,18 +145,17 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 		if watch {
 			l.writeCtx = ctx
 		}
-		n, err = l.sockw.write(l.hdr[:], payload)
+		n, err = l.sockw.write(l.hdr[:], head, body)
 		stop = l.stopWatch
 		l.writeCtx, l.stopWatch = nil, nil
 	} else {
-		l.iov[0] = l.hdr[:]
-		l.iov[1] = payload
+		l.iov = [3][]byte{l.hdr[:], head, body}
 		l.bufs = l.iov[:]
 		if watch {
 			stop = context.AfterFunc(ctx, l.interrupt)
 		}
 		n, err = l.bufs.WriteTo(l.conn)
-		l.iov[1] = nil // do not retain payload
+		l.iov = [3][]byte{} // do not retain head and body
 		l.bufs = nil
 	}
 	if stop != nil && !stop() {
@@ -167,7 +175,7 @@ func (l *link) write(ctx context.Context, watch bool, h *wire.Header, payload []
 			return ctx.Err()
 		}
 		l.Close()
-		return &linkerr.Interrupted{Net: "tcp", Cause: ctx.Err(), Sent: n, Total: int64(wire.HeaderSize + len(payload))}
+		return &linkerr.Interrupted{Net: "tcp", Cause: ctx.Err(), Sent: n, Total: int64(wire.HeaderSize + len(head) + len(body))}
 	}
 	if err != nil {
 		err = l.ifClosed("write", err)

@@ -38,4 +38,4 @@ func (readiness) clear() error                                  { return errNoSo
 func (*sockReader) readHeader(*wire.Header, func() error) error { return errNoSocket }
 func (*sockReader) readPayload([]byte, func() error) error      { return errNoSocket }
 func (*sockReader) discardUnread()                              {}
-func (*sockWriter) write(hdr, payload []byte) (int64, error)    { return 0, errNoSocket }
+func (*sockWriter) write(hdr, head, body []byte) (int64, error) { return 0, errNoSocket }

@@ -17,11 +17,12 @@ import (
 // 100 µs of copying) keeps that wait short.
 const rawCallMax = 1 << 20
 
-// coalesceMax bounds the messages whose header and payload are copied
-// into one buffer and sent with send(2). A kernel takes one plain buffer
-// faster than sendmsg's vector: it copies no msghdr and imports no iovec
-// array, which is measurable on a message of a few bytes, and the copy
-// costs less than that below this size.
+// coalesceMax bounds the messages whose header and payload (both its
+// parts, for WriteParts) are copied into one buffer and sent with
+// send(2). A kernel takes one plain buffer faster than sendmsg's vector:
+// it copies no msghdr and imports no iovec array, which is measurable on
+// a message of a few bytes, and the copy costs less than that below this
+// size.
 const coalesceMax = 256
 
 // sockWriter writes messages to a plain TCP connection with raw send and
@@ -33,7 +34,7 @@ const coalesceMax = 256
 // room (socket.writable).
 type sockWriter struct {
 	sock  *socket
-	iov   [2]unix.Iovec
+	iov   [3]unix.Iovec
 	small [coalesceMax]byte // a small message's header and payload, together
 	todo  []unix.Iovec      // what is left to write, a slice of iov
 	msg   unix.Msghdr
@@ -54,26 +55,21 @@ func newSockWriter(sock *socket) *sockWriter {
 	return w
 }
 
-// write sends hdr and then payload, returning how many bytes went out.
-// It does not retain either. A write whose wait for room is interrupted
-// (socket.writable.interrupt) returns an error wrapping
-// os.ErrDeadlineExceeded.
-func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
-	w.todo = w.iov[:1]
-	switch n := len(hdr) + len(payload); {
-	case len(payload) > 0 && n <= coalesceMax:
-		copy(w.small[copy(w.small[:], hdr):], payload)
-		w.iov[0] = unix.Iovec{Base: &w.small[0]}
-		w.iov[0].SetLen(n)
-	case len(payload) > 0:
-		w.iov[0] = unix.Iovec{Base: &hdr[0]}
-		w.iov[0].SetLen(len(hdr))
-		w.iov[1] = unix.Iovec{Base: &payload[0]}
-		w.iov[1].SetLen(len(payload))
-		w.todo = w.iov[:2]
-	default:
-		w.iov[0] = unix.Iovec{Base: &hdr[0]}
-		w.iov[0].SetLen(len(hdr))
+// write sends hdr, head and body, in this order, returning how many
+// bytes went out. It does not retain any of them. A write whose wait for
+// room is interrupted (socket.writable.interrupt) returns an error
+// wrapping os.ErrDeadlineExceeded.
+func (w *sockWriter) write(hdr, head, body []byte) (int64, error) {
+	w.todo = w.iov[:0]
+	if n := len(hdr) + len(head) + len(body); n > len(hdr) && n <= coalesceMax {
+		k := copy(w.small[:], hdr)
+		k += copy(w.small[k:], head)
+		copy(w.small[k:], body)
+		w.add(w.small[:n])
+	} else {
+		w.add(hdr)
+		w.add(head)
+		w.add(body)
 	}
 	w.sent, w.errno = 0, 0
 	var err error
@@ -89,7 +85,7 @@ func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
 			break
 		}
 	}
-	w.iov, w.todo = [2]unix.Iovec{}, nil // do not retain payload
+	w.iov, w.todo = [3]unix.Iovec{}, nil // do not retain head and body
 	w.msg = unix.Msghdr{}
 	if err == nil && w.errno != 0 {
 		err = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError(w.call, w.errno)}
@@ -97,12 +93,13 @@ func (w *sockWriter) write(hdr, payload []byte) (int64, error) {
 	return w.sent, err
 }
 
-func iovLen(iov []unix.Iovec) uint64 {
-	var n uint64
-	for i := range iov {
-		n += uint64(iov[i].Len)
+// add appends p to what is left to write, unless it is empty: an iovec
+// needs an address, which an empty slice may not have.
+func (w *sockWriter) add(p []byte) {
+	if len(p) > 0 {
+		w.todo = append(w.todo, unix.Iovec{Base: &p[0]})
+		w.todo[len(w.todo)-1].SetLen(len(p))
 	}
-	return n
 }
 
 // send writes what is left; it leaves done false, to be called again
@@ -111,10 +108,16 @@ func iovLen(iov []unix.Iovec) uint64 {
 // sendmsg. MSG_NOSIGNAL: a peer that is gone is an error, not a SIGPIPE.
 func (w *sockWriter) send(fd uintptr) {
 	for len(w.todo) > 0 {
-		// At most rawCallMax bytes a call: the last iovec is cut short
-		// for the call and restored after it.
-		cnt, full := len(w.todo), w.todo[len(w.todo)-1].Len
-		if total := iovLen(w.todo); total > rawCallMax {
+		// At most rawCallMax bytes a call: the call takes the first
+		// iovecs that hold that many, the last of them cut short for
+		// the call and restored after it.
+		cnt, total := 0, uint64(0)
+		for cnt < len(w.todo) && total < rawCallMax {
+			total += uint64(w.todo[cnt].Len)
+			cnt++
+		}
+		full := w.todo[cnt-1].Len
+		if total > rawCallMax {
 			w.todo[cnt-1].SetLen(int(uint64(full) - (total - rawCallMax)))
 		}
 		var n uintptr

@@ -95,17 +95,21 @@ func TestListenAddr(t *testing.T) {
 }
 
 // TestWriteMessageAllocs checks that a message costs no allocation on
-// either side once the link runs, also when the write's context can end:
-// a write that finds room in the socket does not watch its context.
+// either side once the link runs, also when the write's context can end
+// (a write that finds room in the socket does not watch its context),
+// and also when its payload is given in two parts (WriteParts).
 func TestWriteMessageAllocs(t *testing.T) {
 	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, tc := range []struct {
-		name string
-		ctx  context.Context
+		name  string
+		ctx   context.Context
+		parts bool
 	}{
-		{"background", context.Background()},
-		{"cancellable", cancellable},
+		{"background", context.Background(), false},
+		{"cancellable", cancellable, false},
+		{"parts background", context.Background(), true},
+		{"parts cancellable", cancellable, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.ctx.Done() != nil && !tcp.Polled {
@@ -113,11 +117,18 @@ func TestWriteMessageAllocs(t *testing.T) {
 			}
 			a, b := linktest.Pair(t, &tcp.Transport{})
 			payload := make([]byte, 1000)
+			head, body := make([]byte, 100), make([]byte, len(payload)-100)
 			h := header(len(payload))
 			dst := make([]byte, len(payload))
 			var got wire.Header
 			allocs := testing.AllocsPerRun(1000, func() {
-				if err := a.WriteMessage(tc.ctx, h, payload); err != nil {
+				var err error
+				if tc.parts {
+					err = a.WriteParts(tc.ctx, h, head, body)
+				} else {
+					err = a.WriteMessage(tc.ctx, h, payload)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				if err := b.ReadHeader(&got); err != nil {

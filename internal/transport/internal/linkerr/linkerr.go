@@ -7,10 +7,10 @@ import (
 	"net"
 )
 
-// Interrupted is the error of a WriteMessage whose context ended while
-// the message was partly sent. The link has been closed: a half-sent
-// message cannot be taken back. It wraps both the context's error and
-// net.ErrClosed.
+// Interrupted is the error of a write (WriteMessage, WriteParts) whose
+// context ended while the message was partly sent. The link has been
+// closed: a half-sent message cannot be taken back. It wraps both the
+// context's error and net.ErrClosed.
 type Interrupted struct {
 	Net   string // "tcp", "mem"
 	Cause error  // the context's error
@@ -31,8 +31,9 @@ func Overrun(netw string, want int, remain uint64) error {
 	return fmt.Errorf("%s: ReadPayload of %d bytes, but only %d bytes of payload remain", netw, want, remain)
 }
 
-// LengthMismatch is the error of a WriteMessage whose payload does not
-// have the length its header announces. Nothing was sent.
+// LengthMismatch is the error of a write whose payload, whole or in
+// parts, does not have the length its header announces. Nothing was
+// sent.
 func LengthMismatch(netw string, payload int, length uint64) error {
-	return fmt.Errorf("%s: WriteMessage: payload of %d bytes, header says %d", netw, payload, length)
+	return fmt.Errorf("%s: write: payload of %d bytes, header says %d", netw, payload, length)
 }

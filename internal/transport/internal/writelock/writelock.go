@@ -1,6 +1,7 @@
-// Package writelock is what every link's WriteMessage does before it
-// writes: check the message, and take the link's write lock, a mutex that
-// a writer stops waiting for when its context ends or the link ends.
+// Package writelock is what every link's WriteMessage and WriteParts do
+// before they write: check the message, and take the link's write lock,
+// a mutex that a writer stops waiting for when its context ends or the
+// link ends.
 package writelock
 
 import (
@@ -27,22 +28,22 @@ var (
 	ErrGone   = errors.New("peer gone")   // gone was closed
 )
 
-// Acquire checks that payload has the length h announces and that h is
-// valid, and then takes the lock. It fails, without the lock, with the
-// error of a message that cannot be sent (netw names the transport in
-// it), with ctx's error if ctx is done before the lock is taken, and
-// with ErrClosed or ErrGone when done or gone is closed first; either
-// may be nil. On success the caller holds the lock and releases it with
-// Release; ctxDone is ctx.Done(), which is nil for a context that can
-// never be done.
+// Acquire checks that a payload of n bytes, whole or in parts, has the
+// length h announces and that h is valid, and then takes the lock. It
+// fails, without the lock, with the error of a message that cannot be
+// sent (netw names the transport in it), with ctx's error if ctx is done
+// before the lock is taken, and with ErrClosed or ErrGone when done or
+// gone is closed first; either may be nil. On success the caller holds
+// the lock and releases it with Release; ctxDone is ctx.Done(), which is
+// nil for a context that can never be done.
 //
 // Acquire does not allocate unless it fails on a bad message.
-func (w Lock) Acquire(ctx context.Context, netw string, h *wire.Header, payload []byte, done, gone <-chan struct{}) (ctxDone <-chan struct{}, err error) {
-	if uint64(len(payload)) != h.Length {
-		return nil, linkerr.LengthMismatch(netw, len(payload), h.Length)
+func (w Lock) Acquire(ctx context.Context, netw string, h *wire.Header, n int, done, gone <-chan struct{}) (ctxDone <-chan struct{}, err error) {
+	if uint64(n) != h.Length {
+		return nil, linkerr.LengthMismatch(netw, n, h.Length)
 	}
 	if err := h.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: WriteMessage: %w", netw, err)
+		return nil, fmt.Errorf("%s: write: %w", netw, err)
 	}
 	ctxDone = ctx.Done()
 	if ctxDone != nil {
