@@ -93,8 +93,10 @@
 // structs of numbers, as its own memory: a []float32 inside a value costs
 // a memmove each way, and a BcastObject of a slice, or of a value that
 // ends with one (a struct whose last field is the slice), goes straight
-// between the ranks' slices; AllgatherObject and AllreduceObject send
-// each rank's from its memory. It covers everything gob encodes, but
+// between the ranks' slices, as does a SendObject of one to
+// RecvObjectInto (to RecvObject, into the slice it makes);
+// AllgatherObject and AllreduceObject send each rank's from its memory.
+// It covers everything gob encodes, but
 // every rank must pass the same type, which a fingerprint checks. GobCodec
 // (WithObjectCodec) sends self-describing gob, for types that differ
 // between ranks. In a collective, a value that does not encode aborts the

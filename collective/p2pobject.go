@@ -8,6 +8,9 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/objcodec"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Objects point to point are for worker fleets: tasks and results that
@@ -18,9 +21,17 @@ import (
 // call's error and does not abort the job.
 
 // SendObject sends v, encoded by the object codec, to rank dst with the
-// given tag. It returns once the encoding may be reused, as comm's Send
-// does. A value that does not encode is an error wrapping
+// given tag. It returns once the encoding, and v's memory, may be reused,
+// as comm's Send does. A value that does not encode is an error wrapping
 // codec.ErrInvalid that names the type.
+//
+// With RawCodec, a value whose encoding ends with a raw block of at least
+// splitMin bytes (a slice of numbers, or a struct whose last field is
+// one: see BcastObject) is sent from its own memory, behind the head of
+// its encoding, without a copy into a buffer first; RecvObject and
+// RecvObjectInto read such a block straight into the value they decode.
+// The message is the encoding all the same: comm's Recv gets the same
+// bytes either way.
 func SendObject[T any](ctx context.Context, c *comm.Comm, dst, tag int, v T, opts ...Option) error {
 	if err := nilComm(c, "SendObject"); err != nil {
 		return err
@@ -31,12 +42,31 @@ func SendObject[T any](ctx context.Context, c *comm.Comm, dst, tag int, v T, opt
 	}
 	buf := getObjectBuf()
 	defer putObjectBuf(buf)
+	if _, raw := oc.(rawCodec); raw {
+		head, body, ok, err := objcodec.Split((*buf)[:0], &v)
+		if err != nil {
+			return sendEncodeFailed[T](c, err)
+		}
+		*buf = head
+		if ok && len(body) >= splitMin && len(head) <= wire.MaxHead {
+			return (*core.Comm)(c).SendSplit(ctx, dst, tag, head, body)
+		}
+	}
 	b, err := oc.Append((*buf)[:0], &v)
 	if err != nil {
-		return fmt.Errorf("%w: SendObject on rank %d: encoding %s: %w", codec.ErrInvalid, c.Rank(), reflect.TypeFor[T](), err)
+		return sendEncodeFailed[T](c, err)
 	}
 	*buf = b
 	return c.Send(ctx, dst, tag, b)
+}
+
+// splitMin is the smallest raw block that SendObject sends from the
+// value's memory rather than copying it behind its head: below it the
+// copy costs less than placing the block on the receiving side.
+const splitMin = 1 << 10
+
+func sendEncodeFailed[T any](c *comm.Comm, err error) error {
+	return fmt.Errorf("%w: SendObject on rank %d: encoding %s: %w", codec.ErrInvalid, c.Rank(), reflect.TypeFor[T](), err)
 }
 
 // RecvObject receives a value sent with SendObject from rank src (or
@@ -77,13 +107,38 @@ func recvObject[T any](ctx context.Context, c *comm.Comm, call string, src, tag 
 	}
 	buf := getObjectBuf()
 	defer putObjectBuf(buf)
+	// A split message (SendObject) goes into *v through place: its head
+	// is decoded as it arrives and its raw block read straight into the
+	// memory the head sizes in *v. Where *v cannot take the block so, the
+	// whole encoding is assembled in buf for Decode, which names why.
+	var placed bool
+	var placeErr error
+	var place core.Placer
+	if _, raw := oc.(rawCodec); raw {
+		place = func(head []byte, rest int) ([]byte, error) {
+			dst, ok, err := objcodec.Place(head, rest, v)
+			switch {
+			case err != nil:
+				placeErr = err
+				return nil, err
+			case ok:
+				placed = true
+				return dst, nil
+			}
+			whole := grow((*buf)[:0], len(head)+rest)
+			copy(whole, head)
+			*buf = whole
+			return whole[len(head):], nil
+		}
+	}
 	for {
 		// A receive posted at once into the pooled buffer, which
 		// usually has room, lets the transport write the message there
 		// instead of buffering it until a probe has sized it; a message
 		// that does not fit stays queued, and a probe sizes it.
 		*buf = (*buf)[:cap(*buf)]
-		st, err := c.Recv(ctx, src, tag, *buf)
+		cs, err := (*core.Comm)(c).RecvPlaced(ctx, src, tag, *buf, place)
+		st := comm.Status(cs)
 		if errors.Is(err, comm.ErrTruncated) {
 			if st, err = c.Probe(ctx, src, tag); err != nil {
 				return st, err
@@ -91,10 +146,14 @@ func recvObject[T any](ctx context.Context, c *comm.Comm, call string, src, tag 
 			*buf = grow((*buf)[:0], st.Bytes)
 			continue
 		}
-		if err != nil {
+		if placeErr != nil {
+			err = placeErr
+		} else if err != nil {
 			return st, err
+		} else if !placed {
+			err = oc.Decode((*buf)[:st.Bytes], v)
 		}
-		if err := oc.Decode((*buf)[:st.Bytes], v); err != nil {
+		if err != nil {
 			return st, fmt.Errorf("%w: %s on rank %d: the %d bytes from rank %d with tag %d do not decode as %s (does the sender send that type, with that codec?): %w",
 				comm.ErrMismatch, call, c.Rank(), st.Bytes, st.Source, st.Tag, reflect.TypeFor[T](), err)
 		}

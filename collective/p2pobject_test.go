@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 )
 
 // workerResult is what a worker sends its coordinator in the object tests.
@@ -130,6 +132,131 @@ func TestRecvObjectInto(t *testing.T) {
 					case m > 0 && &v.Grad[0] != &array[0]:
 						return fmt.Errorf("message %d: %d gradients in a new array", i, m)
 					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// task ends with its raw block, so that SendObject sends it split.
+type task struct {
+	ID   int
+	Name string
+	Grad []float32
+}
+
+// TestObjectsSplit: values that end with a raw block of splitMin bytes
+// or more go as a head and the value's own memory, and arrive whole
+// through RecvObject and RecvObjectInto (whose slice keeps its array
+// while its capacity suffices), beside smaller ones that go in one
+// piece, over every transport. A split message is the encoding all the
+// same: comm's Recv gets bytes that RawCodec decodes, a receiver that
+// expects another type fails alone with ErrMismatch, naming the
+// message's length, and so does one that decodes with GobCodec; the
+// messages after them arrive intact.
+func TestObjectsSplit(t *testing.T) {
+	lengths := []int{0, 10, 300, 64 << 10 / 4, 1 << 20 / 4, 300, 1 << 20 / 4, 200 << 10 / 4}
+	grad := func(i, m int) []float32 {
+		g := make([]float32, m)
+		for j := range g {
+			g[j] = float32(i*7 + j)
+		}
+		return g
+	}
+	for _, tr := range []string{"mem", "tcp", "shm"} {
+		t.Run(tr, func(t *testing.T) {
+			cs := job(t, 2, comm.WithTransport(tr))
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					for i, m := range lengths {
+						if err := SendObject(ctx, c, 0, 3, task{ID: i, Name: fmt.Sprint("task ", i), Grad: grad(i, m)}); err != nil {
+							return err
+						}
+					}
+					for i := range 4 {
+						if err := SendObject(ctx, c, 0, 4, grad(i, 1<<20/4)); err != nil {
+							return err
+						}
+					}
+					return SendObject(ctx, c, 0, 4, "the last")
+				}
+				var v task
+				var array []float32
+				for i, m := range lengths {
+					grows := m > cap(array)
+					st, err := RecvObjectInto(ctx, c, comm.AnySource, 3, &v)
+					if err != nil {
+						return err
+					}
+					if st.Source != 1 || v.ID != i || v.Name != fmt.Sprint("task ", i) || !slices.Equal(v.Grad, grad(i, m)) {
+						return fmt.Errorf("message %d: task %d %q with %d gradients from rank %d", i, v.ID, v.Name, len(v.Grad), st.Source)
+					}
+					switch {
+					case grows:
+						array = v.Grad
+					case m > 0 && &v.Grad[0] != &array[0]:
+						return fmt.Errorf("message %d: %d gradients in a new array", i, m)
+					}
+				}
+				g, _, err := RecvObject[[]float32](ctx, c, 1, 4)
+				if err != nil || !slices.Equal(g, grad(0, 1<<20/4)) {
+					return fmt.Errorf("a []float32 through RecvObject: %d elements, %v", len(g), err)
+				}
+				st, err := c.Probe(ctx, 1, 4)
+				if err != nil {
+					return err
+				}
+				b := make([]byte, st.Bytes)
+				if _, err := c.Recv(ctx, 1, 4, b); err != nil {
+					return err
+				}
+				if err := RawCodec.Decode(b, &g); err != nil || !slices.Equal(g, grad(1, 1<<20/4)) {
+					return fmt.Errorf("a split []float32 through comm's Recv and Decode: %v", err)
+				}
+				_, st, err = RecvObject[[]float64](ctx, c, 1, 4)
+				if !errors.Is(err, comm.ErrMismatch) || !strings.Contains(err.Error(), "the 1048588 bytes from rank 1 with tag 4") {
+					return fmt.Errorf("a []float32 received as []float64: %v (status %+v)", err, st)
+				}
+				_, st, err = RecvObject[[]float32](ctx, c, 1, 4, WithObjectCodec(GobCodec))
+				if !errors.Is(err, comm.ErrMismatch) || st.Bytes != 1048588 {
+					return fmt.Errorf("a split []float32 received with gob: %v (status %+v)", err, st)
+				}
+				last, _, err := RecvObject[string](ctx, c, 1, 4)
+				if err != nil || last != "the last" {
+					return fmt.Errorf("the message after: %q, %v", last, err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestSendObjectSplitsFromSplitMin: SendObject sends a value split, its
+// raw block apart from its head, from splitMin bytes of block on, and in
+// one piece below; the receiving side's Placer sees the difference.
+func TestSendObjectSplitsFromSplitMin(t *testing.T) {
+	cs := job(t, 2)
+	for _, m := range []int{splitMin/4 - 1, splitMin / 4, 1 << 16} {
+		t.Run(fmt.Sprint(m*4, "B"), func(t *testing.T) {
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					return SendObject(ctx, c, 0, 1, task{ID: 1, Grad: make([]float32, m)})
+				}
+				rest := -1
+				place := func(head []byte, n int) ([]byte, error) {
+					rest = n
+					return make([]byte, n), nil
+				}
+				st, err := (*core.Comm)(c).RecvPlaced(ctx, 1, 1, make([]byte, 1<<20), place)
+				if err != nil {
+					return err
+				}
+				switch split := m*4 >= splitMin; {
+				case split && rest != m*4:
+					return fmt.Errorf("a block of %d bytes: the placer saw a rest of %d of %d bytes", m*4, rest, st.Bytes)
+				case !split && rest != -1:
+					return fmt.Errorf("a block of %d bytes went split", m*4)
 				}
 				return nil
 			})

@@ -200,7 +200,7 @@ func (ep *endpoint) probe(r *Request) {
 	}
 	src := r.src
 	go func() {
-		if err := ep.send(context.Background(), src, &h, nil); err != nil {
+		if err := ep.send(context.Background(), src, &h, nil, nil); err != nil {
 			ep.log.Debug("probe not sent", "peer", src, "seq", seq, "err", err)
 		}
 	}()

@@ -141,13 +141,20 @@ func (c *Comm) SendTyped(ctx context.Context, dst, tag int, b []byte, dt kernel.
 		return err
 	}
 	h := userHeader(c, tag, b, dt, count)
+	return c.sendUser(ctx, dst, &h, b, nil)
+}
+
+// sendUser sends the point-to-point message of header h, whose payload is
+// b then body, to rank dst.
+func (c *Comm) sendUser(ctx context.Context, dst int, h *wire.Header, b, body []byte) error {
 	if c.ep.peers[c.group[dst]].isends.n.Load() != 0 {
 		// Behind the sends queued to dst, which it must not overtake.
-		_, err := c.isend(dst, &h, b).Wait(ctx)
+		_, err := c.isend(dst, h, b, body).Wait(ctx)
 		return err
 	}
-	if err := c.SendHeader(ctx, dst, &h, b); err != nil {
-		return c.opError("send", dst, int64(tag), err)
+	h.Comm = c.id
+	if err := c.ep.send(ctx, c.group[dst], h, b, body); err != nil {
+		return c.opError("send", dst, h.Tag, err)
 	}
 	return nil
 }
@@ -188,7 +195,7 @@ func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
 	if err := c.checkRecv("recv", src, tag); err != nil {
 		return nil, err
 	}
-	return c.post(src, int64(tag), b), nil
+	return c.post(src, int64(tag), b, nil), nil
 }
 
 // Wait is comm.Request.Wait.
@@ -235,7 +242,7 @@ func (c *Comm) SendHeader(ctx context.Context, dst int, h *wire.Header, payload 
 		return invalidf("rank %d is outside the communicator of %d ranks", dst, len(c.group))
 	}
 	h.Comm = c.id
-	return c.ep.send(ctx, c.group[dst], h, payload)
+	return c.ep.send(ctx, c.group[dst], h, payload, nil)
 }
 
 // RecvHeader receives the message with tag from rank src of c into b and
@@ -263,7 +270,7 @@ func (c *Comm) IrecvHeader(src int, tag int64, b []byte, stamped bool) (*Request
 	case src < 0 || src >= len(c.group):
 		return nil, c.opError("recv", -1, tag, invalidf("rank %d is outside the communicator of %d ranks", src, len(c.group)))
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b, stamped), nil
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b, stamped, nil), nil
 }
 
 // WaitHeader is Wait that also returns the header of the message
@@ -365,7 +372,7 @@ func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	if c.rank == 0 {
 		reqs := make([]*Request, size)
 		for r := 1; r < size; r++ {
-			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r), false)
+			reqs[r] = c.ep.post(c, c.group[r], r, matchKey{comm: c.id, tag: tag}, entry(r), false, nil)
 		}
 		for r := 1; r < size; r++ {
 			if _, _, _, err := reqs[r].wait(ctx); err != nil {

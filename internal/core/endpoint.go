@@ -355,8 +355,8 @@ func (ep *endpoint) receive(src int, ib *inbox, l transport.Link, h *wire.Header
 	for {
 		ib.mu.Lock()
 		if r := ep.takePosted(ib, src, h); r != nil {
-			if n > len(r.buf) {
-				r.complete(0, h, &TruncateError{Len: n, Cap: len(r.buf)})
+			if !r.fits(h) {
+				r.truncated(h)
 				ib.mu.Unlock()
 				continue
 			}
@@ -373,13 +373,16 @@ func (ep *endpoint) receive(src int, ib *inbox, l transport.Link, h *wire.Header
 			if !hold {
 				ib.mu.Unlock()
 			}
-			err := l.ReadPayload(r.buf[:n])
+			err, placeErr := r.read(l, h)
 			if !hold {
 				ib.mu.Lock()
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				ib.repost(r, src)
-			} else {
+			case placeErr != nil:
+				r.complete(n, h, placeErr)
+			default:
 				r.complete(n, h, nil)
 			}
 			ib.mu.Unlock()
@@ -459,8 +462,7 @@ func (ib *inbox) drop(m *message) { ib.unexpected.remove(keyOf(&m.hdr), m) }
 // deliverBuffered copies a buffered message into r and frees the buffer.
 // The caller holds the inbox's mutex.
 func (ep *endpoint) deliverBuffered(r *Request, m *message) {
-	n := copy(r.buf, m.buf)
-	r.complete(n, &m.hdr, nil)
+	r.deliver(&m.hdr, m.buf, nil)
 	ep.releaseMessage(m)
 }
 
@@ -509,9 +511,10 @@ func (ep *endpoint) budgetWait(n int) <-chan struct{} {
 }
 
 // post starts a receive from world rank src.
-func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte, stamped bool) *Request {
+func (ep *endpoint) post(c *Comm, src, peer int, key matchKey, buf []byte, stamped bool, place Placer) *Request {
 	r := requestPool.Get().(*Request)
 	r.ep, r.comm, r.src, r.peer, r.key, r.buf, r.stamped = ep, c, src, peer, key, buf, stamped
+	r.place = place
 	r.n, r.err = 0, nil
 	if err := ep.err(); err != nil {
 		r.state = reqDone
@@ -657,7 +660,7 @@ func putTimer(t *time.Timer) {
 }
 
 // send sends one message to world rank dst.
-func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload []byte) error {
+func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload, body []byte) error {
 	if err := ep.err(); err != nil {
 		return err
 	}
@@ -669,11 +672,11 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload [
 	if err := h.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if h.Length != uint64(len(payload)) {
-		return invalidf("header says %d payload bytes but the payload has %d", h.Length, len(payload))
+	if n := len(payload) + len(body); h.Length != uint64(n) {
+		return invalidf("header says %d payload bytes but the payload has %d", h.Length, n)
 	}
 	if dst == ep.rank {
-		ep.sendSelf(h, payload)
+		ep.sendSelf(h, payload, body)
 		return nil
 	}
 	l, err := ep.linkTo(ctx, dst)
@@ -682,7 +685,11 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload [
 	}
 	w := &ep.peers[dst].sends
 	w.begin()
-	err = l.WriteMessage(ctx, *h, payload)
+	if body == nil {
+		err = l.WriteMessage(ctx, *h, payload)
+	} else {
+		err = l.WriteParts(ctx, *h, payload, body)
+	}
 	w.end()
 	if err == nil {
 		return nil
@@ -708,8 +715,9 @@ func (ep *endpoint) send(ctx context.Context, dst int, h *wire.Header, payload [
 	return ep.loseAndWait(dst, err)
 }
 
-// sendSelf delivers a message to this rank's own inbox.
-func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
+// sendSelf delivers a message to this rank's own inbox: its payload is
+// payload, then body.
+func (ep *endpoint) sendSelf(h *wire.Header, payload, body []byte) {
 	ib := &ep.inboxes[ep.rank]
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
@@ -718,14 +726,14 @@ func (ep *endpoint) sendSelf(h *wire.Header, payload []byte) {
 		if r == nil {
 			break
 		}
-		if len(payload) <= len(r.buf) {
-			r.complete(copy(r.buf, payload), h, nil)
+		if r.fits(h) {
+			r.deliver(h, payload, body)
 			return
 		}
-		r.complete(0, h, &TruncateError{Len: len(payload), Cap: len(r.buf)})
+		r.truncated(h)
 	}
 	m := getMessage(h)
-	copy(m.buf, payload)
+	copy(m.buf[copy(m.buf, payload):], body)
 	m.arrived = true
 	ep.budgetMu.Lock()
 	ep.budgetUsed += messageCost(len(m.buf))

@@ -25,6 +25,10 @@ type Request struct {
 	peer int // rank in comm, for errors
 	key  matchKey
 	buf  []byte
+	// place, when set, says where the rest of a split message goes
+	// (split.go); body is the second part of a split send's payload.
+	place Placer
+	body  []byte
 
 	state reqState // guarded by the inbox's mutex
 	n     int
@@ -118,9 +122,9 @@ func (ib *inbox) post(r *Request) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if m, ok := ib.unexpected.front(r.key); ok {
-		if int(m.hdr.Length) > len(r.buf) {
+		if !r.fits(&m.hdr) {
 			// Leave the message for a receive that can hold it.
-			r.complete(0, &m.hdr, &TruncateError{Len: int(m.hdr.Length), Cap: len(r.buf)})
+			r.truncated(&m.hdr)
 			return
 		}
 		ib.unexpected.pop(r.key)

@@ -34,15 +34,15 @@ func (c *Comm) checkRecv(op string, src, tag int) error {
 
 // post starts a receive from rank src of c (or AnySource) with tag (or
 // AnyTag).
-func (c *Comm) post(src int, tag int64, b []byte) *Request {
+func (c *Comm) post(src int, tag int64, b []byte, place Placer) *Request {
 	if src == AnySource || tag == AnyTag {
 		world := AnySource
 		if src != AnySource {
 			world = c.group[src]
 		}
-		return c.ep.postWild(c, world, src, tag, b)
+		return c.ep.postWild(c, world, src, tag, b, place)
 	}
-	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b, false)
+	return c.ep.post(c, c.group[src], src, matchKey{comm: c.id, tag: tag}, b, false, place)
 }
 
 // Iprobe reports the status of the message that a receive from src with
@@ -148,13 +148,14 @@ func (c *Comm) Isend(dst, tag int, b []byte) (*Request, error) {
 		return nil, err
 	}
 	h := userHeader(c, tag, b, kernel.Uint8, len(b))
-	return c.isend(dst, &h, b), nil
+	return c.isend(dst, &h, b, nil), nil
 }
 
-// isend queues the message of header h and payload b to rank dst.
-func (c *Comm) isend(dst int, h *wire.Header, b []byte) *Request {
+// isend queues the message of header h and payload b, then body, to rank
+// dst.
+func (c *Comm) isend(dst int, h *wire.Header, b, body []byte) *Request {
 	r := requestPool.Get().(*Request)
-	r.ep, r.comm, r.src, r.peer, r.buf, r.isSend = c.ep, c, c.group[dst], dst, b, true
+	r.ep, r.comm, r.src, r.peer, r.buf, r.body, r.isSend = c.ep, c, c.group[dst], dst, b, body, true
 	r.key = matchKey{comm: c.id, tag: h.Tag}
 	r.n, r.err = 0, nil
 	r.hdr = *h
@@ -193,8 +194,8 @@ func (ep *endpoint) sendQueued(dst int, q *sendQueue) {
 		q.queue = q.queue[1:]
 		r.state = reqReceiving // being sent: no longer withdrawn
 		q.mu.Unlock()
-		err := ep.send(context.Background(), dst, &r.hdr, r.buf)
-		n := len(r.buf)
+		err := ep.send(context.Background(), dst, &r.hdr, r.buf, r.body)
+		n := len(r.buf) + len(r.body)
 		if err != nil {
 			n = 0
 		}

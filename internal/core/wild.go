@@ -221,9 +221,10 @@ func firstMessage(qs *queues[*message], comm uint64, tag int64) *message {
 
 // postWild starts a wildcard receive: from world rank src of c, or from
 // any member (AnySource), with tag or any non-negative tag (AnyTag).
-func (ep *endpoint) postWild(c *Comm, src, peer int, tag int64, buf []byte) *Request {
+func (ep *endpoint) postWild(c *Comm, src, peer int, tag int64, buf []byte, place Placer) *Request {
 	r := requestPool.Get().(*Request)
 	r.ep, r.comm, r.src, r.peer, r.key, r.buf, r.stamped = ep, c, src, peer, matchKey{comm: c.id, tag: tag}, buf, false
+	r.place = place
 	r.n, r.err, r.anySource, r.wild = 0, nil, src == AnySource, true
 	if err := ep.err(); err != nil {
 		r.state = reqDone
@@ -236,9 +237,9 @@ func (ep *endpoint) postWild(c *Comm, src, peer int, tag int64, buf []byte) *Req
 	if m, from := ep.earliest(c, src, tag, locked); m != nil {
 		ib := &ep.inboxes[from]
 		r.matched(from)
-		if int(m.hdr.Length) > len(buf) {
+		if !r.fits(&m.hdr) {
 			// Leave the message for a receive that can hold it.
-			r.complete(0, &m.hdr, &TruncateError{Len: int(m.hdr.Length), Cap: len(buf)})
+			r.truncated(&m.hdr)
 			return r
 		}
 		ib.unexpected.remove(keyOf(&m.hdr), m)
