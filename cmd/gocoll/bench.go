@@ -143,7 +143,9 @@ The flags are:
 		place every rank's buffers in registered memory
 		(collective.Alloc), which the shared-memory calls read and write
 		directly instead of copying through the segment; the impl
-		column says gocoll-registered
+		column says gocoll-registered. Where the ranks have no segment
+		(--transport tcp, or ranks on several hosts) the calls go over
+		links as with ordinary buffers, which the link column shows
 	--progress
 		draw a progress bar on stderr even when stderr is not a terminal
 	--cpuprofile file

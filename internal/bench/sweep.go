@@ -58,6 +58,8 @@ type Config struct {
 	// Registered places every rank's buffers in registered memory
 	// (collective.Alloc), so that the shared-memory calls move data
 	// straight between them; Impl then defaults to "gocoll-registered".
+	// Without a segment (tcp links) the calls run as with ordinary
+	// buffers, and the rows' link says so.
 	Registered bool
 	// Impl and Transport fill the columns of the same names; Impl
 	// defaults to "gocoll".
