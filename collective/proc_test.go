@@ -21,12 +21,18 @@ import (
 )
 
 // The multi-process test runs this test binary as the ranks of a job
-// started by gocoll run; the variable sends such a process to the worker.
+// started by gocoll run; the variable sends such a process to the worker,
+// or with the value "pingpong" to the echoing rank of
+// BenchmarkObjectPingPongProcesses.
 const workerVar = "GOCOLL_COLLECTIVE_TEST_WORKER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(workerVar) != "" {
-		if err := worker(); err != nil {
+	if w := os.Getenv(workerVar); w != "" {
+		run := worker
+		if w == "pingpong" {
+			run = pingPongPeer
+		}
+		if err := run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
