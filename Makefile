@@ -49,7 +49,7 @@ vet:
 # own process run here, over sockets too.
 test-race:
 	$(GO) test -race -short -count=1 -timeout 10m $(RACE_PKGS)
-	$(GO) test -race -short -count=1 -run '^TestKernelsReportRaces$$' ./internal/kernel
+	$(GO) test -race -short -count=1 -run '^TestRaceReports$$' ./internal/kernel
 
 # Every package without the race detector (allocation counts only mean
 # something here), and the element views and kernels again without

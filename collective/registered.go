@@ -28,9 +28,16 @@ var ErrNoSharedMemory = shmem.ErrNoSpace
 // needs to know what the others passed. The memory belongs to the
 // process, not to a communicator: it serves every communicator of the
 // host (sub-communicators too) and stays valid after they close, until
-// Free. The race detector does not see it: it tracks only the Go heap,
-// so a program that touches a registered buffer while a call on it runs
-// is not reported under -race.
+// Free.
+//
+// The race detector cannot check registered memory: it keeps its record
+// of accesses only for the Go heap and the program's globals, and
+// ignores every access elsewhere, by Go code or reported. So under -race
+// a program that writes a registered buffer while a call uses it (an
+// AllreduceAsync not yet waited for) is not reported, where with an
+// ordinary buffer it is: what the detector cannot see by itself of the
+// accesses to ordinary buffers, those of the assembly kernels and of the
+// transports' system calls, gocoll reports to it.
 //
 // Alloc fails with an error wrapping errors.ErrUnsupported where shared
 // memory is not available (systems other than Linux), ErrNoSharedMemory

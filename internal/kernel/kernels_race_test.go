@@ -9,15 +9,15 @@ import (
 	"github.com/gocoll/gocoll/internal/race/racetest"
 )
 
-// sink keeps the plain reads of TestKernelsReportRaces from being dropped.
+// sink keeps the plain reads of TestRaceReports from being dropped.
 var sink float32
 
-// TestKernelsReportRaces: a slice that Go code touches while an assembly
+// TestRaceReports: a slice that Go code touches while an assembly
 // kernel uses it, unsynchronised, is a race the detector reports, naming
 // the function that reports the kernel's accesses; the same accesses in
 // order are not. Each kernel here does all of the work on the element
 // touched, so the detector would see nothing without the reports.
-func TestKernelsReportRaces(t *testing.T) {
+func TestRaceReports(t *testing.T) {
 	if !sumAsm[float32](nil, nil) {
 		t.Skip("the CPU has no AVX2: the Go loops run, which the detector sees")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gocoll/gocoll/internal/race"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/internal/linkerr"
@@ -343,6 +344,11 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(body))))
 		inline = uint64(len(head))
 		l.out.ack.Store(ackPending)
+		if race.Enabled {
+			// The reader's process_vm_readv reads it while this
+			// goroutine waits for the ack.
+			race.ReadSlice(body)
+		}
 	}
 	binary.LittleEndian.PutUint64(l.wrec[:8], addr)
 	binary.LittleEndian.PutUint64(l.wrec[8:prefixSize], inline)
@@ -673,6 +679,9 @@ func (l *link) vmRead(p []byte) error {
 		l.riov[0] = unix.RemoteIovec{Base: uintptr(l.cmaAddr + l.cmaOff + uint64(off)), Len: n}
 		got, err := unix.ProcessVMReadv(l.peerPID, l.liov[:], l.riov[:], 0)
 		l.liov[0].Base = nil
+		if race.Enabled && err == nil {
+			race.WriteSlice(p[off : off+min(got, n)]) // the cookie comes after
+		}
 		switch {
 		case err != nil:
 			return err

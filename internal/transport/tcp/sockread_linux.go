@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gocoll/gocoll/internal/race"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/internal/linkerr"
 	"github.com/gocoll/gocoll/internal/wire"
@@ -114,6 +115,9 @@ func (s *sockReader) readNow(fd uintptr) {
 		s.n, s.errno = int(n), errno
 		if errno != 0 {
 			s.n = 0
+		}
+		if race.Enabled {
+			race.WriteSlice(s.dst[:s.n]) // what recvfrom wrote
 		}
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gocoll/gocoll/internal/race"
 )
 
 // rawCallMax bounds the bytes one raw system call moves. The runtime does
@@ -70,6 +72,13 @@ func (w *sockWriter) write(hdr, head, body []byte) (int64, error) {
 		w.add(hdr)
 		w.add(head)
 		w.add(body)
+		if race.Enabled {
+			// send's system calls read them. All of them, sent or not:
+			// the caller must leave them alone until write returns.
+			race.ReadSlice(hdr)
+			race.ReadSlice(head)
+			race.ReadSlice(body)
+		}
 	}
 	w.sent, w.errno = 0, 0
 	var err error
