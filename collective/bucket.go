@@ -25,8 +25,9 @@ const DefaultBucketBytes = 25 << 20
 // each of one element type, and a tensor larger than the limit gets a
 // bucket of its own. Each bucket has a flat buffer, allocated at the first
 // step and reused by every step after it: in registered memory (Alloc)
-// where the communicator's ranks share a host, so that the buckets'
-// Allreduces go direct, between the ranks' buffers, and in ordinary
+// where ranks of the communicator share a host, so that the buckets'
+// Allreduces go direct, between the ranks' buffers (across hosts, the
+// phases of a Hierarchical Allreduce inside each host), and in ordinary
 // memory otherwise or when /dev/shm has no room for them. Close frees it.
 //
 // A step either calls AllreduceAll, or marks each tensor with Ready as soon
@@ -303,7 +304,11 @@ func (b *Bucketer) freeze(ctx context.Context) error {
 				comm.ErrMismatch, i, mine[i]>>8, kernel.DType(mine[i]&0xff), b.c.Rank(), w>>8, kernel.DType(w&0xff), r)
 		}
 	}
-	shared := (*core.Comm)(b.c).Segment() != nil
+	// Ranks share a host where the communicator has a segment, or a
+	// hierarchy, whose hosts' segments take a Hierarchical Allreduce's
+	// phases inside each host.
+	cc := (*core.Comm)(b.c)
+	shared := cc.Segment() != nil || cc.Hierarchy() != nil
 	for i := range b.buckets {
 		b.buckets[i].flat.alloc(shared)
 	}

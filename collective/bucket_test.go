@@ -233,13 +233,31 @@ func TestBucketer(t *testing.T) {
 	}
 }
 
-// TestBucketerRegistered: where the ranks share a host, the buckets lie
-// in registered memory and their Allreduces go direct; Close frees them,
+// TestBucketerRegistered: where ranks share a host, the buckets lie in
+// registered memory and their Allreduces go direct: all of them when
+// every rank shares one host, and the phases inside each host of a
+// Hierarchical Allreduce when they span hosts. Close frees the buckets,
 // refuses to while a step runs, and ends the Bucketer.
 func TestBucketerRegistered(t *testing.T) {
-	const n, steps = 3, 3
+	layouts := []struct {
+		name  string
+		hosts []string // of each rank
+	}{
+		{"one host", []string{"a", "a", "a"}},
+		{"two hosts", []string{"a", "a", "b", "b"}},
+	}
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			cs := job(t, len(l.hosts), comm.WithTransport("auto"), comm.WithHostIdentity(func(r int) string { return l.hosts[r] }))
+			checkBucketerRegistered(t, cs)
+		})
+	}
+}
+
+func checkBucketerRegistered(t *testing.T, cs []*comm.Comm) {
+	const steps = 3
+	n := len(cs)
 	specs := []spec{of[float32](20000), of[float64](3000), of[float32](70000), of[int32](5)}
-	cs := shmJob(t, n)
 	before := directOps(cs)
 	allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 		b, ts, err := newTestBucketer(c, codec.Avg, specs, WithBucketBytes(256<<10))

@@ -327,15 +327,20 @@ func checkEachDirect(t *testing.T, cs []*comm.Comm, direct bool) {
 	}
 }
 
-// directOps is how many operations each rank's segment took direct; 0 for
-// a rank without one.
+// directOps is how many operations each rank's segment took direct: the
+// communicator's, or where it spans hosts, the segment of the rank's
+// host; 0 for a rank without one.
 func directOps(cs []*comm.Comm) []uint64 {
 	ops := make([]uint64, len(cs))
 	for r, c := range cs {
 		if c == nil {
 			continue
 		}
-		if s := (*core.Comm)(c).Segment(); s != nil {
+		s := (*core.Comm)(c).Segment()
+		if h := (*core.Comm)(c).Hierarchy(); h != nil {
+			s = h.Node.Segment()
+		}
+		if s != nil {
 			ops[r] = s.DirectOps()
 		}
 	}
@@ -505,19 +510,10 @@ func checkHierarchicalDirect(t *testing.T, cs []*comm.Comm, hosts []string, on f
 	registered = on
 	t.Cleanup(func() { registered = nil })
 	n := len(cs)
-	nodeOps := func() []uint64 {
-		ops := make([]uint64, n)
-		for r, c := range cs {
-			if s := (*core.Comm)(c).Hierarchy().Node.Segment(); s != nil {
-				ops[r] = s.DirectOps()
-			}
-		}
-		return ops
-	}
-	before := nodeOps()
+	before := directOps(cs)
 	checkAllreduce[float32](t, cs, Hierarchical, codec.Sum, countsFor(n, true))
 	checkAllreduce[float64](t, cs, Hierarchical, codec.Avg, countsFor(n, false))
-	for r, ops := range nodeOps() {
+	for r, ops := range directOps(cs) {
 		if (*core.Comm)(cs[r]).Hierarchy().Node.Size() == 1 {
 			continue
 		}
