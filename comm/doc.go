@@ -74,7 +74,9 @@
 // (their own memory on little-endian hosts) and check the element type.
 // Isend and Irecv start a send or a receive and return a Request;
 // Request.Wait, WaitAny and WaitAll finish them. Sendrecv exchanges with
-// two peers at once. Probe and Iprobe report the Status (source, tag,
+// two peers at once. Each of the three has a generic form of typed
+// slices too (Isend[T], Irecv[T], Sendrecv[S, R]), whose receives check
+// the element type when they are waited for. Probe and Iprobe report the Status (source, tag,
 // length) of the next message a receive would take, without taking it,
 // so that a receiver can size its buffer or learn who is asking:
 //

@@ -150,12 +150,18 @@ func (c *Comm) Sendrecv(ctx context.Context, send []byte, dst, sendTag int, recv
 	if err != nil {
 		return Status{}, err
 	}
-	if err := c.Send(ctx, dst, sendTag, send); err != nil {
+	return c.finishSendrecv(ctx, r, c.Send(ctx, dst, sendTag, send))
+}
+
+// finishSendrecv finishes a Sendrecv whose receive r was posted and whose
+// send ended with sendErr.
+func (c *Comm) finishSendrecv(ctx context.Context, r *Request, sendErr error) (Status, error) {
+	if sendErr != nil {
 		// The receive must not outlive the call with recv in use.
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
 		_, _ = r.Wait(cancelled) // the send's error is the call's
-		return Status{}, err
+		return Status{}, sendErr
 	}
 	return r.Wait(ctx)
 }
@@ -174,11 +180,48 @@ func Send[T codec.Elem](ctx context.Context, c *Comm, dst, tag int, data []T) er
 // is not a whole number of elements is an error wrapping ErrMismatch. On
 // little-endian hosts the message is read straight into data.
 func Recv[T codec.Elem](ctx context.Context, c *Comm, src, tag int, data []T) (Status, error) {
-	b := codec.Bytes(data)
-	size := kernel.DTypeOf[T]().Size()
-	st, err := c.core().RecvTyped(ctx, src, tag, b, kernel.DTypeOf[T](), size)
-	if err == nil && !codec.Aliasing {
-		codec.Store(data, b[:st.Bytes])
+	r, err := Irecv(c, src, tag, data)
+	if err != nil {
+		return Status{}, err
 	}
-	return Status(st), err
+	return r.Wait(ctx)
+}
+
+// Isend starts a send of data to rank dst with the given tag, as
+// Comm.Isend does with its bytes, and returns at once; the message says
+// its element type, as Send's does. data must not be touched until the
+// request completes. On little-endian hosts the slice's own memory is
+// sent, without a copy.
+func Isend[T codec.Elem](c *Comm, dst, tag int, data []T) (*Request, error) {
+	r, err := c.core().IsendTyped(dst, tag, codec.Bytes(data), kernel.DTypeOf[T](), len(data))
+	return (*Request)(r), err
+}
+
+// Irecv posts a receive of a message from rank src (or AnySource) with
+// the given tag (or AnyTag) into data, as Comm.Irecv does, and returns at
+// once; waiting for it (Wait, WaitAny, WaitAll) fails as Recv does on a
+// message of another element type or of a part of an element. data must
+// not be touched until the request completes. On little-endian hosts the
+// message is read straight into data.
+func Irecv[T codec.Elem](c *Comm, src, tag int, data []T) (*Request, error) {
+	b := codec.Bytes(data)
+	var finish func([]byte)
+	if !codec.Aliasing {
+		finish = func(got []byte) { codec.Store(data, got) }
+	}
+	dt := kernel.DTypeOf[T]()
+	r, err := c.core().IrecvTyped(src, tag, b, dt, dt.Size(), finish)
+	return (*Request)(r), err
+}
+
+// Sendrecv is Comm.Sendrecv of typed slices, whose element types may
+// differ, as MPI_Sendrecv's may: it sends send to rank dst with sendTag
+// and receives into recv from rank src (or AnySource) with recvTag (or
+// AnyTag), at once, checking the message received as Recv does.
+func Sendrecv[S, R codec.Elem](ctx context.Context, c *Comm, send []S, dst, sendTag int, recv []R, src, recvTag int) (Status, error) {
+	r, err := Irecv(c, src, recvTag, recv)
+	if err != nil {
+		return Status{}, err
+	}
+	return c.finishSendrecv(ctx, r, Send(ctx, c, dst, sendTag, send))
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -495,6 +498,114 @@ func TestTypedSendRecv(t *testing.T) {
 			require.ErrorIs(t, errs[1], comm.ErrMismatch)
 			assert.Contains(t, errs[1].Error(), "float32")
 			assert.Contains(t, errs[1].Error(), "float64")
+		})
+	}
+}
+
+// TestTypedNonblocking: Isend, Irecv and Sendrecv of typed slices carry
+// them whole, finished by Wait, WaitAny or WaitAll; a typed receive of
+// another element type, or of a part of an element, fails when waited
+// for, naming both types, whichever way it is waited for.
+func TestTypedNonblocking(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := newJob(t, 2, comm.WithTransport(tr))
+			errs := run(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				peer := 1 - c.Rank()
+				if c.Rank() == 0 {
+					a, err := comm.Isend(c, 1, 0, []float64{1.5, -2, 3})
+					if err != nil {
+						return err
+					}
+					b, err := comm.Isend(c, 1, 1, []int32{7, 8})
+					if err != nil {
+						return err
+					}
+					if _, err := comm.WaitAll(ctx, []*comm.Request{a, b}); err != nil {
+						return err
+					}
+					for tag, bad := range []any{[]float32{1}, []byte{1, 2, 3}, []float32{2}} {
+						var err error
+						switch v := bad.(type) {
+						case []float32:
+							err = comm.Send(ctx, c, 1, 10+tag, v)
+						case []byte:
+							err = c.Send(ctx, 1, 10+tag, v)
+						}
+						if err != nil {
+							return err
+						}
+					}
+				} else {
+					f := make([]float64, 3)
+					i := make([]int32, 2)
+					rf, err := comm.Irecv(c, comm.AnySource, 0, f)
+					if err != nil {
+						return err
+					}
+					ri, err := comm.Irecv(c, 0, comm.AnyTag, i)
+					if err != nil {
+						return err
+					}
+					reqs := []*comm.Request{rf, ri}
+					for range 2 {
+						if _, _, err := comm.WaitAny(ctx, reqs); err != nil {
+							return err
+						}
+					}
+					if !slices.Equal(f, []float64{1.5, -2, 3}) || !slices.Equal(i, []int32{7, 8}) {
+						return fmt.Errorf("received %v and %v", f, i)
+					}
+					// Another type, waited for with Wait; bytes that are not
+					// whole int32s, with WaitAll; another type, with WaitAny.
+					r, err := comm.Irecv(c, 0, 10, make([]float64, 1))
+					if err != nil {
+						return err
+					}
+					if _, err := r.Wait(ctx); !errors.Is(err, comm.ErrMismatch) || !strings.Contains(err.Error(), "float32") || !strings.Contains(err.Error(), "float64") {
+						return fmt.Errorf("float32 into float64 with Wait: %v", err)
+					}
+					if r, err = comm.Irecv(c, 0, 11, make([]int32, 1)); err != nil {
+						return err
+					}
+					if _, err := comm.WaitAll(ctx, []*comm.Request{r}); !errors.Is(err, comm.ErrMismatch) || !strings.Contains(err.Error(), "3 bytes") {
+						return fmt.Errorf("3 bytes into int32 with WaitAll: %v", err)
+					}
+					if r, err = comm.Irecv(c, 0, 12, make([]int64, 1)); err != nil {
+						return err
+					}
+					if _, _, err := comm.WaitAny(ctx, []*comm.Request{r}); !errors.Is(err, comm.ErrMismatch) {
+						return fmt.Errorf("float32 into int64 with WaitAny: %v", err)
+					}
+				}
+				got := make([]uint16, 2)
+				st, err := comm.Sendrecv(ctx, c, []uint16{uint16(c.Rank()), 9}, peer, 5, got, comm.AnySource, 5)
+				if err != nil {
+					return err
+				}
+				if st.Source != peer || st.Bytes != 4 || got[0] != uint16(peer) || got[1] != 9 {
+					return fmt.Errorf("Sendrecv: %+v %v", st, got)
+				}
+				// Element types that differ, as MPI_Sendrecv's may.
+				mine, theirs := []any{[]int32{4}, []float64{2.5}}[c.Rank()], []any{[]float64{0}, []int32{0}}[c.Rank()]
+				switch send := mine.(type) {
+				case []int32:
+					_, err = comm.Sendrecv(ctx, c, send, peer, 7, theirs.([]float64), peer, 7)
+				case []float64:
+					_, err = comm.Sendrecv(ctx, c, send, peer, 7, theirs.([]int32), peer, 7)
+				}
+				if err != nil || !reflect.DeepEqual(theirs, []any{[]float64{2.5}, []int32{4}}[c.Rank()]) {
+					return fmt.Errorf("Sendrecv of int32 for float64: %v, %v", theirs, err)
+				}
+				_, err = comm.Sendrecv(ctx, c, []uint16{1}, peer, 6, make([]float32, 1), peer, 6)
+				if !errors.Is(err, comm.ErrMismatch) {
+					return fmt.Errorf("Sendrecv of uint16 into float32: %v", err)
+				}
+				return nil
+			})
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+			}
 		})
 	}
 }

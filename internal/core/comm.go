@@ -168,26 +168,32 @@ func (c *Comm) Recv(ctx context.Context, src, tag int, b []byte) (Status, error)
 	return r.Wait(ctx)
 }
 
-// RecvTyped is Recv into b, the bytes of elements of type dt and size
-// bytes each (comm.Recv[T]): a message of whole elements, sent as bytes
-// or as elements of type dt.
-func (c *Comm) RecvTyped(ctx context.Context, src, tag int, b []byte, dt kernel.DType, size int) (Status, error) {
+// IrecvTyped is Irecv into b, the bytes of elements of type dt and size
+// bytes each (comm.Irecv[T], comm.Recv[T]): its wait fails a message
+// that is not whole elements sent as bytes or as elements of type dt,
+// and hands the bytes of one that is to finish, when set (where
+// elements are not stored as their little-endian bytes, finish copies
+// them into place).
+func (c *Comm) IrecvTyped(src, tag int, b []byte, dt kernel.DType, size int, finish func([]byte)) (*Request, error) {
 	r, err := c.Irecv(src, tag, b)
 	if err != nil {
-		return Status{}, err
+		return nil, err
 	}
-	st, h, _, err := r.wait(ctx)
+	r.dt, r.size, r.finish = dt, size, finish
+	return r, nil
+}
+
+// typedMismatch says why the message of header h and status st is not
+// what a typed receive of elements of type dt, of size bytes, takes; nil
+// when it is.
+func typedMismatch(st *Status, h *wire.Header, dt kernel.DType, size int) error {
 	switch {
-	case err != nil:
-		return st, err
 	case h.DType != kernel.Uint8 && h.DType != dt:
-		err = fmt.Errorf("%w: rank %d sent %d %v elements where this rank receives %v", ErrMismatch, st.Source, h.Count, h.DType, dt)
+		return fmt.Errorf("%w: rank %d sent %d %v elements where this rank receives %v", ErrMismatch, st.Source, h.Count, h.DType, dt)
 	case st.Bytes%size != 0:
-		err = fmt.Errorf("%w: rank %d sent %d bytes, not a whole number of %d-byte %v elements", ErrMismatch, st.Source, st.Bytes, size, dt)
-	default:
-		return st, nil
+		return fmt.Errorf("%w: rank %d sent %d bytes, not a whole number of %d-byte %v elements", ErrMismatch, st.Source, st.Bytes, size, dt)
 	}
-	return st, c.opError("recv", st.Source, int64(st.Tag), err)
+	return nil
 }
 
 // Irecv is comm.Comm.Irecv.
@@ -221,11 +227,18 @@ func (r *Request) wait(ctx context.Context) (Status, wire.Header, int64, error) 
 		}
 	}
 	h, c, peer, arrived := r.hdr, r.comm, r.peer, r.arrived
+	dt, size, finish, buf := r.dt, r.size, r.finish, r.buf
 	*r = Request{done: r.done}
 	requestPool.Put(r)
 	st := Status{Source: peer, Tag: int(tag), Bytes: n}
+	if err == nil && size > 0 {
+		err = typedMismatch(&st, &h, dt, size)
+	}
 	if err != nil {
 		return st, h, arrived, c.opError(op, peer, tag, err)
+	}
+	if finish != nil {
+		finish(buf[:n])
 	}
 	return st, h, arrived, nil
 }

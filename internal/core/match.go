@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -29,6 +30,11 @@ type Request struct {
 	// (split.go); body is the second part of a split send's payload.
 	place Placer
 	body  []byte
+	// A typed receive (IrecvTyped) takes only whole elements of dt, of
+	// size bytes (size 0: any bytes), and hands them to finish, when set.
+	dt     kernel.DType
+	size   int
+	finish func([]byte)
 
 	state reqState // guarded by the inbox's mutex
 	n     int

@@ -144,10 +144,16 @@ type sendQueue struct {
 // Isend starts a send of b to rank dst with tag and returns at once; b
 // must not be touched until the request's Wait returns.
 func (c *Comm) Isend(dst, tag int, b []byte) (*Request, error) {
+	return c.IsendTyped(dst, tag, b, kernel.Uint8, len(b))
+}
+
+// IsendTyped is Isend of b, the bytes of count elements of type dt, which
+// the message's header names (comm.Isend[T]).
+func (c *Comm) IsendTyped(dst, tag int, b []byte, dt kernel.DType, count int) (*Request, error) {
 	if err := c.check("send", dst, tag); err != nil {
 		return nil, err
 	}
-	h := userHeader(c, tag, b, kernel.Uint8, len(b))
+	h := userHeader(c, tag, b, dt, count)
 	return c.isend(dst, &h, b, nil), nil
 }
 
