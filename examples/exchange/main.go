@@ -3,34 +3,54 @@
 // straight from and into the slices' memory, then times a stream of large
 // buffers to report the bandwidth each rank achieved.
 //
-// Run it with gocoll run:
-//
 //	go build -o /tmp/exchange ./examples/exchange
 //	go run ./cmd/gocoll run -n 4 /tmp/exchange
+//	go run ./examples/exchange -local 4 -mib 4
+//
+// With -local n it runs n ranks as goroutines of one process, over
+// in-memory links, without a launcher.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"time"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
 func main() {
+	local := flag.Int("local", 0, "run this many ranks in this process (comm.NewLocal) instead of joining a launcher's job")
 	mib := flag.Int("mib", 16, "size of the buffers timed, in MiB")
 	rounds := flag.Int("rounds", 20, "number of timed rounds")
 	flag.Parse()
 
-	ctx := context.Background()
-	c, err := comm.Init(ctx)
+	err := ranks.Run(context.Background(), *local, nil, func(ctx context.Context, c *comm.Comm) error {
+		_, err := run(ctx, c, *mib, *rounds, os.Stdout)
+		return err
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+}
+
+// run passes a small typed buffer around the ring and checks what arrives,
+// then times rounds exchanges of mib MiB; every rank writes a line to w
+// for each. It returns the small buffer this rank received from the
+// previous one.
+func run(ctx context.Context, c *comm.Comm, mib, rounds int, w io.Writer) ([]float32, error) {
+	// An empty stream has no last element to check, and zero rounds
+	// would time nothing. Every rank checks before its first message, so
+	// all of them fail alike rather than wait for one that gave up.
+	if mib < 1 || rounds < 1 {
+		return nil, fmt.Errorf("-mib %d and -rounds %d must be at least 1", mib, rounds)
+	}
 	me, size := c.Rank(), c.Size()
 	next, prev := (me+1)%size, (me+size-1)%size
 
@@ -41,37 +61,38 @@ func main() {
 	}
 	got := make([]float32, len(mine))
 	if err := exchange(ctx, c, next, prev, 0, mine, got); err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
 	for i, v := range got {
 		if want := float32(prev) + float32(i)/8; v != want {
-			log.Fatalf("element %d from rank %d is %v, want %v", i, prev, v, want)
+			return nil, fmt.Errorf("element %d from rank %d is %v, want %v", i, prev, v, want)
 		}
 	}
-	fmt.Printf("rank %d/%d received from rank %d: %v\n", me, size, prev, got)
+	fmt.Fprintf(w, "rank %d/%d received from rank %d: %v\n", me, size, prev, got)
 
 	// Bandwidth: every rank streams buffers to its neighbour at once.
-	n := *mib << 20 / 4
+	n := mib << 20 / 4
 	out, in := make([]float32, n), make([]float32, n)
 	for i := range out {
 		out[i] = float32(me)
 	}
 	if err := exchange(ctx, c, next, prev, 1, out, in); err != nil { // warm-up
-		log.Fatal(err)
+		return nil, err
 	}
 	start := time.Now()
-	for r := range *rounds {
+	for r := range rounds {
 		if err := exchange(ctx, c, next, prev, 2+r, out, in); err != nil {
-			log.Fatal(err)
+			return nil, err
 		}
 	}
 	elapsed := time.Since(start)
 	if in[n-1] != float32(prev) {
-		log.Fatalf("last element of the stream is %v, want %v", in[n-1], float32(prev))
+		return nil, fmt.Errorf("last element of the stream is %v, want %v", in[n-1], float32(prev))
 	}
-	bytes := float64(*rounds) * float64(4*n)
-	fmt.Printf("rank %d/%d: %d × %d MiB to rank %d in %v: %.2f GB/s per direction\n",
-		me, size, *rounds, *mib, next, elapsed.Round(time.Millisecond), bytes/elapsed.Seconds()/1e9)
+	bytes := float64(rounds) * float64(4*n)
+	fmt.Fprintf(w, "rank %d/%d: %d × %d MiB to rank %d in %v: %.2f GB/s per direction\n",
+		me, size, rounds, mib, next, elapsed.Round(time.Millisecond), bytes/elapsed.Seconds()/1e9)
+	return got, nil
 }
 
 // exchange sends out to rank next and receives in from rank prev. The
