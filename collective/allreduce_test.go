@@ -42,24 +42,31 @@ func TestAllreduceOverTCP(t *testing.T) {
 	}
 }
 
-// checkAllreduceMatrix runs every algorithm at every job size, the jobs
-// made with opts, in an element type of each kind, each with an op of its
-// own.
+// checkAllreduceMatrix runs checkAllreduceTypes on every algorithm at
+// every job size, the jobs made with opts.
 func checkAllreduceMatrix(t *testing.T, opts ...comm.Option) {
 	for _, algo := range allreduceAlgorithms {
 		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
-					cs := job(t, n, opts...)
-					checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(len(cs), true))
-					checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(len(cs), false))
-					checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(len(cs), false))
-					checkAllreduce[uint8](t, cs, algo, codec.Xor, countsFor(len(cs), false))
-					checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(len(cs), false))
+					checkAllreduceTypes(t, job(t, n, opts...), algo)
 				})
 			}
 		})
 	}
+}
+
+// checkAllreduceTypes runs checkAllreduce with algo on the ranks cs in an
+// element type of each kind, each with an op of its own; float32 is the
+// full case of countsFor.
+func checkAllreduceTypes(t *testing.T, cs []*comm.Comm, algo Algorithm) {
+	t.Helper()
+	n := len(cs)
+	checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(n, true))
+	checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(n, false))
+	checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(n, false))
+	checkAllreduce[uint8](t, cs, algo, codec.Xor, countsFor(n, false))
+	checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(n, false))
 }
 
 // checkAllreduce runs Allreduce with each of counts and compares each

@@ -67,13 +67,7 @@ func TestShm(t *testing.T) {
 // (which cross the segment's rounds), and non-commutative reductions.
 func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	n := len(cs)
-	t.Run("allreduce", func(t *testing.T) {
-		checkAllreduce[float32](t, cs, algo, codec.Sum, countsFor(len(cs), true))
-		checkAllreduce[float64](t, cs, algo, codec.Avg, countsFor(len(cs), false))
-		checkAllreduce[int32](t, cs, algo, codec.Max, countsFor(len(cs), false))
-		checkAllreduce[uint8](t, cs, algo, codec.Xor, countsFor(len(cs), false))
-		checkAllreduce[codec.BFloat16](t, cs, algo, codec.Sum, countsFor(len(cs), false))
-	})
+	t.Run("allreduce", func(t *testing.T) { checkAllreduceTypes(t, cs, algo) })
 	rootedCase(t, n, func(t *testing.T, root int, full bool) {
 		checkReduce[float32](t, cs, algo, codec.Sum, root, countsFor(n, full))
 		checkReduce[float64](t, cs, algo, codec.Avg, root, countsFor(n, false))
