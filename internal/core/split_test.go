@@ -24,11 +24,17 @@ func splitPayload(headLen, bodyLen int, seed byte) (head, body []byte) {
 	return head, body
 }
 
-// splitJob is a job of two ranks over transport tr, closed when the test
-// ends.
+// splitJob is a job of two ranks over transport tr ("tcp spinning":
+// tcp with callers that spin), closed when the test ends.
 func splitJob(t *testing.T, tr string) []*Comm {
 	t.Helper()
-	cs, err := NewLocal(2, WithTransport(tr), WithTimeout(time.Minute))
+	opts := []Option{WithTransport(tr), WithTimeout(time.Minute)}
+	if tr == "tcp spinning" {
+		// Waiting callers read their sockets themselves, as ranks in
+		// processes of their own do by default.
+		opts = []Option{WithTransport("tcp"), WithTimeout(time.Minute), WithSpin(DefaultSpin)}
+	}
+	cs, err := NewLocal(2, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { closeAtOnce(cs) })
 	return cs
@@ -60,7 +66,7 @@ func (p *placement) place(head []byte, rest int) ([]byte, error) {
 // each transport's small and large paths.
 func TestSplitMessages(t *testing.T) {
 	sizes := []struct{ head, body int }{{1, 0}, {13, 100}, {13, 64 << 10}, {5000, 1 << 20}}
-	for _, tr := range []string{"mem", "tcp", "shm"} {
+	for _, tr := range []string{"mem", "tcp", "tcp spinning", "shm"} {
 		t.Run(tr, func(t *testing.T) {
 			cs := splitJob(t, tr)
 			ctx := context.Background()
@@ -114,7 +120,7 @@ func TestSplitMessages(t *testing.T) {
 // a receive with room.
 func TestSplitMessageFailures(t *testing.T) {
 	errRefused := errors.New("not my type")
-	for _, tr := range []string{"mem", "tcp", "shm"} {
+	for _, tr := range []string{"mem", "tcp", "tcp spinning", "shm"} {
 		t.Run(tr, func(t *testing.T) {
 			cs := splitJob(t, tr)
 			ctx := context.Background()
