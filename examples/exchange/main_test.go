@@ -4,27 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/exampletest"
 	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
-// mainVar sends a run of this test binary to main, for TestMain.
-const mainVar = "GOCOLL_EXAMPLE_EXCHANGE_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(mainVar) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // sent is the small buffer rank r sends to the next rank.
 func sent(r int) []float32 {
@@ -86,13 +76,7 @@ func TestRunRefuses(t *testing.T) {
 // -local 3 -mib 1 -rounds 2, and checks that every rank prints what it
 // received and its bandwidth; the ranks' lines come in any order.
 func TestMainLocal(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-local", "3", "-mib", "1", "-rounds", "2")
-	cmd.Env = append(os.Environ(), mainVar+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := exampletest.Run(t, "-local", "3", "-mib", "1", "-rounds", "2")
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `^(rank [0-2]/3.*\n){6}$`, string(out))
 	for r, from := range []int{2, 0, 1} {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"testing"
 	"time"
@@ -15,19 +13,11 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/exampletest"
 	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
-// mainVar sends a run of this test binary to main, for TestMain.
-const mainVar = "GOCOLL_EXAMPLE_SWEEP_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(mainVar) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // runSweep runs cfg on n ranks in this process and returns rank 0's rows
 // and table, and the first error.
@@ -133,13 +123,7 @@ func TestBinary(t *testing.T) {
 // TestMainLocal runs the command itself, this test binary in main, with
 // -local 2, and checks the shape of its table.
 func TestMainLocal(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-local", "2", "-sizes", "8,1K", "-iters", "3", "-warmup", "1")
-	cmd.Env = append(os.Environ(), mainVar+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := exampletest.Run(t, "-local", "2", "-sizes", "8,1K", "-iters", "3", "-warmup", "1")
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, regexp.MustCompile(`^allreduce of float32 over 2 ranks, 3 timed calls after 1 warm-up; µs per call, the slowest rank's mean; ratio = recursive_doubling / ring
  +size +ring µs +recursive_doubling µs +ratio

@@ -5,27 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/exampletest"
 	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
-// mainVar sends a run of this test binary to main, for TestMain.
-const mainVar = "GOCOLL_EXAMPLE_TRAIN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(mainVar) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // testConfig is small enough for the race detector: 5 epochs of 32 steps
 // of an 8-16-3 MLP, with a bucket limit that puts each layer's gradients
@@ -164,13 +154,7 @@ func TestTrain(t *testing.T) {
 // TestMainLocal runs the command itself, this test binary in main, with
 // -local 2 -bf16, and checks the shape of what it prints.
 func TestMainLocal(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-local", "2", "-bf16", "-epochs", "3", "-samples", "256", "-batch", "32", "-hidden", "16", "-bucket", "1024")
-	cmd.Env = append(os.Environ(), mainVar+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := exampletest.Run(t, "-local", "2", "-bf16", "-epochs", "3", "-samples", "256", "-batch", "32", "-hidden", "16", "-bucket", "1024")
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `^training a 32-16-8 MLP \(664 parameters\) on 2 ranks: 8 steps per epoch of 32 samples \(16 per rank\), gradients in buckets of up to 1024 bytes sent as bf16
 epoch 1/3: loss [0-9]+\.[0-9]{6}

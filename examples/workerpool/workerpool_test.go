@@ -7,8 +7,6 @@ import (
 	"math"
 	"net"
 	"net/rpc"
-	"os"
-	"os/exec"
 	"regexp"
 	"testing"
 	"time"
@@ -17,19 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/examples/internal/exampletest"
 	"github.com/gocoll/gocoll/examples/internal/ranks"
 )
 
-// mainVar sends a run of this test binary to main, for TestMain.
-const mainVar = "GOCOLL_EXAMPLE_WORKERPOOL_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(mainVar) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // testConfig is a job small enough for the race detector: 120 tasks of 16
 // to 16 Ki elements, 1.6 MB in all.
@@ -331,28 +321,13 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-// runMain runs the command itself, this test binary in main, with args,
-// and returns its output.
-func runMain(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), mainVar+"=1")
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 // TestMainLocal runs the command with -local 3 -tasks 50 (of up to 32 Ki
 // elements, which keeps gob fast enough under the race detector) and checks
 // what it prints: the job, each method's timed pass (its throughput and
 // tasks per worker, which add up to the tasks; after a warm-up pass, so
 // that coordinate runs twice in a row) and the ratio.
 func TestMainLocal(t *testing.T) {
-	out, err := runMain(t, "-local", "3", "-tasks", "50", "-max", "32768")
+	out, err := exampletest.Run(t, "-local", "3", "-tasks", "50", "-max", "32768")
 	require.NoError(t, err, "%s", out)
 	j := newJob(config{Tasks: 50, MinElems: 1 << 10, MaxElems: 32 << 10, Seed: 1})
 	mb := fmt.Sprintf("%.1f", float64(j.bytes)/1e6)
@@ -384,7 +359,7 @@ func TestMainErrors(t *testing.T) {
 		{[]string{"-local", "2", "-transport", "udp"}, `-transport "udp": want mem, tcp or shm`},
 		{[]string{"-local", "2", "-max", "2000000"}, "for the sums to stay exact"},
 	} {
-		out, err := runMain(t, tt.args...)
+		out, err := exampletest.Run(t, tt.args...)
 		require.Error(t, err, "%v: %s", tt.args, out)
 		require.Contains(t, out, tt.want, "%v", tt.args)
 	}
@@ -393,7 +368,7 @@ func TestMainErrors(t *testing.T) {
 // TestMainNoBaseline: -baseline=false runs gocoll only; -warmup 3 runs
 // four passes of it in a row.
 func TestMainNoBaseline(t *testing.T) {
-	out, err := runMain(t, "-local", "4", "-transport", "mem", "-tasks", "30", "-max", "4096", "-warmup", "3", "-baseline=false")
+	out, err := exampletest.Run(t, "-local", "4", "-transport", "mem", "-tasks", "30", "-max", "4096", "-warmup", "3", "-baseline=false")
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, out, "over mem, after 3 untimed passes of each method\ngocoll:  30 tasks")
 	require.NotContains(t, out, "net/rpc")
