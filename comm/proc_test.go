@@ -555,7 +555,8 @@ func TestBusyRankIsNotLost(t *testing.T) {
 }
 
 // benchPeerWorker is rank 1 of the two-process benchmarks: it answers
-// whatever rank 0 asks for, until rank 0 sends a zero-size request.
+// whatever rank 0 asks for, until rank 0 sends a zero-size request, and
+// after each answer tells rank 0 the CPU time it spent on it.
 func benchPeerWorker(ctx context.Context, c *comm.Comm) error {
 	req := make([]byte, 24)
 	for {
@@ -567,10 +568,26 @@ func benchPeerWorker(ctx context.Context, c *comm.Comm) error {
 		if iters == 0 {
 			return nil
 		}
+		start := processCPU()
 		if err := benchPeer(ctx, c, size, iters, stream); err != nil {
 			return err
 		}
+		spent := binary.LittleEndian.AppendUint64(nil, uint64(processCPU()-start))
+		if err := c.Send(ctx, 0, benchCtlTag, spent); err != nil {
+			return err
+		}
 	}
+}
+
+// processCPU is the CPU time this process has used, user and system, in
+// all its threads: a rank that spins while it waits spends CPU time that
+// the benchmark's wall time does not show.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 const benchCtlTag = 1 << 20
@@ -689,6 +706,13 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 		require.NoError(b, c.Send(ctx, 1, benchCtlTag, req))
 	}
 	defer ask(0, 0, false)
+	// peerCPU is what rank 1 spent answering the last request.
+	peerCPU := func() time.Duration {
+		spent := make([]byte, 8)
+		_, err := c.Recv(ctx, 1, benchCtlTag, spent)
+		require.NoError(b, err)
+		return time.Duration(binary.LittleEndian.Uint64(spent))
+	}
 
 	cases := []struct {
 		size   int
@@ -707,10 +731,12 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 			require.NoError(b, c.Send(ctx, 1, 0, buf))
 			_, err := c.Recv(ctx, 1, 0, buf)
 			require.NoError(b, err)
+			peerCPU()
 
 			ask(tc.size, b.N, tc.stream)
 			b.SetBytes(int64(tc.size))
 			b.ReportAllocs()
+			start := processCPU()
 			b.ResetTimer()
 			for i := range b.N {
 				if err := c.Send(ctx, 1, 0, buf); err != nil {
@@ -727,6 +753,11 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
+			// CPU time of both processes per operation, beside the wall
+			// time: what spinning waiters cost the host.
+			spent := processCPU() - start + peerCPU()
+			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
