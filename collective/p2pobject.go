@@ -47,9 +47,15 @@ func SendObject[T any](ctx context.Context, c *comm.Comm, dst, tag int, v T, opt
 		if err != nil {
 			return sendEncodeFailed[T](c, err)
 		}
-		*buf = head
-		if ok && len(body) >= splitMin && len(head) <= wire.MaxHead {
-			return (*core.Comm)(c).SendSplit(ctx, dst, tag, head, body)
+		if ok {
+			*buf = head
+			if len(body) >= splitMin && len(head) <= wire.MaxHead {
+				return (*core.Comm)(c).SendSplit(ctx, dst, tag, head, body)
+			}
+			// A small block goes behind its head in one buffer, which is
+			// what Append would encode, without encoding the head again.
+			*buf = append(head, body...)
+			return c.Send(ctx, dst, tag, *buf)
 		}
 	}
 	b, err := oc.Append((*buf)[:0], &v)

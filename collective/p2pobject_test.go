@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/objcodec"
 )
 
 // workerResult is what a worker sends its coordinator in the object tests.
@@ -111,9 +113,9 @@ func TestRecvObjectInto(t *testing.T) {
 					return fmt.Errorf("RecvObjectInto a nil value: %v", err)
 				}
 				var v workerResult
-				var array []float32
+				var kept keptArray
 				for i, m := range lengths {
-					grows := m > cap(array)
+					kept.expect(m)
 					st, err := RecvObjectInto(ctx, c, comm.AnySource, 3, &v)
 					if err != nil {
 						return err
@@ -126,11 +128,8 @@ func TestRecvObjectInto(t *testing.T) {
 							return fmt.Errorf("message %d: gradient %d is %v", i, j, g)
 						}
 					}
-					switch {
-					case grows:
-						array = v.Grad
-					case m > 0 && &v.Grad[0] != &array[0]:
-						return fmt.Errorf("message %d: %d gradients in a new array", i, m)
+					if err := kept.check(i, v.Grad); err != nil {
+						return err
 					}
 				}
 				return nil
@@ -182,9 +181,9 @@ func TestObjectsSplit(t *testing.T) {
 					return SendObject(ctx, c, 0, 4, "the last")
 				}
 				var v task
-				var array []float32
+				var kept keptArray
 				for i, m := range lengths {
-					grows := m > cap(array)
+					kept.expect(m)
 					st, err := RecvObjectInto(ctx, c, comm.AnySource, 3, &v)
 					if err != nil {
 						return err
@@ -192,11 +191,8 @@ func TestObjectsSplit(t *testing.T) {
 					if st.Source != 1 || v.ID != i || v.Name != fmt.Sprint("task ", i) || !slices.Equal(v.Grad, grad(i, m)) {
 						return fmt.Errorf("message %d: task %d %q with %d gradients from rank %d", i, v.ID, v.Name, len(v.Grad), st.Source)
 					}
-					switch {
-					case grows:
-						array = v.Grad
-					case m > 0 && &v.Grad[0] != &array[0]:
-						return fmt.Errorf("message %d: %d gradients in a new array", i, m)
+					if err := kept.check(i, v.Grad); err != nil {
+						return err
 					}
 				}
 				g, _, err := RecvObject[[]float32](ctx, c, 1, 4)
@@ -257,6 +253,68 @@ func TestSendObjectSplitsFromSplitMin(t *testing.T) {
 					return fmt.Errorf("a block of %d bytes: the placer saw a rest of %d of %d bytes", m*4, rest, st.Bytes)
 				case !split && rest != -1:
 					return fmt.Errorf("a block of %d bytes went split", m*4)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// keptArray follows the array of a slice that RecvObjectInto decodes
+// into again and again, which must stay while its capacity suffices:
+// expect says how many elements the next value has, check sees the slice
+// that received them.
+type keptArray struct {
+	array []float32
+	grows bool
+}
+
+func (k *keptArray) expect(n int) { k.grows = n > cap(k.array) }
+
+func (k *keptArray) check(message int, got []float32) error {
+	switch {
+	case k.grows:
+		k.array = got
+	case len(got) > 0 && &got[0] != &k.array[0]:
+		return fmt.Errorf("message %d: %d elements in a new array", message, len(got))
+	}
+	return nil
+}
+
+// TestRecvObjectOfASplitOffItsHead: a split message whose header places
+// the split a byte before or after the end of the encoding's head (a
+// sender that is not SendObject) is still the encoding: the object
+// receives, which cannot place its rest, decode it whole.
+func TestRecvObjectOfASplitOffItsHead(t *testing.T) {
+	want := task{ID: 7, Name: "seven", Grad: make([]float32, 4096)}
+	for i := range want.Grad {
+		want.Grad[i] = float32(i)
+	}
+	enc, err := RawCodec.Append(nil, &want)
+	require.NoError(t, err)
+	head, _, ok, err := objcodec.Split(nil, &want)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, off := range []int{-1, 1} {
+		t.Run(fmt.Sprint("off by ", off), func(t *testing.T) {
+			cs := job(t, 2)
+			at := len(head) + off
+			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+				if c.Rank() == 1 {
+					for range 2 {
+						if err := (*core.Comm)(c).SendSplit(ctx, 0, 1, enc[:at], enc[at:]); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				got, _, err := RecvObject[task](ctx, c, 1, 1)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					return fmt.Errorf("RecvObject: task %d with %d gradients, %v", got.ID, len(got.Grad), err)
+				}
+				var into task
+				if _, err := RecvObjectInto(ctx, c, 1, 1, &into); err != nil || !reflect.DeepEqual(into, want) {
+					return fmt.Errorf("RecvObjectInto: task %d with %d gradients, %v", into.ID, len(into.Grad), err)
 				}
 				return nil
 			})

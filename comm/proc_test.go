@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocoll/gocoll/internal/cputime"
 	"github.com/gocoll/gocoll/internal/testutil"
 
 	"github.com/gocoll/gocoll/codec"
@@ -568,26 +569,15 @@ func benchPeerWorker(ctx context.Context, c *comm.Comm) error {
 		if iters == 0 {
 			return nil
 		}
-		start := processCPU()
+		start := cputime.Process()
 		if err := benchPeer(ctx, c, size, iters, stream); err != nil {
 			return err
 		}
-		spent := binary.LittleEndian.AppendUint64(nil, uint64(processCPU()-start))
+		spent := binary.LittleEndian.AppendUint64(nil, uint64(cputime.Process()-start))
 		if err := c.Send(ctx, 0, benchCtlTag, spent); err != nil {
 			return err
 		}
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system, in
-// all its threads: a rank that spins while it waits spends CPU time that
-// the benchmark's wall time does not show.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 const benchCtlTag = 1 << 20
@@ -736,7 +726,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 			ask(tc.size, b.N, tc.stream)
 			b.SetBytes(int64(tc.size))
 			b.ReportAllocs()
-			start := processCPU()
+			start := cputime.Process()
 			b.ResetTimer()
 			for i := range b.N {
 				if err := c.Send(ctx, 1, 0, buf); err != nil {
@@ -756,7 +746,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 			b.StopTimer()
 			// CPU time of both processes per operation, beside the wall
 			// time: what spinning waiters cost the host.
-			spent := processCPU() - start + peerCPU()
+			spent := cputime.Process() - start + peerCPU()
 			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}

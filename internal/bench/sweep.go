@@ -12,6 +12,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/collective"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/cputime"
 )
 
 // Config describes a sweep. The zero value of each field means its
@@ -395,13 +396,13 @@ func measure(ctx context.Context, c *comm.Comm, k *kernel, iters int) (Result, e
 		}
 		var cpu0 time.Duration
 		if withCPU {
-			cpu0 = processCPU()
+			cpu0 = cputime.Process()
 		}
 		start := time.Now()
 		err = k.call()
 		d = time.Since(start)
 		if withCPU {
-			cpu = processCPU() - cpu0
+			cpu = cputime.Process() - cpu0
 		}
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", p, err)
