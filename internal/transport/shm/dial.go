@@ -47,11 +47,12 @@ func (t *Transport) setup(c *net.UnixConn, peer int, cfg *transport.Config) (*li
 	if err != nil {
 		return nil, fmt.Errorf("creating %d bytes of shared memory: %w", regionSize(size), err)
 	}
-	p := &linkParams{reg: reg, side: 0, ringSize: size, peer: got, cookie: newCookie()}
-	o := offer{ringSize: size, id: reg.Identity(), cookieAddr: addrOf(p.cookie), cookie: *p.cookie}
+	word, cookie := shmem.NewCookie()
+	p := &linkParams{reg: reg, side: 0, ringSize: size, peer: got, cookie: word}
+	o := offer{ringSize: size, id: reg.Identity(), cookie: cookie}
 	err = sendOffer(c, &o, reg.FD())
 	if err == nil {
-		p.peerCookieAddr, p.peerCookie, err = recvAnswer(c)
+		p.peerCookie, err = recvAnswer(c)
 	}
 	if err == nil {
 		p.peerPID, err = peerPID(c)

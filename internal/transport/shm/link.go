@@ -45,10 +45,6 @@ const (
 // that the two overlap on long payloads instead of taking turns.
 const maxChunk = 64 << 10
 
-// maxVMRead bounds one process_vm_readv: the kernel cuts longer
-// transfers short at about 2 GiB.
-const maxVMRead = 1 << 30
-
 // Waiting (shmem.Waiter): a waiter polls and yields to the process's
 // goroutines (the reader's message goes to a caller goroutine, which must
 // run before the peer hears back) for spinFor, the tens of microseconds
@@ -84,14 +80,13 @@ type link struct {
 
 	// What a CMA read needs: the peer's process as this one sees it (0
 	// when it lives in a PID namespace that this one cannot see), and
-	// the address and value of its cookie, a word in the peer's memory
-	// that every read also fetches. A cookie that does not match means
-	// that the PID now belongs to another process, so nothing read from
-	// it can be delivered.
-	peerPID        int
-	peerCookieAddr uint64
-	peerCookie     uint64
-	cookie         *uint64 // this side's, which the peer reads
+	// its cookie, a word in the peer's memory that every read also
+	// fetches (shmem.Cookie). A cookie that does not match means that
+	// the PID now belongs to another process, so nothing read from it
+	// can be delivered.
+	peerPID    int
+	peerCookie shmem.Cookie
+	cookie     *uint64 // this side's, which the peer reads
 
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
@@ -122,9 +117,7 @@ type link struct {
 	cmaAddr   uint64 // nonzero: the current payload ends with a CMA part in the writer's memory, here
 	cmaOff    uint64 // bytes of the CMA part already read by CMA
 	refuseCMA bool   // test hook: act as if process_vm_readv were refused
-	liov      [2]unix.Iovec
-	riov      [2]unix.RemoteIovec
-	cookieBuf [8]byte
+	vm        shmem.VMReader
 
 	knocks knocks // how the waiters of each side wake those of the other
 }
@@ -144,14 +137,13 @@ type users struct {
 
 // linkParams is what the setup of a link found out.
 type linkParams struct {
-	reg            *shmem.Region
-	side           int
-	ringSize       int
-	peer           int
-	peerPID        int
-	peerCookieAddr uint64
-	peerCookie     uint64
-	cookie         *uint64
+	reg        *shmem.Region
+	side       int
+	ringSize   int
+	peer       int
+	peerPID    int
+	peerCookie shmem.Cookie
+	cookie     *uint64
 }
 
 // newLink makes the link over p.reg and starts its watcher.
@@ -163,28 +155,24 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 	// return at once and stops yielding often.
 	crowded := runtime.NumCPU() < 2
 	l := &link{
-		conn:           c,
-		peer:           p.peer,
-		reg:            reg,
-		out:            newRing(reg, p.side, p.ringSize),
-		in:             newRing(reg, 1-p.side, p.ringSize),
-		size:           uint64(p.ringSize),
-		chunk:          uint64(min(p.ringSize/4, maxChunk)),
-		noCMA:          o.noCMA,
-		mine:           reg.Uint32(offClosed + p.side*slot),
-		theirs:         reg.Uint32(offClosed + (1-p.side)*slot),
-		peerPID:        p.peerPID,
-		peerCookieAddr: p.peerCookieAddr,
-		peerCookie:     p.peerCookie,
-		cookie:         p.cookie,
-		done:           make(chan struct{}),
-		wsem:           writelock.New(),
-		wwait:          shmem.NewWaiter(spinFor, parkTimeout, crowded),
-		rwait:          shmem.NewWaiter(spinFor, parkTimeout, crowded),
+		conn:       c,
+		peer:       p.peer,
+		reg:        reg,
+		out:        newRing(reg, p.side, p.ringSize),
+		in:         newRing(reg, 1-p.side, p.ringSize),
+		size:       uint64(p.ringSize),
+		chunk:      uint64(min(p.ringSize/4, maxChunk)),
+		noCMA:      o.noCMA,
+		mine:       reg.Uint32(offClosed + p.side*slot),
+		theirs:     reg.Uint32(offClosed + (1-p.side)*slot),
+		peerPID:    p.peerPID,
+		peerCookie: p.peerCookie,
+		cookie:     p.cookie,
+		done:       make(chan struct{}),
+		wsem:       writelock.New(),
+		wwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
+		rwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
 	}
-	l.liov[1].Base = &l.cookieBuf[0]
-	l.liov[1].SetLen(len(l.cookieBuf))
-	l.riov[1] = unix.RemoteIovec{Base: uintptr(l.peerCookieAddr), Len: len(l.cookieBuf)}
 	l.initKnocks()
 	go l.watch()
 	return l
@@ -645,7 +633,7 @@ func (l *link) readCMA(p []byte) error {
 		// The writer gave up on the message, and may have reused the
 		// payload while it was read.
 		return io.ErrUnexpectedEOF
-	case err == unix.ESRCH || err == errNotPeer:
+	case err == unix.ESRCH || err == shmem.ErrNotPeer:
 		// The process is gone. Its socket closes later, when it has
 		// let go of its memory.
 		l.peerGone()
@@ -663,36 +651,12 @@ func (l *link) readCMA(p []byte) error {
 	return nil
 }
 
-// errNotPeer says that the peer's PID now names another process.
-var errNotPeer = errors.New("the peer's process is gone")
-
-// vmRead copies len(p) bytes of the current CMA payload into p, and the
-// peer's cookie with each piece.
+// vmRead copies len(p) bytes of the current CMA payload into p.
 func (l *link) vmRead(p []byte) error {
 	if l.peerPID == 0 || l.refuseCMA {
 		return unix.EPERM
 	}
-	for off := 0; off < len(p); {
-		n := min(len(p)-off, maxVMRead)
-		l.liov[0].Base = &p[off]
-		l.liov[0].SetLen(n)
-		l.riov[0] = unix.RemoteIovec{Base: uintptr(l.cmaAddr + l.cmaOff + uint64(off)), Len: n}
-		got, err := unix.ProcessVMReadv(l.peerPID, l.liov[:], l.riov[:], 0)
-		l.liov[0].Base = nil
-		if race.Enabled && err == nil {
-			race.WriteSlice(p[off : off+min(got, n)]) // the cookie comes after
-		}
-		switch {
-		case err != nil:
-			return err
-		case got != n+len(l.cookieBuf):
-			return fmt.Errorf("process_vm_readv read %d of %d bytes", got, n+len(l.cookieBuf))
-		case binary.NativeEndian.Uint64(l.cookieBuf[:]) != l.peerCookie:
-			return errNotPeer
-		}
-		off += n
-	}
-	return nil
+	return l.vm.Read(l.peerPID, l.peerCookie, l.cmaAddr+l.cmaOff, p)
 }
 
 // ack tells the writer of the current CMA message that this side is done

@@ -88,9 +88,10 @@ func (o *options) admit(c *net.UnixConn, cfg *transport.Config) (transport.Link,
 	}
 	// The mapping keeps the memory; no descriptor of it stays open.
 	reg.CloseFD()
-	p := linkParams{reg: reg, side: 1, ringSize: of.ringSize, peer: peer, peerCookieAddr: of.cookieAddr, peerCookie: of.cookie, cookie: newCookie()}
+	word, cookie := shmem.NewCookie()
+	p := linkParams{reg: reg, side: 1, ringSize: of.ringSize, peer: peer, peerCookie: of.cookie, cookie: word}
 	if p.peerPID, err = peerPID(c); err == nil {
-		err = sendAnswer(c, p.cookie)
+		err = sendAnswer(c, cookie)
 	}
 	if err == nil {
 		// The watcher reads the socket for the link's life.

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"math/rand/v2"
 	"net"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -43,10 +41,9 @@ const (
 
 // offer is what the dialer tells the acceptor about a new link.
 type offer struct {
-	ringSize   int
-	id         shmem.Identity
-	cookieAddr uint64
-	cookie     uint64
+	ringSize int
+	id       shmem.Identity
+	cookie   shmem.Cookie
 }
 
 func (o *offer) marshal(b *[offerSize]byte) {
@@ -54,8 +51,8 @@ func (o *offer) marshal(b *[offerSize]byte) {
 	binary.LittleEndian.PutUint64(b[8:], uint64(o.ringSize))
 	binary.LittleEndian.PutUint64(b[16:], o.id.Dev)
 	binary.LittleEndian.PutUint64(b[24:], o.id.Ino)
-	binary.LittleEndian.PutUint64(b[32:], o.cookieAddr)
-	binary.LittleEndian.PutUint64(b[40:], o.cookie)
+	binary.LittleEndian.PutUint64(b[32:], o.cookie.Addr)
+	binary.LittleEndian.PutUint64(b[40:], o.cookie.Value)
 }
 
 func (o *offer) unmarshal(b *[offerSize]byte) error {
@@ -68,8 +65,7 @@ func (o *offer) unmarshal(b *[offerSize]byte) error {
 	}
 	o.ringSize = int(size)
 	o.id = shmem.Identity{Dev: binary.LittleEndian.Uint64(b[16:]), Ino: binary.LittleEndian.Uint64(b[24:])}
-	o.cookieAddr = binary.LittleEndian.Uint64(b[32:])
-	o.cookie = binary.LittleEndian.Uint64(b[40:])
+	o.cookie = shmem.Cookie{Addr: binary.LittleEndian.Uint64(b[32:]), Value: binary.LittleEndian.Uint64(b[40:])}
 	return nil
 }
 
@@ -134,11 +130,11 @@ func oneFD(oob []byte, flags int) (int, error) {
 }
 
 // sendAnswer accepts the offer and tells the dialer this side's cookie.
-func sendAnswer(c *net.UnixConn, cookie *uint64) error {
+func sendAnswer(c *net.UnixConn, cookie shmem.Cookie) error {
 	var b [1 + answerSize]byte
 	b[0] = statusOK
-	binary.LittleEndian.PutUint64(b[1:], addrOf(cookie))
-	binary.LittleEndian.PutUint64(b[9:], *cookie)
+	binary.LittleEndian.PutUint64(b[1:], cookie.Addr)
+	binary.LittleEndian.PutUint64(b[9:], cookie.Value)
 	if _, err := c.Write(b[:]); err != nil {
 		return fmt.Errorf("answering the offer: %w", err)
 	}
@@ -156,29 +152,29 @@ func sendRefusal(c *net.UnixConn, reason string) {
 }
 
 // recvAnswer reads the acceptor's answer and returns its cookie.
-func recvAnswer(c *net.UnixConn) (cookieAddr, cookie uint64, err error) {
+func recvAnswer(c *net.UnixConn) (cookie shmem.Cookie, err error) {
 	var b [1 + answerSize]byte
 	if _, err := io.ReadFull(c, b[:1]); err != nil {
-		return 0, 0, fmt.Errorf("reading the answer to the offer: %w", noEOF(err))
+		return shmem.Cookie{}, fmt.Errorf("reading the answer to the offer: %w", noEOF(err))
 	}
 	switch b[0] {
 	case statusOK:
 		if _, err := io.ReadFull(c, b[1:]); err != nil {
-			return 0, 0, fmt.Errorf("reading the answer to the offer: %w", noEOF(err))
+			return shmem.Cookie{}, fmt.Errorf("reading the answer to the offer: %w", noEOF(err))
 		}
-		return binary.LittleEndian.Uint64(b[1:]), binary.LittleEndian.Uint64(b[9:]), nil
+		return shmem.Cookie{Addr: binary.LittleEndian.Uint64(b[1:]), Value: binary.LittleEndian.Uint64(b[9:])}, nil
 	case statusRefused:
 		var reason [1 + maxReason]byte
 		if _, err := io.ReadFull(c, reason[:1]); err != nil {
-			return 0, 0, fmt.Errorf("reading the refusal of the offer: %w", noEOF(err))
+			return shmem.Cookie{}, fmt.Errorf("reading the refusal of the offer: %w", noEOF(err))
 		}
 		n := int(reason[0])
 		if _, err := io.ReadFull(c, reason[1:1+n]); err != nil {
-			return 0, 0, fmt.Errorf("reading the refusal of the offer: %w", noEOF(err))
+			return shmem.Cookie{}, fmt.Errorf("reading the refusal of the offer: %w", noEOF(err))
 		}
-		return 0, 0, fmt.Errorf("the acceptor could not use the shared memory: %q", reason[1:1+n])
+		return shmem.Cookie{}, fmt.Errorf("the acceptor could not use the shared memory: %q", reason[1:1+n])
 	default:
-		return 0, 0, fmt.Errorf("invalid answer to the offer (status %#x)", b[0])
+		return shmem.Cookie{}, fmt.Errorf("invalid answer to the offer (status %#x)", b[0])
 	}
 }
 
@@ -202,17 +198,6 @@ func peerPID(c *net.UnixConn) (int, error) {
 	}
 	return int(cred.Pid), nil
 }
-
-// newCookie returns a random word for the peer to read with every CMA
-// read. It lives in Go's heap, which does not move objects, for as long
-// as the link references it.
-func newCookie() *uint64 {
-	c := new(uint64)
-	*c = rand.Uint64()
-	return c
-}
-
-func addrOf(cookie *uint64) uint64 { return uint64(uintptr(unsafe.Pointer(cookie))) }
 
 // noEOF turns io.EOF into io.ErrUnexpectedEOF: a setup that stops before
 // its end is cut short.
