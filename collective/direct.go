@@ -13,7 +13,11 @@ import (
 // Direct algorithms: where every rank's buffers of a Shm call lie in
 // memory from Alloc, each rank maps the others' (core.SegmentOp.Direct)
 // and data moves straight between the buffers, once, instead of into the
-// segment's slots and out again. Each ends with every rank that lent its
+// segment's slots and out again. Where they are ordinary Go memory, a
+// Bcast, Gather, Allgather, Allgatherv, Scatter or Alltoall can still
+// copy once, each rank reading what it needs out of the others' buffers
+// with process_vm_readv, where the segment's SingleCopy chose so
+// (core.SegmentOp.Single). Each ends with every rank that lent its
 // buffers waiting until nobody reads or writes them any more.
 
 // directChunk is how many bytes of its share a rank combines at once in
@@ -57,17 +61,20 @@ func asBytes[T codec.Elem](s []T) []byte {
 // segBeginDirect starts the call's operation on s, in its turn, through
 // the slots; where every rank's buffers, here a and b, are registered and
 // the call is large enough, the operation can go direct (a and b nil for
-// one that cannot).
-func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T) error {
+// one that cannot), and where decider is a rank, that rank chooses
+// whether it copies once out of ordinary buffers (-1 for one that
+// cannot).
+func (k *call[T]) segBeginDirect(op *core.SegmentOp, s *core.Segment, a, b []T, decider int) error {
 	if k.me.Count*k.size < directFrom(k.me.Kind, s.Crowded()) {
-		a, b = nil, nil // the rank's call goes through the slots, and so every rank's
+		// The rank's call goes through the slots, and so every rank's.
+		a, b, decider = nil, nil, -1
 	}
 	if k.me.Algorithm == Shm { // register took its number only
 		if err := k.c.RecordCall(k.seq, k.me); err != nil {
 			return k.wrap(-1, err)
 		}
 	}
-	if err := s.Begin(op, k.ctx, k.ticket, k.seq, k.me, [2][]byte{asBytes(a), asBytes(b)}); err != nil {
+	if err := s.Begin(op, k.ctx, k.ticket, k.seq, k.me, [2][]byte{asBytes(a), asBytes(b)}, decider); err != nil {
 		return k.wrap(-1, err)
 	}
 	if k.beside {
@@ -87,20 +94,64 @@ func (k *call[T]) chooseCopy(s *core.Segment, size int) {
 	}
 }
 
+// peers is how a direct algorithm reaches the ranks' buffers: mapped into
+// this process (registered memory), or, for a single copy, through the
+// kernel, which only reads: in a single copy each rank reads what it
+// needs out of the others' buffers and writes none.
+type peers struct {
+	op     *core.SegmentOp
+	mapped [][2][]byte // by rank, as Direct returns them; nil for a single copy
+}
+
 // segBegin starts the call's operation on s as segBeginDirect does and
-// reports, as direct does, whether it goes direct and with which buffers
-// (peer's, or everyone's with peer -1). On success the caller ends the
-// operation (endOp); on error it is over.
-func (k *call[T]) segBegin(op *core.SegmentOp, s *core.Segment, a, b []T, peer int) ([][2][]byte, bool, error) {
-	if err := k.segBeginDirect(op, s, a, b); err != nil {
-		return nil, false, err
+// reports whether it goes direct, mapping the buffers of peer (or,
+// with peer -1, everyone's), or copying once as decider chose. On
+// success the caller ends the operation (endOp); on error it is over.
+func (k *call[T]) segBegin(op *core.SegmentOp, s *core.Segment, a, b []T, peer, decider int) (peers, bool, error) {
+	if err := k.segBeginDirect(op, s, a, b, decider); err != nil {
+		return peers{}, false, err
 	}
 	bufs, direct, err := k.direct(op, peer)
+	if err == nil && !direct {
+		direct, err = op.Single()
+		if err != nil {
+			err = k.wrap(-1, err)
+		}
+	}
 	if err != nil {
 		k.endOp(op)
-		return nil, false, err
+		return peers{}, false, err
 	}
-	return bufs, direct, nil
+	return peers{op: op, mapped: bufs}, direct, nil
+}
+
+// read copies into dst the elements of rank r's buffer i from element
+// off on.
+func (k *call[T]) read(p peers, dst []T, r, i, off int) error {
+	if p.mapped != nil {
+		k.take(dst, segView[T](p.mapped[r][i])[off:])
+		return nil
+	}
+	k.t.Mark()
+	err := p.op.Read(r, i, off*k.size, asBytes(dst))
+	k.t.Lap(core.PartCopy)
+	if err != nil {
+		return k.wrap(r, err)
+	}
+	k.t.Received += uint64(len(dst) * k.size)
+	return nil
+}
+
+// length is the number of elements in rank r's buffer i.
+func (k *call[T]) length(p peers, r, i int) (int, error) {
+	if p.mapped != nil {
+		return len(p.mapped[r][i]) / k.size, nil
+	}
+	n, err := p.op.BufferLen(r, i)
+	if err != nil {
+		return 0, k.wrap(r, err)
+	}
+	return n / k.size, nil
 }
 
 // direct reports whether the operation goes direct, and with which
@@ -124,6 +175,7 @@ func (k *call[T]) lent(op *core.SegmentOp) error {
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
 	}
+	op.Learn()
 	return nil
 }
 
@@ -134,6 +186,7 @@ func (k *call[T]) used(op *core.SegmentOp) error {
 		return k.wrap(-1, err)
 	}
 	op.Done()
+	op.Learn()
 	return nil
 }
 
@@ -240,87 +293,101 @@ func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2
 	return nil
 }
 
-// bcastDirect: every rank copies root's buffer into its own.
-func bcastDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
-	me := k.c.Rank()
-	if me == root {
-		return k.lent(op)
+// bcastDirect: every rank copies root's buffer into its own, buf.
+func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int) error {
+	if k.c.Rank() == root {
+		return k.lent(p.op)
 	}
-	k.take(segView[T](bufs[me][0]), segView[T](bufs[root][0]))
-	return k.used(op)
+	if err := k.read(p, buf, root, 0, 0); err != nil {
+		return err
+	}
+	return k.used(p.op)
 }
 
 // scatterDirect: every rank but root copies its block of root's send
 // buffer into its receive buffer.
-func scatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
-	me := k.c.Rank()
-	n := len(bufs[me][1])
+func scatterDirect[T codec.Elem](k *call[T], p peers, send, recv []T, root int) error {
+	me, n := k.c.Rank(), len(recv)
 	if me == root {
-		copy(bufs[me][1], bufs[root][0][me*n:])
-		return k.lent(op)
+		copy(recv, send[me*n:])
+		return k.lent(p.op)
 	}
-	k.take(segView[T](bufs[me][1]), segView[T](bufs[root][0][me*n:]))
-	return k.used(op)
+	if err := k.read(p, recv, root, 0, me*n); err != nil {
+		return err
+	}
+	return k.used(p.op)
 }
 
 // alltoallDirect: every rank copies its block of every other rank's send
 // buffer into its receive buffer.
-func alltoallDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte) error {
-	p, me := len(bufs), k.c.Rank()
-	recv := segView[T](bufs[me][1])
-	b := len(recv) / p
-	for r := range p {
+func alltoallDirect[T codec.Elem](k *call[T], p peers, send, recv []T) error {
+	ranks, me := k.c.Size(), k.c.Rank()
+	b := len(recv) / ranks
+	for r := range ranks {
 		if r == me {
-			copy(recv[r*b:(r+1)*b], segView[T](bufs[me][0])[r*b:])
-		} else {
-			k.take(recv[r*b:(r+1)*b], segView[T](bufs[r][0])[me*b:])
+			copy(recv[r*b:(r+1)*b], send[r*b:])
+		} else if err := k.read(p, recv[r*b:(r+1)*b], r, 0, me*b); err != nil {
+			return err
 		}
 	}
-	return k.lent(op)
+	return k.lent(p.op)
 }
 
-// gatherDirect: every rank copies its send buffer into its block of
-// root's receive buffer, or, with root -1 (Allgather), every rank's send
-// buffer into its own receive buffer.
-func gatherDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, root int) error {
-	me := k.c.Rank()
-	n := len(bufs[me][0])
-	if root >= 0 {
+// gatherDirect: with root -1 (Allgather) every rank copies every other
+// rank's send buffer into its own receive buffer; with a root, root
+// gathers them into its own. Mapped, each rank puts its send buffer into
+// root's receive buffer instead, all of them at once.
+func gatherDirect[T codec.Elem](k *call[T], p peers, send, recv []T, root int) error {
+	me, n := k.c.Rank(), len(send)
+	if root >= 0 && p.mapped != nil {
 		if me == root {
-			copy(bufs[root][1][me*n:], bufs[me][0])
-			return k.lent(op)
+			copy(recv[me*n:], send)
+			return k.lent(p.op)
 		}
-		k.put(segView[T](bufs[root][1][me*n:]), segView[T](bufs[me][0]))
-		return k.used(op)
+		k.put(segView[T](p.mapped[root][1])[me*n:], send)
+		return k.used(p.op)
 	}
-	for r := range bufs {
+	if root >= 0 && me != root {
+		return k.lent(p.op)
+	}
+	for r := range k.c.Size() {
 		if r == me {
-			copy(bufs[me][1][r*n:], bufs[r][0])
-		} else {
-			k.take(segView[T](bufs[me][1][r*n:]), segView[T](bufs[r][0]))
+			copy(recv[r*n:], send)
+		} else if err := k.read(p, recv[r*n:(r+1)*n], r, 0, 0); err != nil {
+			return err
 		}
 	}
-	return k.lent(op)
+	if root >= 0 {
+		return k.used(p.op)
+	}
+	return k.lent(p.op)
 }
 
 // allgathervDirect is gatherDirect for Allgatherv: each rank copies every
 // other rank's send straight into its recv, once it has found that each
 // send is as long as its counts say (a rank that finds otherwise still
 // waits for the others to be done with its buffers before it fails).
-func allgathervDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte, counts []int) error {
-	if err := k.sameCounts(counts, func(r int) int { return len(bufs[r][0]) / k.size }, sendDiffers); err != nil {
-		_ = k.lent(op)
+func allgathervDirect[T codec.Elem](k *call[T], p peers, send, recv []T, counts []int) error {
+	for r := range counts {
+		// Every rank's length, before sameCounts asks for them without
+		// a way to fail.
+		if _, err := k.length(p, r, 0); err != nil {
+			_ = k.lent(p.op)
+			return err
+		}
+	}
+	if err := k.sameCounts(counts, func(r int) int { n, _ := k.length(p, r, 0); return n }, sendDiffers); err != nil {
+		_ = k.lent(p.op)
 		return err
 	}
 	me, at := k.c.Rank(), 0
-	recv := segView[T](bufs[me][1])
 	for r, n := range counts {
 		if r == me {
-			copy(recv[at:at+n], segView[T](bufs[me][0]))
-		} else {
-			k.take(recv[at:at+n], segView[T](bufs[r][0]))
+			copy(recv[at:at+n], send)
+		} else if err := k.read(p, recv[at:at+n], r, 0, 0); err != nil {
+			return err
 		}
 		at += n
 	}
-	return k.lent(op)
+	return k.lent(p.op)
 }

@@ -114,11 +114,11 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	var err error
 	switch {
 	case root >= 0:
-		err = k.segBeginDirect(&op, s, nil, nil)
+		err = k.segBeginDirect(&op, s, nil, nil, -1)
 	case sameSlice(send, buf):
-		err = k.segBeginDirect(&op, s, buf, nil)
+		err = k.segBeginDirect(&op, s, buf, nil, -1)
 	default:
-		err = k.segBeginDirect(&op, s, send, buf)
+		err = k.segBeginDirect(&op, s, send, buf, -1)
 	}
 	if err != nil {
 		return err
@@ -421,13 +421,13 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return bcastFast(k, s, buf, root)
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, buf, nil, root)
+	p, direct, err := k.segBegin(&op, s, buf, nil, root, root)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return bcastDirect(k, &op, bufs, root)
+		return bcastDirect(k, p, buf, root)
 	}
 	per := min(s.Size()*s.SlotBytes(), bcastRound) / k.size
 	me := k.c.Rank()
@@ -473,13 +473,13 @@ func gatherShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		mine = nil
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, send, mine, root)
+	bufs, direct, err := k.segBegin(&op, s, send, mine, root, max(root, 0))
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return gatherDirect(k, &op, bufs, root)
+		return gatherDirect(k, bufs, send, recv, root)
 	}
 	per := min(s.SlotBytes(), gatherRound) / k.size
 	off := 0
@@ -532,13 +532,13 @@ func scatterShm[T codec.Elem](k *call[T], send, recv []T, root int) error {
 		mine = send
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, mine, recv, root)
+	bufs, direct, err := k.segBegin(&op, s, mine, recv, root, root)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return scatterDirect(k, &op, bufs, root)
+		return scatterDirect(k, bufs, send, recv, root)
 	}
 	per := min(s.SlotBytes(), gatherRound) / k.size
 	off := 0
@@ -602,13 +602,13 @@ func alltoallShm[T codec.Elem](k *call[T], send, recv []T) error {
 		return alltoallFast(k, s, send, recv)
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, send, recv, -1)
+	bufs, direct, err := k.segBegin(&op, s, send, recv, -1, 0)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return alltoallDirect(k, &op, bufs)
+		return alltoallDirect(k, bufs, send, recv)
 	}
 	per := alltoallPart(s.SlotBytes(), p, k.size)
 	if per == 0 {
@@ -690,7 +690,7 @@ func scanShm[T codec.Elem](k *call[T], buf []T, inclusive bool) error {
 		})
 	}
 	var op core.SegmentOp
-	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+	if err := k.segBeginDirect(&op, s, nil, nil, -1); err != nil {
 		return err
 	}
 	defer k.endOp(&op)
@@ -753,13 +753,13 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 		return reduceScatterFast(k, s, send, recv)
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, send, recv, -1)
+	bufs, direct, err := k.segBegin(&op, s, send, recv, -1, -1)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return reduceScatterDirect(k, &op, bufs)
+		return reduceScatterDirect(k, &op, bufs.mapped)
 	}
 	p, me, m := s.Size(), k.c.Rank(), len(recv)
 	per := s.SlotBytes() / k.size / p
@@ -834,7 +834,7 @@ func allgatherViews(ctx context.Context, c *comm.Comm, mine []byte, opts []Optio
 	}
 	defer k.leave(&err)
 	var op core.SegmentOp
-	if err := k.segBeginDirect(&op, s, nil, nil); err != nil {
+	if err := k.segBeginDirect(&op, s, nil, nil, -1); err != nil {
 		return true, err
 	}
 	defer k.endOp(&op)

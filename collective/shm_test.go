@@ -119,7 +119,7 @@ func TestShmRegistered(t *testing.T) {
 				ranks = rankCounts
 			}
 			for _, n := range ranks {
-				t.Run(fmt.Sprint("n=", n), func(t *testing.T) { mode.check(t, shmJob(t, n)) })
+				t.Run(fmt.Sprint("n=", n), func(t *testing.T) { mode.check(t, shmJob(t, n, mode.options()...)) })
 			}
 		})
 	}
@@ -138,14 +138,34 @@ type registeredMode struct {
 	// split runs the matrix on the sub-communicators of the even and of
 	// the odd ranks (Split) instead of on the job.
 	split bool
+	// single makes the calls that do not go direct copy once out of the
+	// ranks' buffers wherever they can, and checks that they do; without
+	// it they never do (WithSingleCopy, GOCOLL_SINGLE_COPY between
+	// processes).
+	single bool
 	// ranks are the rank counts it runs at in process; all of rankCounts
 	// when nil.
 	ranks []int
 }
 
+// options are the options of a job in mode m.
+func (m registeredMode) options() []comm.Option {
+	return []comm.Option{comm.Option(core.WithSingleCopy(m.singleCopy()))}
+}
+
+// singleCopy is the single-copy setting of a job in mode m.
+func (m registeredMode) singleCopy() string {
+	if m.single {
+		return core.SingleCopyCMA
+	}
+	return core.SingleCopyNone
+}
+
 var registeredModes = []registeredMode{
 	{name: "all", on: func(int) bool { return true }, direct: true},
 	{name: "mixed", on: func(r int) bool { return r%2 == 0 }},
+	// Single copies out of ordinary buffers and registered ones alike.
+	{name: "mixed, single copy", on: func(r int) bool { return r%2 == 0 }, single: true, ranks: []int{2, 3, 5, 8}},
 	// Sub-communicators of 2 and 1, 3 and 2, and 4 and 4 ranks: the
 	// matrix at each size runs in the modes above.
 	{name: "sub-communicators", on: func(int) bool { return true }, direct: true, split: true, ranks: []int{3, 5, 8}},
@@ -157,7 +177,7 @@ func (m registeredMode) check(t *testing.T, cs []*comm.Comm) {
 	registered = m.on
 	t.Cleanup(func() { registered = nil })
 	if !m.split {
-		checkShmDirect(t, cs, m.direct)
+		checkShmDirect(t, cs, m.direct, m.single)
 		return
 	}
 	subs := make([][]*comm.Comm, 2)
@@ -180,7 +200,7 @@ func (m registeredMode) check(t *testing.T, cs []*comm.Comm) {
 		if sub == nil {
 			continue // a job of one rank, or none of the color's ranks runs in this process
 		}
-		t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, m.direct) })
+		t.Run(fmt.Sprint("color=", color), func(t *testing.T) { checkShmDirect(t, sub, m.direct, m.single) })
 	}
 }
 
@@ -253,14 +273,18 @@ func TestRegisteredOutlivesCommunicator(t *testing.T) {
 
 // checkShmDirect runs the matrix on cs, then checkEachDirect. Where the
 // calls must not go direct, no call of the matrix may either.
-func checkShmDirect(t *testing.T, cs []*comm.Comm, direct bool) {
+func checkShmDirect(t *testing.T, cs []*comm.Comm, direct, single bool) {
 	direct = direct && len(cs) > 1 // a single rank has no segment
-	before := directOps(cs)
+	single = single && !direct && len(cs) > 1
+	before, beforeSingle := directOps(cs), singleOps(cs)
 	checkShm(t, cs, Auto)
 	if !direct {
 		require.Equal(t, before, directOps(cs), "direct operations of the matrix")
 	}
-	checkEachDirect(t, cs, direct)
+	if single {
+		require.NotEqual(t, beforeSingle, singleOps(cs), "single copies of the matrix")
+	}
+	checkEachDirect(t, cs, direct, single)
 }
 
 // directElems is the whole count, in float32s, of each call that
@@ -277,34 +301,35 @@ const directElems = 2 * directMinCrowded / 4
 // collective that check makes. The rooted calls' roots differ, so that
 // the first rank, a middle one and the last each lend their buffers.
 var directChecks = []struct {
-	name  string
-	calls int
-	check func(t *testing.T, cs []*comm.Comm)
+	name   string
+	calls  int
+	single bool // whether it copies once out of ordinary buffers too
+	check  func(t *testing.T, cs []*comm.Comm)
 }{
-	{"allreduce", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"allreduce", 1, false, func(t *testing.T, cs []*comm.Comm) {
 		checkAllreduce[float32](t, cs, Auto, codec.Sum, []int{directElems})
 	}},
-	{"reducescatter", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"reducescatter", 1, false, func(t *testing.T, cs []*comm.Comm) {
 		checkReduceScatter[float32](t, cs, Auto, codec.Sum, []int{perRank(len(cs))})
 	}},
-	{"bcast", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"bcast", 1, true, func(t *testing.T, cs []*comm.Comm) {
 		checkBcast[float32](t, cs, Auto, len(cs)-1, []int{directElems})
 	}},
-	{"gather", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"gather", 1, true, func(t *testing.T, cs []*comm.Comm) {
 		checkGather[float32](t, cs, Auto, len(cs)/2, []int{perRank(len(cs))})
 	}},
-	{"scatter", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"scatter", 1, true, func(t *testing.T, cs []*comm.Comm) {
 		checkScatter[float32](t, cs, Auto, 0, []int{perRank(len(cs))})
 	}},
 	// Out of place and in place.
-	{"allgather", 2, func(t *testing.T, cs []*comm.Comm) {
+	{"allgather", 2, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAllgather[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
 	// Equal counts and mixed ones.
-	{"allgatherv", 2, func(t *testing.T, cs []*comm.Comm) {
+	{"allgatherv", 2, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAllgatherv[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
-	{"alltoall", 1, func(t *testing.T, cs []*comm.Comm) {
+	{"alltoall", 1, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAlltoall[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
 }
@@ -314,18 +339,28 @@ func perRank(n int) int { return (directElems + n - 1) / n }
 
 // checkEachDirect runs each of directChecks on cs and checks, collective
 // by collective, that every call went direct on every rank in this
-// process, or, where it must not go direct, that none did: a collective
-// that fell back to the slots would pass the matrix unnoticed.
-func checkEachDirect(t *testing.T, cs []*comm.Comm, direct bool) {
+// process, or, where it must not go direct, that none did, and likewise
+// that every call that can copied once where single says so, and none
+// elsewhere: a collective that fell back to the slots would pass the
+// matrix unnoticed.
+func checkEachDirect(t *testing.T, cs []*comm.Comm, direct, single bool) {
 	for _, dc := range directChecks {
 		t.Run("direct/"+dc.name, func(t *testing.T) {
-			want := 0
+			want, wantSingle := 0, 0
 			if direct {
 				want = dc.calls
 			}
-			before := directOps(cs)
+			if single && dc.single {
+				wantSingle = dc.calls
+			}
+			before, beforeSingle := directOps(cs), singleOps(cs)
 			dc.check(t, cs)
 			requireDirect(t, cs, before, want)
+			for r, ops := range singleOps(cs) {
+				if cs[r] != nil {
+					require.Equal(t, wantSingle, int(ops-beforeSingle[r]), "rank %d's single copies", r)
+				}
+			}
 		})
 	}
 }
@@ -345,6 +380,21 @@ func directOps(cs []*comm.Comm) []uint64 {
 		}
 		if s != nil {
 			ops[r] = s.DirectOps()
+		}
+	}
+	return ops
+}
+
+// singleOps is how many operations each rank's segment took by a single
+// copy; 0 for a rank without one.
+func singleOps(cs []*comm.Comm) []uint64 {
+	ops := make([]uint64, len(cs))
+	for r, c := range cs {
+		if c == nil {
+			continue
+		}
+		if s := (*core.Comm)(c).Segment(); s != nil {
+			ops[r] = s.SingleOps()
 		}
 	}
 	return ops
@@ -439,6 +489,9 @@ func TestShmBetweenProcesses(t *testing.T) {
 			run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
 				exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
 			run.Env = append(os.Environ(), shmRankVar+"="+v.slot, shmRegisteredVar+"="+v.registered)
+			if i := slices.IndexFunc(registeredModes, func(m registeredMode) bool { return m.name == v.registered }); i >= 0 {
+				run.Env = append(run.Env, "GOCOLL_SINGLE_COPY="+registeredModes[i].singleCopy())
+			}
 			var output bytes.Buffer
 			run.Stdout, run.Stderr = &output, &output
 			require.NoError(t, run.Run(), "gocoll run:\n%s", output.String())
@@ -667,4 +720,27 @@ func within(b, mem []byte) bool {
 	lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(unsafe.Pointer(unsafe.SliceData(mem)))+uintptr(len(mem))
 	at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return at >= lo && at+uintptr(len(b)) <= hi
+}
+
+// TestSingleCopy: with single copies asked for, every collective that
+// can copies once out of ordinary buffers, on every rank; where one rank
+// cannot read the others' memory (it found out when the segment was
+// made), none does, and every result is still right: the rank that
+// decides each call goes through the slots, and so does everyone.
+func TestSingleCopy(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refused func(rank int) bool
+	}{
+		{"allowed", func(int) bool { return false }},
+		{"refused to rank 1", func(r int) bool { return r == 1 }},
+	} {
+		for _, n := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/n=%d", tt.name, n), func(t *testing.T) {
+				cs := shmJob(t, n, comm.Option(core.WithSingleCopy(core.SingleCopyCMA)),
+					comm.Option(core.WithSingleCopyRefused(tt.refused)))
+				checkEachDirect(t, cs, false, !tt.refused(1))
+			})
+		}
+	}
 }

@@ -41,13 +41,13 @@ func allgathervShm[T codec.Elem](k *call[T], send, recv []T, counts []int) error
 		return allgathervFast(k, s, send, recv, counts)
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, send, recv, -1)
+	bufs, direct, err := k.segBegin(&op, s, send, recv, -1, 0)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return allgathervDirect(k, &op, bufs, counts)
+		return allgathervDirect(k, bufs, send, recv, counts)
 	}
 	me, le := k.c.Rank(), binary.LittleEndian
 	mineAt := countsBefore(counts, me)
@@ -165,7 +165,7 @@ func vPart(slot, p, size int) int { return max(0, min(slot, gatherRound)-vHeader
 // refuses slots that the ranks' counts fill; on any error the operation
 // is over, otherwise the caller ends it (endOp).
 func (k *call[T]) vBegin(op *core.SegmentOp, s *core.Segment) (hdr, per int, err error) {
-	if err := k.segBeginDirect(op, s, nil, nil); err != nil {
+	if err := k.segBeginDirect(op, s, nil, nil, -1); err != nil {
 		return 0, 0, err
 	}
 	p := s.Size()

@@ -49,6 +49,7 @@ var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"busy":     busyWorker,
 	"streamer": streamerWorker,
 	"direct":   directWorker,
+	"single":   singleWorker,
 }
 
 func runWorker(name string) int {
@@ -271,6 +272,33 @@ func directWorker(ctx context.Context, c *comm.Comm) error {
 	}
 }
 
+// singleWorker: every rank loops an Allgather of ordinary slices that
+// copies once (GOCOLL_SINGLE_COPY=cma), each rank reading the others'
+// buffers with process_vm_readv, until the victims are killed in the
+// middle of one. Every survivor must name them: a read of a process
+// that is gone fails, and so does a wait for its reads.
+func singleWorker(ctx context.Context, c *comm.Comm) error {
+	s := engine(c).Segment()
+	if s == nil {
+		return errors.New("the ranks of one host have no shared segment")
+	}
+	send := make([]float32, 256<<10)
+	recv := make([]float32, len(send)*c.Size())
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	start := time.Now()
+	for {
+		if err := collective.Allgather(ctx, c, send, recv); err != nil {
+			if s.SingleOps() == 0 {
+				return fmt.Errorf("no Allgather copied once: %w", err)
+			}
+			return checkLoss(err, victims(c.Size()), start)
+		}
+	}
+}
+
 // exitingSurvivorWorker is survivorWorker for programs that exit on the
 // error without closing the communicator, as log.Fatal does: the ranks
 // still waiting must not take such a survivor for lost.
@@ -357,15 +385,20 @@ func TestKilledStreamerIsNamed(t *testing.T) {
 }
 
 // TestKilledDirectRankIsNamed: a rank killed while the ranks reduce
-// directly between their registered buffers is named by every survivor,
-// and nothing is left in /dev/shm.
+// directly between their registered buffers, or read each other's
+// ordinary ones (single copies), is named by every survivor, and nothing
+// is left in /dev/shm.
 func TestKilledDirectRankIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	before := shmFiles(t)
-	for _, victims := range [][]int{{3}, {2, 3}} {
-		t.Run(fmt.Sprint(victims), func(t *testing.T) { killRanks(t, "direct", syscall.SIGKILL, victims) })
+	for _, worker := range []string{"direct", "single"} {
+		for _, victims := range [][]int{{3}, {2, 3}} {
+			t.Run(fmt.Sprint(worker, victims), func(t *testing.T) {
+				killRanks(t, worker, syscall.SIGKILL, victims, "GOCOLL_SINGLE_COPY=cma")
+			})
+		}
 	}
 	require.Equal(t, before, shmFiles(t), "files in /dev/shm")
 }

@@ -18,15 +18,20 @@ import (
 // the others take the slots at once, so all of them choose alike.
 //
 // A call record is followed by the extents of its rank's buffers and a
-// word that says whether all of them are registered:
+// word that says whether all of them are registered, then what a single
+// copy needs (single.go):
 //
 //	32 + 56·i  extent i (i < 2): serial, descriptor, device, inode,
 //	           file size, offset, length; serial 0: no buffer
 //	144        1 when every buffer of the rank is registered
+//	152 + 16·i buffer i's address in its rank's process, and length
+//	184        the way the deciding rank chose (its record only)
 const (
 	recExtents = 32
 	recExtent  = 56
 	recDirect  = recExtents + 2*recExtent
+	recAddrs   = recDirect + 8
+	recWay     = recAddrs + 2*16
 )
 
 // recordTicket is the ticket word of a call record, which its rank
@@ -37,6 +42,10 @@ func recordTicket(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Poin
 // them, and records where they are in rec.
 func (op *SegmentOp) putBuffers(rec []byte, bufs [2][]byte) {
 	le := binary.LittleEndian
+	for i, b := range bufs {
+		le.PutUint64(rec[recAddrs+16*i:], uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
+		le.PutUint64(rec[recAddrs+16*i+8:], uint64(len(b)))
+	}
 	op.direct = len(bufs[0]) > 0 || len(bufs[1]) > 0
 	var ext [2]regmem.Extent
 	for i, b := range bufs {
@@ -101,12 +110,7 @@ func (op *SegmentOp) Direct(peer int) (bufs [][2][]byte, ok bool, err error) {
 		if r == me {
 			continue
 		}
-		if w := recordTicket(s.record(r, op.ticket)); w.Load() < op.ticket {
-			if err := op.spin(r, w, op.ticket); err != nil {
-				return nil, false, err
-			}
-		}
-		if err := op.compare(r); err != nil {
+		if err := op.waitRecord(r); err != nil {
 			return nil, false, err
 		}
 		if binary.LittleEndian.Uint64(s.record(r, op.ticket)[recDirect:]) != 1 {
@@ -137,6 +141,17 @@ func (op *SegmentOp) Direct(peer int) (bufs [][2][]byte, ok bool, err error) {
 		}
 	}
 	return s.direct, true, nil
+}
+
+// waitRecord waits until rank r has recorded its call of the operation,
+// and compares it with this rank's.
+func (op *SegmentOp) waitRecord(r int) error {
+	if w := recordTicket(op.s.record(r, op.ticket)); w.Load() < op.ticket {
+		if err := op.spin(r, w, op.ticket); err != nil {
+			return err
+		}
+	}
+	return op.compare(r)
 }
 
 // unpin releases this rank's pins and the mappings Direct made.

@@ -21,6 +21,7 @@ type jobSpec struct {
 	transport     string    // GOCOLL_TRANSPORT, "" when unset
 	tuning        string    // GOCOLL_TUNING, the path of a tuning table, "" when unset
 	tcpCongestion string    // GOCOLL_TCP_CONGESTION, "" when unset
+	singleCopy    string    // GOCOLL_SINGLE_COPY, "" when unset
 	tlsFiles      [3]string // GOCOLL_TLS_CERT, _KEY and _CA; all "" when unset
 	launcher      string    // which launcher's variables were used, for errors
 	timeout       time.Duration
@@ -199,6 +200,7 @@ func settingsFromEnv(env func(string) (string, bool), spec jobSpec) (jobSpec, er
 	spec.transport, _ = env("GOCOLL_TRANSPORT")
 	spec.tuning, _ = env("GOCOLL_TUNING")
 	spec.tcpCongestion, _ = env("GOCOLL_TCP_CONGESTION")
+	spec.singleCopy, _ = env("GOCOLL_SINGLE_COPY")
 	for i, name := range []string{"GOCOLL_TLS_CERT", "GOCOLL_TLS_KEY", "GOCOLL_TLS_CA"} {
 		spec.tlsFiles[i], _ = env(name)
 	}

@@ -233,3 +233,28 @@ func TestTCPCongestion(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	require.ErrorContains(t, err, `GOCOLL_TCP_CONGESTION: invalid input: tcp: WithCongestionControl("a-name-too-long-for-linux")`)
 }
+
+// TestSingleCopySetting: WithSingleCopy takes auto, cma and none, and
+// GOCOLL_SINGLE_COPY reaches it; anything else fails Init, naming the
+// variable.
+func TestSingleCopySetting(t *testing.T) {
+	var o Options
+	o.setDefault()
+	require.Equal(t, SingleCopyAuto, o.singleCopy, "default")
+	for _, mode := range []string{SingleCopyAuto, SingleCopyCMA, SingleCopyNone} {
+		require.NoError(t, WithSingleCopy(mode)(&o))
+		require.Equal(t, mode, o.singleCopy)
+	}
+	require.ErrorIs(t, WithSingleCopy("xpmem")(&o), ErrInvalid)
+
+	env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "2", "GOCOLL_ADDR": "127.0.0.1:1", "GOCOLL_SINGLE_COPY": "none"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	spec, err := jobFromEnv(lookup)
+	require.NoError(t, err)
+	require.Equal(t, "none", spec.singleCopy)
+
+	env["GOCOLL_SINGLE_COPY"] = "always"
+	_, err = initFromEnv(context.Background(), lookup, nil)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, `GOCOLL_SINGLE_COPY: invalid input: single copy "always" (want auto, cma or none)`)
+}

@@ -17,6 +17,16 @@ func WithSegmentFault(f func(rank int) error) Option {
 	}
 }
 
+// WithSingleCopyRefused makes the ranks for which refused returns true
+// find, when their communicators' segments are made, that they cannot
+// read the other ranks' memory, as a rank that may not ptrace them does.
+func WithSingleCopyRefused(refused func(rank int) bool) Option {
+	return func(o *Options) error {
+		o.singleRefused = refused
+		return nil
+	}
+}
+
 // WithLossSettle stretches (or shortens) LossSettle for the ranks it is
 // given to.
 func WithLossSettle(d time.Duration) Option {

@@ -64,6 +64,11 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TCP_CONGESTION: %w", err)}
 		}
 	}
+	if spec.singleCopy != "" {
+		if err := WithSingleCopy(spec.singleCopy)(&o); err != nil {
+			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_SINGLE_COPY: %w", err)}
+		}
+	}
 	if spec.tuning != "" {
 		if err := WithTuning(spec.tuning)(&o); err != nil {
 			return nil, &OpError{Op: "init", Rank: spec.rank, Peer: -1, Err: fmt.Errorf("GOCOLL_TUNING: %w", err)}

@@ -30,6 +30,7 @@ type Options struct {
 	hostOf          func(rank int) string
 	singleton       *bool  // WithSingleton; nil: GOCOLL_SINGLETON decides
 	segmentSlot     int    // 0: DefaultSegmentSlot
+	singleCopy      string // WithSingleCopy
 	statsSampling   int    // time one call in statsSampling below timedFrom; 0: none
 	tracePath       string // "": no timeline (WithTimeline)
 	dumpPath        string // GOCOLL_DUMP: where the flight recorder dumps; "": the log
@@ -41,6 +42,9 @@ type Options struct {
 	// segmentFault, a test hook, fails the mapping of a rank's segments
 	// when it returns an error.
 	segmentFault func(rank int) error
+	// singleRefused, a test hook, makes ranks find that they cannot read
+	// the others' memory.
+	singleRefused func(rank int) bool
 	// lossSettle is LossSettle but for tests, which stretch it.
 	lossSettle time.Duration
 }
@@ -61,6 +65,7 @@ func (o *Options) setDefault() {
 		unexpectedLimit: DefaultUnexpectedLimit,
 		lossSettle:      LossSettle,
 		statsSampling:   DefaultStatsSampling,
+		singleCopy:      SingleCopyAuto,
 	}
 }
 

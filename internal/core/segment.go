@@ -72,6 +72,16 @@ type Segment struct {
 	unmapOnce sync.Once
 	// copier chooses how this rank copies into its slots.
 	copier shmem.Copier
+	// What single copies need (single.go): how the job allows them, this
+	// process's cookie (its word, which the others read with each
+	// copy), whether every rank can read every other's memory, what
+	// chooses between a single copy and the slots, and what reads.
+	singleCopy string
+	cookie     *uint64
+	allRead    atomic.Int32
+	single     shmem.SingleCopy
+	vm         shmem.VMReader
+	singleOps  atomic.Uint64
 }
 
 // Copier returns what chooses how this rank copies into the segment.
@@ -84,9 +94,9 @@ const (
 	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
-	segControl   = 3 * segLine        // one line per rank: its step, a uint64
+	segControl   = 3 * segLine        // one line per rank: its step, gone mark and cookie (single.go), uint64s
 	segRecords   = 16                 // call records per rank, a ring by ticket
-	segRecord    = 160                // a call (32 bytes), then its buffers (direct.go)
+	segRecord    = 192                // a call (32 bytes), then its buffers (direct.go, single.go)
 	segPage      = 4096
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
@@ -176,6 +186,9 @@ type SegmentOp struct {
 	call     wire.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
+	decider  int           // the rank that chooses whether the operation copies once (single.go); -1: it cannot
+	way      uint64        // what that rank chose: slotsUntimed, slotsTimed or singleCopy
+	start    int64         // when the operation began, on the deciding rank of a timed one
 	pins     [2]regmem.Pin // this rank's registered buffers, held until End
 	own      [2][]byte     // and the buffers themselves
 	direct   bool          // this rank's buffers are all registered
@@ -219,16 +232,18 @@ func (op *SegmentOp) Beside() { op.beside = true }
 // the one StartCall or NextSeq numbered seq, in the segment. End must follow a
 // successful Begin. bufs are this rank's buffers, one or two, nil where
 // it has none, for an operation that can work on the ranks' own buffers
-// where all of them lie in registered memory (Direct); an operation that
-// cannot passes none. op is filled in place, not returned: it is a few
-// hundred bytes, and a small call's whole time is a few hundred
-// nanoseconds.
-func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, bufs [2][]byte) error {
+// where all of them lie in registered memory (Direct), or, where decider
+// is a rank, by copying once out of them (Single), which decider
+// chooses; an operation that can do neither passes no buffers and
+// decider -1. op is filled in place, not returned: it is a few hundred
+// bytes, and a small call's whole time is a few hundred nanoseconds.
+func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, bufs [2][]byte, decider int) error {
 	if err := s.begin(op, ctx, ticket, seq, call); err != nil {
 		return err
 	}
 	rec := s.record(s.c.rank, ticket)
 	op.putBuffers(rec, bufs)
+	op.chooseWay(rec, bufs, decider)
 	putCall(rec, ticket, op.seq, op.call)
 	// A rank that works on registered buffers waits for the records.
 	s.bell().Ring()
@@ -256,7 +271,7 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 		s.release(false)
 		return ErrClosed
 	}
-	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket}
+	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket, decider: -1}
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
@@ -279,7 +294,12 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 // and ranks that disagree must all fail inside the call. Call it before
 // End when the operation's work is done; it costs a wait for the slowest
 // rank to start.
-func (op *SegmentOp) Finish() error { return op.waitAll(2*op.first - 1) }
+func (op *SegmentOp) Finish() error {
+	if err := op.waitAll(2*op.first - 1); err != nil {
+		return err
+	}
+	return op.finishTimed()
+}
 
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {

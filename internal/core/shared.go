@@ -223,6 +223,10 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	if problem != nil {
 		status = problem.Error()
 	}
+	word, cookie := shmem.NewCookie()
+	if problem == nil {
+		publishCookie(region.Bytes(), c.rank, cookie)
+	}
 	if err := ep.store.Set(ctx, c.key("seg", c.rank), []byte(status)); err != nil {
 		closeRegion(region)
 		return nil, err
@@ -246,10 +250,12 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	region.CloseFD()
 	s := &Segment{c: c, region: region, mem: region.Bytes(), ranks: n, slot: slot,
 		pids: make([]int, n), seen: make([]uint64, n), known: make([]uint64, n),
-		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n)}
+		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n),
+		singleCopy: ep.opts.singleCopy, cookie: word}
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
+	s.probeSingle()
 	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, n > ep.cpusOnHost(ep.rank))
 	return s, nil
 }

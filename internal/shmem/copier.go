@@ -32,10 +32,7 @@ import (
 // which follows a host that changes state during a run.
 //
 // A Copier is safe for concurrent use; its zero value is ready.
-type Copier struct {
-	mu   sync.Mutex
-	ways map[copyKey]*copyWays
-}
+type Copier struct{ ways twoWays }
 
 // CopierMin is the smallest operation, in bytes, whose copies a Copier
 // chooses: below it the copies are too short for stores around the caches
@@ -50,10 +47,17 @@ const (
 
 type copyKey struct{ kind, class int }
 
-// copyWays is what a Copier knows of one kind and size class: the
-// operations chosen so far, and of each way, through the caches ([0])
-// and around them ([1]), how many were timed and an average of their
-// copies' nanoseconds per KiB.
+// twoWays is what a Copier or a SingleCopy knows: of every kind of
+// operation and size class, how each of two ways went.
+type twoWays struct {
+	mu   sync.Mutex
+	ways map[copyKey]*copyWays
+}
+
+// copyWays is what is known of one kind and size class: the operations
+// chosen so far, and of each way (for a Copier, through the caches [0]
+// and around them [1]) how many were timed and an average of their
+// nanoseconds per KiB.
 type copyWays struct {
 	ops   uint64
 	timed [2]uint64
@@ -63,42 +67,58 @@ type copyWays struct {
 // Choose reports whether an operation of the given kind and bytes, at
 // least CopierMin, should copy around the caches.
 func (c *Copier) Choose(kind, bytes int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ways == nil {
-		c.ways = make(map[copyKey]*copyWays)
+	around, _ := c.ways.choose(kind, bytes, aroundGain)
+	return around
+}
+
+// choose reports whether an operation of the given kind and bytes should
+// take the second way, which it does while that way's average is gain
+// times lower than the first's, and how many operations of the kind and
+// size class have been chosen, this one included.
+func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ways == nil {
+		t.ways = make(map[copyKey]*copyWays)
 	}
 	k := copyKey{kind, bits.Len(uint(bytes))}
-	w := c.ways[k]
+	w := t.ways[k]
 	if w == nil {
 		w = new(copyWays)
-		c.ways[k] = w
+		t.ways[k] = w
 	}
 	w.ops++
 	if w.timed[0] < 2 || w.timed[1] < 2 {
-		return w.timed[1] < w.timed[0] // each way twice, in turn
+		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
 	}
-	around := w.cost[1]*aroundGain < w.cost[0]
+	second = w.cost[1]*gain < w.cost[0]
 	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 {
-		around = !around
+		second = !second
 	}
-	return around
+	return second, w.ops
 }
 
 // Learn records that an operation of the given kind and bytes, going
 // around the caches or not, copied put bytes in nanos nanoseconds.
 func (c *Copier) Learn(kind, bytes int, around bool, put, nanos int64) {
-	if put <= 0 || nanos <= 0 {
+	c.ways.learn(kind, bytes, around, put, nanos)
+}
+
+// learn records that an operation of the given kind and bytes, taking
+// the second way or the first, did amount bytes of work in nanos
+// nanoseconds.
+func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64) {
+	if amount <= 0 || nanos <= 0 {
 		return
 	}
 	way := 0
-	if around {
+	if second {
 		way = 1
 	}
-	x := float64(nanos) / float64(put) * 1024
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.ways[copyKey{kind, bits.Len(uint(bytes))}]
+	x := float64(nanos) / float64(amount) * 1024
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.ways[copyKey{kind, bits.Len(uint(bytes))}]
 	if w == nil {
 		return
 	}

@@ -1,0 +1,281 @@
+package core
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/gocoll/gocoll/internal/shmem"
+)
+
+// Single copies. Where the ranks' buffers are ordinary Go memory, a
+// collective through the segment copies every byte twice, into a slot
+// and out of it; a rank can instead read another's buffer straight into
+// its own with process_vm_readv, once, as Open MPI's vader does. Which
+// is faster depends on the host's state (shmem.SingleCopy), so one rank
+// of each operation, its decider (a rooted call's root), chooses, times
+// the operation and learns, and records its choice in its call record,
+// where the others read it before they move any data (Single): all of
+// them take the same way.
+//
+// A rank records its buffers' addresses in its call record (Begin) and
+// keeps them until every reader is done (WaitDone): the collectives'
+// buffers live in Go's heap (a call keeps them, so they escape there),
+// which does not move objects.
+//
+// The kernel allows the copy only where the reader may ptrace the other
+// process, which the ranks find out when the segment is made: each puts
+// its cookie in its control line, reads every other's, and records in
+// its line whether it could (probeSingle). A decider copies once only
+// once every rank has said it could, so that no rank meets a refusal in
+// an operation, where it could not fall back alone.
+//
+// Control line of a rank, after its step and gone mark:
+//
+//	16  its cookie's address in its process, then the cookie (shmem.Cookie)
+//	32  whether it can read every other rank's memory: readsAll, readsNot,
+//	    0 until it has tried
+const (
+	ctlCookie = 16
+	ctlReads  = 32
+	readsAll  = 1
+	readsNot  = 2
+)
+
+// The ways of an operation that can copy once, as its decider records it.
+const (
+	slotsUntimed = iota // through the slots
+	slotsTimed          // through the slots, timed: every rank says when it is done
+	singleCopy          // once, by process_vm_readv
+)
+
+// Settings of GOCOLL_SINGLE_COPY (WithSingleCopy).
+const (
+	SingleCopyAuto = "auto" // copy once where that has been faster, up to singleMax on a host that is not crowded (the default)
+	SingleCopyCMA  = "cma"  // copy once wherever the kernel allows it
+	SingleCopyNone = "none" // always through the slots
+)
+
+// singleMax is the largest operation, in bytes of its call's count, that
+// may copy once by choice (SingleCopyAuto), on a host with a CPU for each
+// of its ranks. Larger ones lost every time they were tried:
+// process_vm_readv of a buffer that is no longer in the caches ran at
+// 5-6 GB/s, where the segment's rounds overlap their two copies (two
+// ranks, 16 MiB Bcast 3.0 ms against 1.8 through the slots, 2026-11-28),
+// and learning so costs a few operations each time. Where ranks
+// outnumber the CPUs (Crowded), none does: a rank whose buffer is read
+// must wait for its readers, each wait a turn of the scheduler, while
+// through the slots it leaves once its data is in (four ranks on two
+// CPUs: Scatter, Gather and Alltoall 1.3-1.9 times as slow at 16 MiB, no
+// gain below). The decider alone applies these rules, so ranks whose
+// settings differ still take one way.
+const singleMax = 2 << 20
+
+// WithSingleCopy sets how the collectives of a segment copy between
+// ordinary buffers: SingleCopyAuto, SingleCopyCMA or SingleCopyNone.
+func WithSingleCopy(mode string) Option {
+	return func(o *Options) error {
+		switch mode {
+		case SingleCopyAuto, SingleCopyCMA, SingleCopyNone:
+			o.singleCopy = mode
+			return nil
+		}
+		return fmt.Errorf("%w: single copy %q (want auto, cma or none)", ErrInvalid, mode)
+	}
+}
+
+// publishCookie puts this process's cookie in rank's control line of
+// the segment mapped at mem, before the ranks tell each other that they
+// have mapped it.
+func publishCookie(mem []byte, rank int, c shmem.Cookie) {
+	line := mem[segControl+rank*segLine:]
+	binary.LittleEndian.PutUint64(line[ctlCookie:], c.Addr)
+	binary.LittleEndian.PutUint64(line[ctlCookie+8:], c.Value)
+}
+
+// cookieOf is the cookie rank r published.
+func (s *Segment) cookieOf(r int) shmem.Cookie {
+	line := s.mem[segControl+r*segLine:]
+	return shmem.Cookie{Addr: binary.LittleEndian.Uint64(line[ctlCookie:]), Value: binary.LittleEndian.Uint64(line[ctlCookie+8:])}
+}
+
+// probeSingle reads every other rank's cookie with process_vm_readv and
+// records in this rank's control line whether it could, once every rank
+// has published its cookie.
+func (s *Segment) probeSingle() {
+	reads := uint64(readsAll)
+	var got [8]byte
+	for r := range s.ranks {
+		if r == s.c.rank {
+			continue
+		}
+		if f := s.c.ep.opts.singleRefused; f != nil && f(s.c.rank) {
+			reads = readsNot
+			break
+		}
+		c := s.cookieOf(r)
+		if err := s.vm.Read(s.pids[r], c, c.Addr, got[:]); err != nil || binary.NativeEndian.Uint64(got[:]) != c.Value {
+			s.c.ep.log.Debug("collectives copy through the segment only: this rank cannot read another's memory",
+				"comm", s.c.id, "rank", r, "pid", s.pids[r], "err", err)
+			reads = readsNot
+			break
+		}
+	}
+	s.word64(segControl + s.c.rank*segLine + ctlReads).Store(reads)
+}
+
+// everyoneReads reports whether every rank has found that it can read
+// every other's memory. Once true it stays so; until every rank has
+// tried, it is false.
+func (s *Segment) everyoneReads() bool {
+	if v := s.allRead.Load(); v != 0 {
+		return v == readsAll
+	}
+	for r := range s.ranks {
+		switch s.word64(segControl + r*segLine + ctlReads).Load() {
+		case readsNot:
+			s.allRead.Store(readsNot)
+			return false
+		case 0:
+			return false
+		}
+	}
+	s.allRead.Store(readsAll)
+	return true
+}
+
+// chooseWay records, on the decider of an operation that can copy once,
+// the way it takes. Every rank has bufs for such an operation, so the
+// deciding rank has too.
+func (op *SegmentOp) chooseWay(rec []byte, bufs [2][]byte, decider int) {
+	op.decider = decider
+	s := op.s
+	if decider != s.c.rank {
+		return
+	}
+	op.way = slotsUntimed
+	switch {
+	case s.singleCopy == SingleCopyNone || !s.everyoneReads():
+	case s.singleCopy == SingleCopyCMA:
+		op.way = singleCopy
+	case op.bytes() > singleMax || s.Crowded():
+	default:
+		single, timed := s.single.Choose(int(op.call.Kind), op.bytes())
+		if single {
+			op.way = singleCopy
+		} else if timed {
+			op.way = slotsTimed
+		}
+	}
+	if op.way != slotsUntimed {
+		op.start = Now()
+	}
+	binary.LittleEndian.PutUint64(rec[recWay:], op.way)
+}
+
+// bytes is the size of the operation's call, for the choice of its way.
+func (op *SegmentOp) bytes() int { return op.call.Count * op.call.DType.Size() }
+
+// Single reports whether the operation copies once between the ranks'
+// buffers (Read) rather than through the slots, as its decider chose;
+// every rank gets the same answer. Call it where Direct said no. A rank
+// other than the decider waits for the decider's call record.
+func (op *SegmentOp) Single() (bool, error) {
+	if op.decider < 0 {
+		return false, nil
+	}
+	if op.decider != op.s.c.rank {
+		if err := op.waitRecord(op.decider); err != nil {
+			return false, err
+		}
+		op.way = binary.LittleEndian.Uint64(op.s.record(op.decider, op.ticket)[recWay:])
+	}
+	if op.way != singleCopy {
+		return false, nil
+	}
+	op.s.singleOps.Add(1)
+	return true, nil
+}
+
+// SingleOps is how many of the segment's operations copied once.
+func (s *Segment) SingleOps() uint64 { return s.singleOps.Load() }
+
+// BufferLen is the length of rank r's buffer i in the operation, once r
+// has recorded its call.
+func (op *SegmentOp) BufferLen(r, i int) (int, error) {
+	if err := op.recorded(r); err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint64(op.s.record(r, op.ticket)[recAddrs+16*i+8:])), nil
+}
+
+// recorded waits until rank r has recorded its call of the operation.
+func (op *SegmentOp) recorded(r int) error {
+	if recordTicket(op.s.record(r, op.ticket)).Load() >= op.ticket {
+		return nil
+	}
+	return op.waitRecord(r)
+}
+
+// Read copies len(dst) bytes of rank r's buffer i, from byte off, into
+// dst, with process_vm_readv, once r has recorded its call. The rank
+// whose buffer it is waits, before it returns, until every rank that
+// reads it is done (WaitDone). A failure to read fails the job: the
+// others would wait for this rank.
+func (op *SegmentOp) Read(r, i, off int, dst []byte) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	s := op.s
+	if err := op.recorded(r); err != nil {
+		return err
+	}
+	rec := s.record(r, op.ticket)
+	addr := binary.LittleEndian.Uint64(rec[recAddrs+16*i:])
+	n := int(binary.LittleEndian.Uint64(rec[recAddrs+16*i+8:]))
+	if off < 0 || off+len(dst) > n {
+		err := fmt.Errorf("%w: rank %d's buffer of the shared-memory %s holds %d bytes, and rank %d reads %d from byte %d",
+			ErrMismatch, s.c.group[r], op.call, n, s.c.group[s.c.rank], len(dst), off)
+		s.c.ep.abort(err)
+		return err
+	}
+	err := s.vm.Read(s.pids[r], s.cookieOf(r), addr+uint64(off), dst)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ESRCH) || errors.Is(err, shmem.ErrNotPeer):
+		return s.c.ep.loseAndWait(s.c.group[r], fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call))
+	default:
+		err = fmt.Errorf("reading %d bytes of rank %d's buffer of the shared-memory %s: %w", len(dst), s.c.group[r], op.call, err)
+		s.c.ep.abort(err)
+		return err
+	}
+}
+
+// Learn records, on the decider of an operation that copied once, how
+// long it took; the decider calls it once its part is done, which for a
+// rank that lent its buffer means once every other rank is.
+func (op *SegmentOp) Learn() {
+	if op.way == singleCopy && op.decider == op.s.c.rank && !op.mapped {
+		op.s.single.Learn(int(op.call.Kind), op.bytes(), true, Now()-op.start)
+	}
+}
+
+// finishTimed ends an operation through the slots that its decider
+// times: every rank says that it is done, and the decider waits for all
+// of them before it learns how long the operation took.
+func (op *SegmentOp) finishTimed() error {
+	if op.way != slotsTimed || op.round == 0 {
+		return nil
+	}
+	op.Done()
+	if op.decider != op.s.c.rank {
+		return nil
+	}
+	if err := op.WaitDone(); err != nil {
+		return err
+	}
+	op.s.single.Learn(int(op.call.Kind), op.bytes(), false, Now()-op.start)
+	return nil
+}

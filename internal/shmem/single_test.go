@@ -1,0 +1,58 @@
+package shmem
+
+import "testing"
+
+// TestSingleCopy drives a SingleCopy with made-up operation times, in
+// nanoseconds per KiB: it copies once while that is faster, follows the
+// host when that changes, and times the operations through the segment
+// only now and then, once each way has been timed.
+func TestSingleCopy(t *testing.T) {
+	const kind, bytes = 3, 256 << 10
+	type phase struct {
+		ops           int
+		slots, single float64
+		wantSingle    int // of the phase's ops
+		wantTimed     int // of its ops through the segment
+	}
+	tests := []struct {
+		name   string
+		phases []phase
+	}{
+		{"once when that is faster", []phase{{300, 120, 80, 290, 3}}},
+		{"through the segment when that is faster", []phase{{300, 80, 120, 10, 77}}},
+		// Operations through the segment that turn slower move their
+		// average an eighth at a time, and only one in four is timed: a
+		// few dozen pass before the other way takes over.
+		{"following the host", []phase{{300, 80, 120, 10, 77}, {300, 120, 80, 265, 10}, {300, 80, 120, 10, 72}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			for i, ph := range tc.phases {
+				single, timed := 0, 0
+				for range ph.ops {
+					one, time := s.Choose(kind, bytes)
+					cost := ph.slots
+					if one {
+						single++
+						cost = ph.single
+						if !time {
+							t.Fatalf("phase %d: a single copy that is not timed", i)
+						}
+					} else if time {
+						timed++
+					}
+					if time {
+						s.Learn(kind, bytes, one, int64(cost*bytes/1024))
+					}
+				}
+				if d := single - ph.wantSingle; d < -12 || d > 12 {
+					t.Errorf("phase %d: copied once %d times of %d, want about %d", i, single, ph.ops, ph.wantSingle)
+				}
+				if d := timed - ph.wantTimed; d < -12 || d > 12 {
+					t.Errorf("phase %d: timed %d operations through the segment, want about %d", i, timed, ph.wantTimed)
+				}
+			}
+		})
+	}
+}
