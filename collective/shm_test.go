@@ -150,7 +150,7 @@ type registeredMode struct {
 
 // options are the options of a job in mode m.
 func (m registeredMode) options() []comm.Option {
-	return []comm.Option{comm.Option(core.WithSingleCopy(m.singleCopy()))}
+	return []comm.Option{comm.WithSingleCopy(m.singleCopy())}
 }
 
 // singleCopy is the single-copy setting of a job in mode m.
@@ -737,7 +737,7 @@ func TestSingleCopy(t *testing.T) {
 	} {
 		for _, n := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/n=%d", tt.name, n), func(t *testing.T) {
-				cs := shmJob(t, n, comm.Option(core.WithSingleCopy(core.SingleCopyCMA)),
+				cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyCMA),
 					comm.Option(core.WithSingleCopyRefused(tt.refused)))
 				checkEachDirect(t, cs, false, !tt.refused(1))
 			})

@@ -27,7 +27,8 @@ func (c *Comm) core() *core.Comm { return (*core.Comm)(c) }
 // period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait
 // over tcp polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
 // (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion control
-// (WithTCPCongestion), GOCOLL_HOST the host identity (WithHostIdentity),
+// (WithTCPCongestion), GOCOLL_SINGLE_COPY how shared-memory collectives
+// copy (WithSingleCopy), GOCOLL_HOST the host identity (WithHostIdentity),
 // GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
 // GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
 // GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),

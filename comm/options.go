@@ -68,6 +68,21 @@ func WithHostIdentity(hostOf func(rank int) string) Option {
 // says so) and use links.
 func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(bytes)) }
 
+// WithSingleCopy sets how the collectives of a communicator's segment
+// move data between ordinary Go slices (not from Alloc, which ranks
+// share outright): "auto", the default, copies once, each rank reading
+// what it needs out of the others' slices with process_vm_readv, for the
+// calls up to 2 MiB where that has been faster on this host (the ranks
+// time both ways as they go), and otherwise twice, through the segment;
+// "cma" copies once wherever the kernel allows it; "none" never. Init
+// also takes it from GOCOLL_SINGLE_COPY. The kernel allows the copy
+// where a rank may ptrace the others (the same user, and under Yama's
+// ptrace_scope 1 only a descendant or a process that allowed it); the
+// ranks find out when the segment is made, and where one may not, none
+// copies once. Ranks whose settings differ still agree: the root of each
+// call (rank 0 for the others) chooses for all.
+func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
+
 // WithTimeout bounds every blocking call of the communicator, on top of the
 // call's context. Zero disables the bound; the default is DefaultTimeout.
 // A receive fails once nothing has come from its source for d. A send
