@@ -26,65 +26,69 @@ import (
 // past the unexpected-message limit, for which a caller that found them
 // has no room.
 func TestPolledLinkDelivers(t *testing.T) {
-	sizes := []int{0, 8, 3000, 200 << 10, 9000, 60000, 1}
-	const (
-		messages  = 120
-		receivers = 4 // receiving goroutines; receiver g takes the tags g, g+receivers, ...
-	)
-	payload := func(tag, n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(tag*7 + i)
-		}
-		return b
-	}
-	for _, spin := range []time.Duration{0, DefaultSpin, MaxSpin} {
-		t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
-			cs := tcpJob(t, 2, WithSpin(spin), WithUnexpectedLimit(16<<10))
-			ctx := context.Background()
-			// Open the link, so that the receivers find out whether it is
-			// polled.
-			require.NoError(t, cs[1].Send(ctx, 0, messages, nil))
-			_, err := cs[0].Recv(ctx, 1, messages, nil)
-			require.NoError(t, err)
-			require.Equal(t, spin > 0, cs[0].ep.inboxes[1].polled.Load() != nil, "link polled")
-
-			sent := make(chan error, 1)
-			go func() {
-				for tag := range messages {
-					if err := cs[1].Send(ctx, 0, tag, payload(tag, sizes[tag%len(sizes)])); err != nil {
-						sent <- err
-						return
-					}
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			sizes := []int{0, 8, 3000, 200 << 10, 9000, 60000, 1}
+			const (
+				messages  = 120
+				receivers = 4 // receiving goroutines; receiver g takes the tags g, g+receivers, ...
+			)
+			payload := func(tag, n int) []byte {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = byte(tag*7 + i)
 				}
-				sent <- nil
-			}()
-			var wg sync.WaitGroup
-			errs := make(chan error, receivers)
-			for g := range receivers {
-				wg.Go(func() {
-					for tag := g; tag < messages; tag += receivers {
-						want := payload(tag, sizes[tag%len(sizes)])
-						got := make([]byte, len(want))
-						st, err := cs[0].Recv(ctx, 1, tag, got)
-						n := st.Bytes
-						if err != nil {
-							errs <- fmt.Errorf("tag %d: %w", tag, err)
-							return
+				return b
+			}
+			for _, spin := range []time.Duration{0, DefaultSpin, MaxSpin} {
+				t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
+					cs := pollJob(t, tr, 2, WithSpin(spin), WithUnexpectedLimit(16<<10))
+					ctx := context.Background()
+					// Open the link, so that the receivers find out whether it is
+					// polled.
+					require.NoError(t, cs[1].Send(ctx, 0, messages, nil))
+					_, err := cs[0].Recv(ctx, 1, messages, nil)
+					require.NoError(t, err)
+					require.Equal(t, spin > 0, cs[0].ep.inboxes[1].polled.Load() != nil, "link polled")
+
+					sent := make(chan error, 1)
+					go func() {
+						for tag := range messages {
+							if err := cs[1].Send(ctx, 0, tag, payload(tag, sizes[tag%len(sizes)])); err != nil {
+								sent <- err
+								return
+							}
 						}
-						if n != len(want) || string(got) != string(want) {
-							errs <- fmt.Errorf("tag %d: got %d bytes, not the %d sent", tag, n, len(want))
-							return
-						}
+						sent <- nil
+					}()
+					var wg sync.WaitGroup
+					errs := make(chan error, receivers)
+					for g := range receivers {
+						wg.Go(func() {
+							for tag := g; tag < messages; tag += receivers {
+								want := payload(tag, sizes[tag%len(sizes)])
+								got := make([]byte, len(want))
+								st, err := cs[0].Recv(ctx, 1, tag, got)
+								n := st.Bytes
+								if err != nil {
+									errs <- fmt.Errorf("tag %d: %w", tag, err)
+									return
+								}
+								if n != len(want) || string(got) != string(want) {
+									errs <- fmt.Errorf("tag %d: got %d bytes, not the %d sent", tag, n, len(want))
+									return
+								}
+							}
+						})
 					}
+					wg.Wait()
+					close(errs)
+					for err := range errs {
+						t.Error(err)
+					}
+					require.NoError(t, <-sent)
 				})
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			require.NoError(t, <-sent)
 		})
 	}
 }
@@ -95,34 +99,38 @@ func TestPolledLinkDelivers(t *testing.T) {
 // reordered. Receive 2 spins while tags 0, 1 and 2 arrive; with room for
 // one early message, tag 1 has none until another goroutine receives tag 0.
 func TestPolledLinkStalls(t *testing.T) {
-	cs := tcpJob(t, 2, WithSpin(MaxSpin), WithUnexpectedLimit(1))
-	ctx := context.Background()
-	require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
-	_, err := cs[0].Recv(ctx, 1, 9, nil)
-	require.NoError(t, err)
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			cs := pollJob(t, tr, 2, WithSpin(MaxSpin), WithUnexpectedLimit(1))
+			ctx := context.Background()
+			require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
+			_, err := cs[0].Recv(ctx, 1, 9, nil)
+			require.NoError(t, err)
 
-	received := make(chan string, 3)
-	recv := func(tag int) {
-		b := make([]byte, 16)
-		st, err := cs[0].Recv(ctx, 1, tag, b)
-		n := st.Bytes
-		if err != nil {
-			received <- err.Error()
-			return
-		}
-		received <- string(b[:n])
+			received := make(chan string, 3)
+			recv := func(tag int) {
+				b := make([]byte, 16)
+				st, err := cs[0].Recv(ctx, 1, tag, b)
+				n := st.Bytes
+				if err != nil {
+					received <- err.Error()
+					return
+				}
+				received <- string(b[:n])
+			}
+			go recv(2)
+			time.Sleep(time.Millisecond) // let receive 2 start spinning
+			for tag, msg := range []string{"zero", "one", "two"} {
+				require.NoError(t, cs[1].Send(ctx, 0, tag, []byte(msg)))
+			}
+			time.Sleep(20 * time.Millisecond) // let tag 1 find no room
+			go recv(0)
+			first, second := <-received, <-received
+			require.ElementsMatch(t, []string{"zero", "two"}, []string{first, second})
+			go recv(1)
+			require.Equal(t, "one", <-received)
+		})
 	}
-	go recv(2)
-	time.Sleep(time.Millisecond) // let receive 2 start spinning
-	for tag, msg := range []string{"zero", "one", "two"} {
-		require.NoError(t, cs[1].Send(ctx, 0, tag, []byte(msg)))
-	}
-	time.Sleep(20 * time.Millisecond) // let tag 1 find no room
-	go recv(0)
-	first, second := <-received, <-received
-	require.ElementsMatch(t, []string{"zero", "two"}, []string{first, second})
-	go recv(1)
-	require.Equal(t, "one", <-received)
 }
 
 // TestCallerLeavesTheSocketAlone: a caller that takes a whole message
@@ -130,44 +138,48 @@ func TestPolledLinkStalls(t *testing.T) {
 // whether it was the one it waits for instead of looking at the socket
 // again, a system call that would nearly always find nothing.
 func TestCallerLeavesTheSocketAlone(t *testing.T) {
-	cs, polled := spinningPair(t)
-	ctx := context.Background()
-	require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
-	_, err := cs[0].Recv(ctx, 1, 9, nil)
-	require.NoError(t, err)
-	tp, ib := polled(), &cs[0].ep.inboxes[1]
-	p := ib.polled.Load()
-	require.NotNil(t, tp)
-	require.NotNil(t, p)
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			cs, polled := spinningPair(t, tr)
+			ctx := context.Background()
+			require.NoError(t, cs[1].Send(ctx, 0, 9, nil)) // open the link
+			_, err := cs[0].Recv(ctx, 1, 9, nil)
+			require.NoError(t, err)
+			tp, ib := polled(), &cs[0].ep.inboxes[1]
+			p := ib.polled.Load()
+			require.NotNil(t, tp)
+			require.NotNil(t, p)
 
-	// Hold the reading side, so that only this test reads the link, and
-	// wait until the message is whole in the link's buffer.
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("8 bytes!")))
-	var h wire.Header
-	for i := 0; ; i++ {
-		a, err := p.link.Poll(&h)
-		require.NoError(t, err)
-		if a == transport.Whole {
-			break
-		}
-		require.Less(t, i, 5000, "the message did not arrive")
-		time.Sleep(time.Millisecond)
+			// Hold the reading side, so that only this test reads the link, and
+			// wait until the message is whole in the link's buffer.
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("8 bytes!")))
+			var h wire.Header
+			for i := 0; ; i++ {
+				a, err := p.link.Poll(&h)
+				require.NoError(t, err)
+				if a == transport.Whole {
+					break
+				}
+				require.Less(t, i, 5000, "the message did not arrive")
+				time.Sleep(time.Millisecond)
+			}
+			buf := make([]byte, 8)
+			r, err := cs[0].Irecv(1, 1, buf)
+			require.NoError(t, err)
+
+			tp.polls.Store(0)
+			left, err := cs[0].ep.drain(1, ib, p, false)
+			require.NoError(t, err)
+			require.Equal(t, kept, left)
+			require.Equal(t, int64(1), tp.polls.Load(), "Poll calls: the message's, and none after it")
+			st, err := r.Wait(ctx)
+			n := st.Bytes
+			require.NoError(t, err)
+			require.Equal(t, "8 bytes!", string(buf[:n]))
+		})
 	}
-	buf := make([]byte, 8)
-	r, err := cs[0].Irecv(1, 1, buf)
-	require.NoError(t, err)
-
-	tp.polls.Store(0)
-	left, err := cs[0].ep.drain(1, ib, p, false)
-	require.NoError(t, err)
-	require.Equal(t, kept, left)
-	require.Equal(t, int64(1), tp.polls.Load(), "Poll calls: the message's, and none after it")
-	st, err := r.Wait(ctx)
-	n := st.Bytes
-	require.NoError(t, err)
-	require.Equal(t, "8 bytes!", string(buf[:n]))
 }
 
 // TestSpinYieldsWhenOversubscribed: ranks that outnumber their host's
@@ -189,7 +201,7 @@ func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, c := range tcpJob(t, tt.n, tt.opts...) {
+			for _, c := range pollJob(t, "tcp", tt.n, tt.opts...) {
 				require.Equal(t, tt.wantSpin, c.ep.opts.spin, "rank %d", c.Rank())
 				require.Equal(t, tt.wantYield, c.ep.opts.yield, "rank %d", c.Rank())
 			}
@@ -203,40 +215,44 @@ func TestSpinYieldsWhenOversubscribed(t *testing.T) {
 // caller" breaks the link under Poll, "peer gone" closes the peer's end
 // (its process died: no goodbye); either may find either.
 func TestPolledLinkBreaks(t *testing.T) {
-	broken := errors.New("connection reset by a test")
-	tests := []struct {
-		name   string
-		break_ func(cs []*Comm, p *testPoller) error
-	}{
-		{"spinning caller", func(_ []*Comm, p *testPoller) error {
-			// A socket that fails becomes readable too, which wakes the
-			// reading goroutine should the caller not be spinning.
-			p.fail.Store(&broken)
-			p.Wake()
-			return nil
-		}},
-		{"peer gone", func(cs []*Comm, _ *testPoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cs, polled := spinningPair(t)
-			ctx := context.Background()
-			require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("hi")))
-			_, err := cs[0].Recv(ctx, 1, 1, make([]byte, 2))
-			require.NoError(t, err)
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			broken := errors.New("connection reset by a test")
+			tests := []struct {
+				name   string
+				break_ func(cs []*Comm, p *testPoller) error
+			}{
+				{"spinning caller", func(_ []*Comm, p *testPoller) error {
+					// A socket that fails becomes readable too, which wakes the
+					// reading goroutine should the caller not be spinning.
+					p.fail.Store(&broken)
+					p.Wake()
+					return nil
+				}},
+				{"peer gone", func(cs []*Comm, _ *testPoller) error { return cs[1].ep.peers[0].link.Load().Close() }},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					cs, polled := spinningPair(t, tr)
+					ctx := context.Background()
+					require.NoError(t, cs[1].Send(ctx, 0, 1, []byte("hi")))
+					_, err := cs[0].Recv(ctx, 1, 1, make([]byte, 2))
+					require.NoError(t, err)
 
-			got := make(chan error, 1)
-			go func() {
-				_, err := cs[0].Recv(ctx, 1, 2, make([]byte, 8))
-				got <- err
-			}()
-			time.Sleep(time.Millisecond) // into the receive's spin
-			require.NoError(t, tt.break_(cs, polled()))
-			err = <-got
-			var pe *PeerError
-			require.ErrorAs(t, err, &pe)
-			require.Equal(t, 1, pe.Rank)
-			require.ErrorIs(t, err, ErrPeerLost)
+					got := make(chan error, 1)
+					go func() {
+						_, err := cs[0].Recv(ctx, 1, 2, make([]byte, 8))
+						got <- err
+					}()
+					time.Sleep(time.Millisecond) // into the receive's spin
+					require.NoError(t, tt.break_(cs, polled()))
+					err = <-got
+					var pe *PeerError
+					require.ErrorAs(t, err, &pe)
+					require.Equal(t, 1, pe.Rank)
+					require.ErrorIs(t, err, ErrPeerLost)
+				})
+			}
 		})
 	}
 }
@@ -246,7 +262,9 @@ func TestPolledLinkBreaks(t *testing.T) {
 // without waking it (Wake allocates): the rest of the message, still in
 // the socket or on its way, wakes it.
 func TestLargeMessagesNeedNoWake(t *testing.T) {
-	cs, polled := spinningPair(t)
+	// Over tcp: a shm link reads a large payload straight out of the
+	// writer's memory, whole at once.
+	cs, polled := spinningPair(t, "tcp")
 	ctx := context.Background()
 	const rounds = 200
 	sent := make(chan error, 1)
@@ -270,11 +288,14 @@ func TestLargeMessagesNeedNoWake(t *testing.T) {
 	require.Zero(t, polled().wakes.Load(), "Wake calls")
 }
 
-// tcpJob is NewLocal of n ranks over tcp with opts, closed when the test
-// ends.
-func tcpJob(t *testing.T, n int, opts ...Option) []*Comm {
+// pollTransports are the transports whose links are polled.
+var pollTransports = []string{"tcp", "shm"}
+
+// pollJob is NewLocal of n ranks over transport tr with opts, closed
+// when the test ends.
+func pollJob(t *testing.T, tr string, n int, opts ...Option) []*Comm {
 	t.Helper()
-	cs, err := NewLocal(n, append([]Option{WithTransport("tcp"), WithTimeout(time.Minute)}, opts...)...)
+	cs, err := NewLocal(n, append([]Option{WithTransport(tr), WithTimeout(time.Minute)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, c := range cs {
@@ -284,10 +305,11 @@ func tcpJob(t *testing.T, n int, opts ...Option) []*Comm {
 	return cs
 }
 
-// spinningPair is a tcpJob of two ranks that spin as long as they may,
-// whose polled links are read through testPollers; polled returns the
-// one through which rank 0 reads rank 1, once a message has opened it.
-func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
+// spinningPair is a pollJob of two ranks over tr that spin as long as
+// they may, whose polled links are read through testPollers; polled
+// returns the one through which rank 0 reads rank 1, once a message has
+// opened it.
+func spinningPair(t *testing.T, tr string) (cs []*Comm, polled func() *testPoller) {
 	t.Helper()
 	var fromRank1 atomic.Pointer[testPoller]
 	testHookPolled = func(l transport.Poller) transport.Poller {
@@ -298,7 +320,7 @@ func spinningPair(t *testing.T) (cs []*Comm, polled func() *testPoller) {
 		return p
 	}
 	t.Cleanup(func() { testHookPolled = func(l transport.Poller) transport.Poller { return l } })
-	return tcpJob(t, 2, WithSpin(MaxSpin)), fromRank1.Load
+	return pollJob(t, tr, 2, WithSpin(MaxSpin)), fromRank1.Load
 }
 
 // testPoller is a polled link whose Poll fails once fail is set and,
@@ -346,20 +368,24 @@ func (p *testPoller) Wake() {
 // would wake it (a thread's wake-up per message, on the caller's CPU or
 // the peer's). A caller about to park ends the rest (watchAll).
 func TestReaderRestsWhileACallerSpins(t *testing.T) {
-	stretchRest(t)
-	cs, polled := spinningPair(t)
-	ctx := context.Background()
-	require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
-	_, err := cs[0].Recv(ctx, 1, 1, nil)
-	require.NoError(t, err)
-	tp, p := polled(), cs[0].ep.inboxes[1].polled.Load()
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			stretchRest(t)
+			cs, polled := spinningPair(t, tr)
+			ctx := context.Background()
+			require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
+			_, err := cs[0].Recv(ctx, 1, 1, nil)
+			require.NoError(t, err)
+			tp, p := polled(), cs[0].ep.inboxes[1].polled.Load()
 
-	restWhileSpinning(t, cs, 0, 1)
-	require.True(t, p.resting.Load(), "the reading goroutine stopped resting when the caller was done")
-	require.False(t, tp.waiting.Load(), "the resting reading goroutine waits for arrivals")
+			restWhileSpinning(t, cs, 0, 1)
+			require.True(t, p.resting.Load(), "the reading goroutine stopped resting when the caller was done")
+			require.False(t, tp.waiting.Load(), "the resting reading goroutine waits for arrivals")
 
-	cs[0].ep.watchAll()
-	waitFor(t, "the reading goroutine to watch its link again", func() bool { return !p.resting.Load() && tp.waiting.Load() })
+			cs[0].ep.watchAll()
+			waitFor(t, "the reading goroutine to watch its link again", func() bool { return !p.resting.Load() && tp.waiting.Load() })
+		})
+	}
 }
 
 // TestWritersFacingEachOtherAreRead: two ranks whose links' reading
@@ -368,32 +394,36 @@ func TestReaderRestsWhileACallerSpins(t *testing.T) {
 // its link full and has the links watched (OnWriteBlock), so both
 // messages get through; the rest's time limit is stretched out of reach.
 func TestWritersFacingEachOtherAreRead(t *testing.T) {
-	stretchRest(t)
-	cs := tcpJob(t, 2, WithSpin(MaxSpin))
-	ctx := context.Background()
-	restBoth(t, cs)
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			stretchRest(t)
+			cs := pollJob(t, tr, 2, WithSpin(MaxSpin))
+			ctx := context.Background()
+			restBoth(t, cs)
 
-	const size = 64 << 20
-	errs := make(chan error, 2)
-	for r, c := range cs {
-		go func() {
-			out, in := make([]byte, size), make([]byte, size)
-			out[size-1] = byte(r + 1)
-			rq, err := c.Irecv(1-r, 3, in)
-			if err == nil {
-				err = c.Send(ctx, 1-r, 3, out)
+			const size = 64 << 20
+			errs := make(chan error, 2)
+			for r, c := range cs {
+				go func() {
+					out, in := make([]byte, size), make([]byte, size)
+					out[size-1] = byte(r + 1)
+					rq, err := c.Irecv(1-r, 3, in)
+					if err == nil {
+						err = c.Send(ctx, 1-r, 3, out)
+					}
+					if err == nil {
+						_, err = rq.Wait(ctx)
+					}
+					if err == nil && in[size-1] != byte(2-r) {
+						err = fmt.Errorf("rank %d received %d, not %d", r, in[size-1], 2-r)
+					}
+					errs <- err
+				}()
 			}
-			if err == nil {
-				_, err = rq.Wait(ctx)
+			for range cs {
+				require.NoError(t, <-errs)
 			}
-			if err == nil && in[size-1] != byte(2-r) {
-				err = fmt.Errorf("rank %d received %d, not %d", r, in[size-1], 2-r)
-			}
-			errs <- err
-		}()
-	}
-	for range cs {
-		require.NoError(t, <-errs)
+		})
 	}
 }
 
@@ -406,32 +436,36 @@ func TestWritersFacingEachOtherAreRead(t *testing.T) {
 // park, since the reading goroutine rests and nothing arrives. A spin
 // without a bound fails the test, which waits seconds for the park.
 func TestWaitOutlastingTheSpinParks(t *testing.T) {
-	for _, spin := range []time.Duration{DefaultSpin, MaxSpin} {
-		t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
-			stretchRest(t)
-			cs, polled := spinningPair(t)
-			ctx := context.Background()
-			restBoth(t, cs)
-			ep, tp := cs[0].ep, polled()
-			p := ep.inboxes[1].polled.Load()
-			ep.opts.spin = spin
-			hold := make(chan struct{})
-			release := sync.OnceFunc(func() { close(hold) })
-			t.Cleanup(release) // before the job closes, should the test fail while Poll waits
-			tp.hold.Store(&hold)
-			tp.polls.Store(0)
-			got := make(chan error, 1)
-			go func() {
-				_, err := cs[0].Recv(ctx, 1, 4, make([]byte, 8))
-				got <- err
-			}()
-			waitFor(t, "the receive to look at its link", func() bool { return tp.polls.Load() > 0 })
-			require.Equal(t, int32(1), p.spinners.Load(), "spinning receives")
-			release()
-			waitFor(t, "the receive to park", func() bool { return ep.parked.Load() == 1 })
-			require.Zero(t, p.spinners.Load(), "spinning receives")
-			require.NoError(t, cs[1].Send(ctx, 0, 4, []byte("late one")))
-			require.NoError(t, <-got)
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			for _, spin := range []time.Duration{DefaultSpin, MaxSpin} {
+				t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
+					stretchRest(t)
+					cs, polled := spinningPair(t, tr)
+					ctx := context.Background()
+					restBoth(t, cs)
+					ep, tp := cs[0].ep, polled()
+					p := ep.inboxes[1].polled.Load()
+					ep.opts.spin = spin
+					hold := make(chan struct{})
+					release := sync.OnceFunc(func() { close(hold) })
+					t.Cleanup(release) // before the job closes, should the test fail while Poll waits
+					tp.hold.Store(&hold)
+					tp.polls.Store(0)
+					got := make(chan error, 1)
+					go func() {
+						_, err := cs[0].Recv(ctx, 1, 4, make([]byte, 8))
+						got <- err
+					}()
+					waitFor(t, "the receive to look at its link", func() bool { return tp.polls.Load() > 0 })
+					require.Equal(t, int32(1), p.spinners.Load(), "spinning receives")
+					release()
+					waitFor(t, "the receive to park", func() bool { return ep.parked.Load() == 1 })
+					require.Zero(t, p.spinners.Load(), "spinning receives")
+					require.NoError(t, cs[1].Send(ctx, 0, 4, []byte("late one")))
+					require.NoError(t, <-got)
+				})
+			}
 		})
 	}
 }
@@ -517,8 +551,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // nobody watches its link again once restMax has passed, so that what
 // arrives between calls (a failure, a goodbye) is seen without a call.
 func TestRestEndsByItself(t *testing.T) {
-	cs, polled := spinningPair(t)
-	restWhileSpinning(t, cs, 0, 1)
-	p := cs[0].ep.inboxes[1].polled.Load()
-	waitFor(t, "the rest to end", func() bool { return !p.resting.Load() && polled().waiting.Load() })
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			cs, polled := spinningPair(t, tr)
+			restWhileSpinning(t, cs, 0, 1)
+			p := cs[0].ep.inboxes[1].polled.Load()
+			waitFor(t, "the rest to end", func() bool { return !p.resting.Load() && polled().waiting.Load() })
+		})
+	}
 }

@@ -89,6 +89,10 @@ func NewWaiter(spinFor, sleepFor time.Duration, crowded bool) Waiter {
 	return w
 }
 
+// SetSpin sets how long the waiter polls and yields before it first
+// sleeps.
+func (w *Waiter) SetSpin(spinFor time.Duration) { w.spinFor = spinFor }
+
 // SetPark makes the waiter park with park, which returns when the bell
 // knocks (Bell.Knock) or after d, in place of sleeping on the bell's
 // futex. A futex sleep is a system call, and a goroutine in a system call

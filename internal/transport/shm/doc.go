@@ -67,6 +67,25 @@
 // monitor takes it back, up to 20 ms later (see knock.go). The bounded
 // sleep also bounds how late a writer notices that its context ended.
 //
+// # Polling
+//
+// A link is a transport.Poller: a caller that waits for a message looks
+// at the ring itself (Poll), and takes a message whose ring bytes have
+// all arrived (its CMA part, read by process_vm_readv, never waits), so
+// that the process's goroutine that otherwise reads the link can rest
+// and the message needs no hand-over between goroutines. A two-process
+// ping-pong of 8 bytes went from 6.1 to 1.1-1.5 µs a round trip with it.
+// WaitReadable, which that goroutine calls when no caller looks, waits
+// for bytes beyond what the reading side last saw. A writer that parks,
+// waiting for room or for the reader to be done with a CMA payload,
+// first calls the function OnWriteBlock set, which has the process's
+// links read: two ranks that write each other at once must not wait for
+// goroutines that rest. A writer of a CMA payload polls for the reader's
+// acknowledgement for as long as the copy takes at 1 GB/s (at most a
+// millisecond) before it parks: parking there made the peer's answer
+// arrive before this rank posted its receive, to be read early and
+// copied twice.
+//
 // # CMA
 //
 // A payload of CMAThreshold bytes or more does not go through the ring:

@@ -60,7 +60,10 @@ func (l *link) initKnocks() {
 	l.out.consumer.Knock = func() { l.knock(0) }
 	l.in.producer.Knock = func() { l.knock(1) }
 	l.rwait.SetPark(func(d time.Duration) { park(k.reader, k.rtimer, d) })
-	l.wwait.SetPark(func(d time.Duration) { park(k.writer, k.wtimer, d) })
+	l.wwait.SetPark(func(d time.Duration) {
+		l.writeBlocked()
+		park(k.writer, k.wtimer, d)
+	})
 }
 
 // knock wakes the peer's reader (0) or writer (1).
