@@ -79,8 +79,9 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // where a rank may ptrace the others (the same user, and under Yama's
 // ptrace_scope 1 only a descendant or a process that allowed it); the
 // ranks find out when the segment is made, and where one may not, none
-// copies once. Ranks whose settings differ still agree: the root of each
-// call (rank 0 for the others) chooses for all.
+// copies once. Rank 0's setting holds for a communicator's ranks, which
+// all take the way that the root of each call (rank 0 for the others)
+// chooses.
 func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
 
 // WithTimeout bounds every blocking call of the communicator, on top of the

@@ -76,12 +76,12 @@ type Segment struct {
 	// process's cookie (its word, which the others read with each
 	// copy), whether every rank can read every other's memory, what
 	// chooses between a single copy and the slots, and what reads.
-	singleCopy string
-	cookie     *uint64
-	allRead    atomic.Int32
-	single     shmem.SingleCopy
-	vm         shmem.VMReader
-	singleOps  atomic.Uint64
+	policy    uint64 // singleNever, singleAuto or singleAlways, as rank 0 set it
+	cookie    *uint64
+	allRead   atomic.Int32
+	single    shmem.SingleCopy
+	vm        shmem.VMReader
+	singleOps atomic.Uint64
 }
 
 // Copier returns what chooses how this rank copies into the segment.
@@ -92,6 +92,7 @@ func (s *Segment) Copier() *shmem.Copier { return &s.copier }
 const (
 	segLine      = 128
 	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
+	segSingle    = 24                 // uint64 in the first line: the single-copy policy (single.go)
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: its step, gone mark and cookie (single.go), uint64s
@@ -243,7 +244,7 @@ func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 	}
 	rec := s.record(s.c.rank, ticket)
 	op.putBuffers(rec, bufs)
-	op.chooseWay(rec, bufs, decider)
+	op.chooseWay(rec, decider)
 	putCall(rec, ticket, op.seq, op.call)
 	// A rank that works on registered buffers waits for the records.
 	s.bell().Ring()

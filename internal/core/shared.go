@@ -199,7 +199,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 			region, problem = shmem.Create("", size)
 		}
 		if problem == nil {
-			initSegment(region.Bytes(), n, slot)
+			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield))
 			id := region.Identity()
 			where = fmt.Sprintf("%d %d %d %d", os.Getpid(), region.FD(), id.Dev, id.Ino)
 		} else {
@@ -251,7 +251,8 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	s := &Segment{c: c, region: region, mem: region.Bytes(), ranks: n, slot: slot,
 		pids: make([]int, n), seen: make([]uint64, n), known: make([]uint64, n),
 		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n),
-		singleCopy: ep.opts.singleCopy, cookie: word}
+		cookie: word}
+	s.policy = s.word64(segSingle).Load()
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
@@ -269,11 +270,12 @@ func (c *Comm) segmentFault() error {
 	return nil
 }
 
-func initSegment(mem []byte, ranks, slot int) {
+func initSegment(mem []byte, ranks, slot int, single uint64) {
 	s := Segment{mem: mem}
 	s.word64(0).Store(segMagic)
 	s.word64(8).Store(uint64(ranks))
 	s.word64(16).Store(uint64(slot))
+	s.word64(segSingle).Store(single)
 }
 
 // openSegment maps the segment that rank 0 published as where.

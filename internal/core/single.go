@@ -17,7 +17,11 @@ import (
 // of each operation, its decider (a rooted call's root), chooses, times
 // the operation and learns, and records its choice in its call record,
 // where the others read it before they move any data (Single): all of
-// them take the same way.
+// them take the same way. Which operations may copy once at all every
+// rank knows alike, from their size and the segment's policy, which rank
+// 0 sets when it makes the segment (WithSingleCopy, and whether the host
+// is crowded): the others need not wait for the decider's record in an
+// operation that cannot.
 //
 // A rank records its buffers' addresses in its call record (Begin) and
 // keeps them until every reader is done (WaitDone): the collectives'
@@ -57,6 +61,25 @@ const (
 	SingleCopyNone = "none" // always through the slots
 )
 
+// The policies of a segment, as rank 0 records it.
+const (
+	singleNever  = iota // SingleCopyNone, or SingleCopyAuto on a crowded host
+	singleAuto          // by timing, up to singleMax
+	singleAlways        // SingleCopyCMA
+)
+
+// singlePolicy is the policy of a segment that rank 0 makes with the
+// setting mode, on a host that is crowded or not.
+func singlePolicy(mode string, crowded bool) uint64 {
+	switch {
+	case mode == SingleCopyCMA:
+		return singleAlways
+	case mode == SingleCopyNone || crowded:
+		return singleNever
+	}
+	return singleAuto
+}
+
 // singleMax is the largest operation, in bytes of its call's count, that
 // may copy once by choice (SingleCopyAuto), on a host with a CPU for each
 // of its ranks. Larger ones lost every time they were tried:
@@ -68,8 +91,7 @@ const (
 // must wait for its readers, each wait a turn of the scheduler, while
 // through the slots it leaves once its data is in (four ranks on two
 // CPUs: Scatter, Gather and Alltoall 1.3-1.9 times as slow at 16 MiB, no
-// gain below). The decider alone applies these rules, so ranks whose
-// settings differ still take one way.
+// gain below).
 const singleMax = 2 << 20
 
 // WithSingleCopy sets how the collectives of a segment copy between
@@ -145,21 +167,22 @@ func (s *Segment) everyoneReads() bool {
 	return true
 }
 
-// chooseWay records, on the decider of an operation that can copy once,
-// the way it takes. Every rank has bufs for such an operation, so the
-// deciding rank has too.
-func (op *SegmentOp) chooseWay(rec []byte, bufs [2][]byte, decider int) {
-	op.decider = decider
+// chooseWay makes decider the decider of the operation if the segment's
+// policy lets it copy once, and records on the decider the way it takes.
+func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	s := op.s
+	if decider < 0 || s.policy == singleNever || s.policy == singleAuto && op.bytes() > singleMax {
+		return
+	}
+	op.decider = decider
 	if decider != s.c.rank {
 		return
 	}
 	op.way = slotsUntimed
 	switch {
-	case s.singleCopy == SingleCopyNone || !s.everyoneReads():
-	case s.singleCopy == SingleCopyCMA:
+	case !s.everyoneReads():
+	case s.policy == singleAlways:
 		op.way = singleCopy
-	case op.bytes() > singleMax || s.Crowded():
 	default:
 		single, timed := s.single.Choose(int(op.call.Kind), op.bytes())
 		if single {
