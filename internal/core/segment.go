@@ -168,6 +168,12 @@ func (s *Segment) step(r int) *atomic.Uint64 { return s.word64(segControl + r*se
 // in its own line: nonzero once it will never publish another step.
 func (s *Segment) gone(r int) *atomic.Uint64 { return s.word64(segControl + r*segLine + 8) }
 
+// The marks of gone.
+const (
+	goneClosed  = 1 // the rank closed its communicator
+	goneFailing = 2 // it closed it after its job failed
+)
+
 // record is where rank r records the call of the operation with ticket t.
 func (s *Segment) record(r int, t uint64) []byte {
 	at := segRecordsAt(s.ranks) + (r*segRecords+int(t%segRecords))*segRecord
@@ -319,8 +325,13 @@ func (s *Segment) release(closing bool) {
 	var left uint64 // uses after this release
 	if closing {
 		// Ranks waiting for this one's next step learn that it will
-		// not come, as they would from a goodbye over a link.
-		s.gone(s.c.rank).Store(1)
+		// not come, as they would from a goodbye over a link, or, if
+		// the job failed, that they must wait for its failure.
+		mark := uint64(goneClosed)
+		if s.c.ep.err() != nil {
+			mark = goneFailing
+		}
+		s.gone(s.c.rank).Store(mark)
 		s.bell().Ring()
 		left = s.uses.Or(segClosed) | segClosed
 	} else {
@@ -434,13 +445,39 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		if err := op.failed(r); err != nil {
 			return err
 		}
-		if s.gone(r).Load() != 0 && w.Load() < step {
-			return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
-				ErrPeerClosed, s.c.group[r], step, op.call)
+		switch g := s.gone(r).Load(); {
+		case g == 0 || w.Load() >= step:
+			return nil
+		case g == goneFailing:
+			return op.leftFailing(r)
 		}
-		return nil
+		return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
+			ErrPeerClosed, s.c.group[r], step, op.call)
 	})
 	return err
+}
+
+// leftFailing is the error of a wait for rank r, which closed its
+// communicator after its job failed: the failure, once this rank hears
+// of it. A rank that finds a loss passes it on to the rendezvous store,
+// which tells every rank, before its call returns, and each rank fails
+// once its own LossSettle is over; where it is faster than that to find
+// the loss (a copy out of a dead rank's memory fails at once), it may
+// close before the others have heard, and had they taken its leaving
+// for a goodbye, they would have blamed it and not the ranks lost.
+func (op *SegmentOp) leftFailing(r int) error {
+	ep := op.s.c.ep
+	t := time.NewTimer(ep.opts.lossSettle + 2*passOnWithin)
+	defer t.Stop()
+	select {
+	case <-ep.failed:
+		return ep.err()
+	case <-op.ctx.Done():
+		return context.Cause(op.ctx)
+	case <-t.C:
+	}
+	return fmt.Errorf("%w: rank %d left the shared-memory %s after its job failed, and the failure did not reach this rank",
+		ErrAborted, op.s.c.group[r], op.call)
 }
 
 // timeWait ends a wait of a timed operation for rank r's step, begun at
@@ -505,7 +542,9 @@ func (op *SegmentOp) failed(r int) error {
 		}
 		return ErrTimeout
 	}
-	if r >= 0 && !shmem.Alive(s.pids[r]) {
+	// A rank that closed its communicator may have exited since: the
+	// wait's own look at its gone mark tells what its leaving means.
+	if r >= 0 && !shmem.Alive(s.pids[r]) && s.gone(r).Load() == 0 {
 		return s.c.ep.loseAndWait(s.c.group[r], fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call))
 	}
 	// A rank whose call differs may wait elsewhere (in its fast line,
