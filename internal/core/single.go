@@ -127,14 +127,13 @@ func (s *Segment) cookieOf(r int) shmem.Cookie {
 // has published its cookie.
 func (s *Segment) probeSingle() {
 	reads := uint64(readsAll)
+	if f := s.c.ep.opts.singleRefused; f != nil && f(s.c.rank) {
+		reads = readsNot
+	}
 	var got [8]byte
 	for r := range s.ranks {
-		if r == s.c.rank {
+		if r == s.c.rank || reads == readsNot {
 			continue
-		}
-		if f := s.c.ep.opts.singleRefused; f != nil && f(s.c.rank) {
-			reads = readsNot
-			break
 		}
 		c := s.cookieOf(r)
 		if err := s.vm.Read(s.pids[r], c, c.Addr, got[:]); err != nil || binary.NativeEndian.Uint64(got[:]) != c.Value {
