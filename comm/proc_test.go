@@ -740,7 +740,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 	cases := []struct {
 		size   int
 		stream bool
-	}{{8, false}, {1 << 20, false}, {16 << 20, false}, {1 << 20, true}, {16 << 20, true}}
+	}{{8, false}, {64 << 10, false}, {256 << 10, false}, {1 << 20, false}, {16 << 20, false}, {1 << 20, true}, {16 << 20, true}}
 	for _, tc := range cases {
 		mode := "pingpong"
 		if tc.stream {

@@ -21,7 +21,8 @@ var benchModes = []struct {
 	name string
 	opts []shm.Option
 }{
-	{"cma", nil},
+	{"chosen", nil},
+	{"cma", []shm.Option{shm.WithCMA()}},
 	{"ring", []shm.Option{shm.WithoutCMA()}},
 }
 

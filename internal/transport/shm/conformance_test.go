@@ -18,6 +18,7 @@ func TestConformance(t *testing.T) {
 		opts []shm.Option
 	}{
 		{"default", nil},
+		{"CMA", []shm.Option{shm.WithCMA()}},
 		{"without CMA", []shm.Option{shm.WithoutCMA()}},
 		// Every message wraps around the ring's end, and the large
 		// ones stream through it many times over.

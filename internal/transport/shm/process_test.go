@@ -41,7 +41,7 @@ const (
 var helperModes = map[string][]shm.Option{
 	"idle": nil,
 	"ring": {shm.WithoutCMA()},
-	"cma":  nil,
+	"cma":  {shm.WithCMA()},
 	"echo": nil,
 	"sink": nil,
 }

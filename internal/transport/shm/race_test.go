@@ -18,6 +18,6 @@ import (
 // is a race; before it, none. The link pair is in this process, which
 // CMA reads as it would another.
 func TestRaceReports(t *testing.T) {
-	pair := func(t *testing.T) (a, b transport.Link) { return linktest.Pair(t, shm.New()) }
+	pair := func(t *testing.T) (a, b transport.Link) { return linktest.Pair(t, shm.New(shm.WithCMA())) }
 	racetest.Run(t, linktest.RaceCases(pair, 2*shm.CMAThreshold, "shm.(*link).vmRead", "shm.(*link).write"))
 }

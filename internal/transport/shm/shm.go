@@ -20,19 +20,24 @@ const (
 	MinRingSize = 4 << 10
 	MaxRingSize = 1 << 30
 
-	// CMAThreshold is the smallest payload that the reader copies
+	// CMAThreshold is the smallest payload that the reader may copy
 	// straight out of the writer's memory (process_vm_readv) rather than
 	// through the ring. Below it, two copies through a ring that stays
 	// in the caches cost as little as the system call, the page pinning
-	// and the acknowledgement of the single copy. Between two processes
+	// and the acknowledgement of the single copy. From it, each writer
+	// times both ways and takes the faster (shmem.SingleCopy: a CMA
+	// payload until the reader acknowledges it, one through the ring now
+	// and then until the reader has taken it), since which wins depends
+	// on the host's state. Between two processes
 	// (BenchmarkProcessBandwidth; Linux, 2 cores of an AMD EPYC VM),
-	// GB/s:
+	// GB/s, in the session that chose CMA for every such payload (the host
+	// in its slow state for copies between cores) and on 2026-11-28:
 	//
-	//	payload   CMA        ring
-	//	32 KiB    5.7–6.1    5.9–6.0
-	//	64 KiB    8.6–9.7    6.1–6.2
-	//	1 MiB     9.7–11.1   6.6–6.8
-	//	16 MiB    9.7–10.2   6.8–7.3
+	//	payload   CMA        ring       CMA    ring
+	//	32 KiB    5.7–6.1    5.9–6.0    7.2    7.5
+	//	64 KiB    8.6–9.7    6.1–6.2    6.4    8.1
+	//	1 MiB     9.7–11.1   6.6–6.8    9.4    23.5
+	//	16 MiB    9.7–10.2   6.8–7.3    4.9    18.3
 	CMAThreshold = 64 << 10
 )
 
@@ -49,9 +54,18 @@ var _ transport.Transport = (*Transport)(nil)
 // defaults, so that a zero Transport is usable.
 type options struct {
 	ringSize int    // 0: DefaultRingSize
-	noCMA    bool   // large payloads go through the ring
+	cma      cmaUse // whether large payloads go by CMA
 	dir      string // "": shmem.DefaultDir
 }
+
+// cmaUse says whether payloads of CMAThreshold bytes or more go by CMA.
+type cmaUse uint8
+
+const (
+	cmaChosen cmaUse = iota // by timing both ways (the default)
+	cmaNever                // WithoutCMA
+	cmaAlways               // WithCMA
+)
 
 // Option sets an option of a Transport.
 type Option func(*options)
@@ -83,7 +97,14 @@ func WithRingSize(n int) Option {
 // not and fall back to the ring, so this option is for measurements and
 // tests rather than a requirement.
 func WithoutCMA() Option {
-	return func(o *options) { o.noCMA = true }
+	return func(o *options) { o.cma = cmaNever }
+}
+
+// WithCMA makes this end send every payload of CMAThreshold bytes or
+// more by process_vm_readv, where the reader's kernel allows it, instead
+// of choosing by timing: for measurements and tests.
+func WithCMA() Option {
+	return func(o *options) { o.cma = cmaAlways }
 }
 
 // WithDir sets the directory, which should be a tmpfs, that the regions
