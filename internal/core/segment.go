@@ -77,6 +77,7 @@ type Segment struct {
 	// copy), whether every rank can read every other's memory, what
 	// chooses between a single copy and the slots, and what reads.
 	policy    uint64 // singleNever, singleAuto or singleAlways, as rank 0 set it
+	crowded   bool   // Crowded, as rank 0 found it
 	cookie    *uint64
 	allRead   atomic.Int32
 	single    shmem.SingleCopy
@@ -93,6 +94,7 @@ const (
 	segLine      = 128
 	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
 	segSingle    = 24                 // uint64 in the first line: the single-copy policy (single.go)
+	segCrowded   = 32                 // uint64 in the first line: 1 when the host is crowded (Crowded)
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: its step, gone mark and cookie (single.go), uint64s
@@ -135,8 +137,10 @@ func (s *Segment) Rank() int { return s.c.rank }
 
 // Crowded reports whether the ranks of the segment's host outnumber the
 // CPUs they may run on, so that a rank that waits for another may hold
-// the CPU that one needs. Every rank of the segment finds the same.
-func (s *Segment) Crowded() bool { return s.c.ep.opts.yield }
+// the CPU that one needs. It is what rank 0 found when it made the
+// segment, so that every rank gets the same answer: the collectives
+// shape their rounds by it.
+func (s *Segment) Crowded() bool { return s.crowded }
 
 // SlotBytes is the size of one rank's slot in one half.
 func (s *Segment) SlotBytes() int { return s.slot }

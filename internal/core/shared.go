@@ -199,7 +199,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 			region, problem = shmem.Create("", size)
 		}
 		if problem == nil {
-			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield))
+			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield), ep.opts.yield)
 			id := region.Identity()
 			where = fmt.Sprintf("%d %d %d %d", os.Getpid(), region.FD(), id.Dev, id.Ino)
 		} else {
@@ -253,6 +253,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n),
 		cookie: word}
 	s.policy = s.word64(segSingle).Load()
+	s.crowded = s.word64(segCrowded).Load() == 1
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
@@ -270,12 +271,15 @@ func (c *Comm) segmentFault() error {
 	return nil
 }
 
-func initSegment(mem []byte, ranks, slot int, single uint64) {
+func initSegment(mem []byte, ranks, slot int, single uint64, crowded bool) {
 	s := Segment{mem: mem}
 	s.word64(0).Store(segMagic)
 	s.word64(8).Store(uint64(ranks))
 	s.word64(16).Store(uint64(slot))
 	s.word64(segSingle).Store(single)
+	if crowded {
+		s.word64(segCrowded).Store(1)
+	}
 }
 
 // openSegment maps the segment that rank 0 published as where.
