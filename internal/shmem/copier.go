@@ -28,7 +28,8 @@ import (
 // of 16-32 KiB took 1.6-1.9 times as long as through the caches
 // (2026-11-28), while in the slow state the writer gains about five
 // times (16 µs against 3). It tries the way it does not take one
-// operation in exploreEvery (one in four of the first exploreEarly),
+// operation in exploreEvery (one in four of the first exploreEarly,
+// unless it has been twice as slow),
 // which follows a host that changes state during a run.
 //
 // A Copier is safe for concurrent use; its zero value is ready.
@@ -92,7 +93,12 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
 	}
 	second = w.cost[1]*gain < w.cost[0]
-	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 {
+	// Early on, the way not taken is tried again unless it has been
+	// twice as slow: a clear loser then waits for exploreEvery, which
+	// spares short runs (a benchmark's few dozen calls of a size) most
+	// of what learning costs.
+	clear := max(w.cost[0], w.cost[1]*gain) > 2*min(w.cost[0], w.cost[1]*gain)
+	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 && !clear {
 		second = !second
 	}
 	return second, w.ops

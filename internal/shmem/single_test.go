@@ -56,3 +56,38 @@ func TestSingleCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestClearLoserIsNotRetriedEarly: once each way has been timed twice, a
+// way twice as slow as the other is tried again only one operation in
+// exploreEvery, not one in four of the first exploreEarly too, so that a
+// short run pays little for learning; ways closer than that still are.
+func TestClearLoserIsNotRetriedEarly(t *testing.T) {
+	const kind, bytes = 1, 64 << 10
+	for _, tc := range []struct {
+		name          string
+		slots, single float64
+		want          int // single copies in the first exploreEvery operations
+	}{
+		{"three times as slow", 100, 300, 3},
+		{"a third slower", 100, 133, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			single := 0
+			for range exploreEvery {
+				one, timed := s.Choose(kind, bytes)
+				cost := tc.slots
+				if one {
+					single++
+					cost = tc.single
+				}
+				if timed {
+					s.Learn(kind, bytes, one, int64(cost*bytes/1024))
+				}
+			}
+			if single != tc.want {
+				t.Errorf("copied once %d times in %d operations, want %d", single, exploreEvery, tc.want)
+			}
+		})
+	}
+}
