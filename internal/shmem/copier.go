@@ -107,13 +107,14 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 // Learn records that an operation of the given kind and bytes, going
 // around the caches or not, copied put bytes in nanos nanoseconds.
 func (c *Copier) Learn(kind, bytes int, around bool, put, nanos int64) {
-	c.ways.learn(kind, bytes, around, put, nanos)
+	c.ways.learn(kind, bytes, around, put, nanos, false)
 }
 
 // learn records that an operation of the given kind and bytes, taking
 // the second way or the first, did amount bytes of work in nanos
-// nanoseconds.
-func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64) {
+// nanoseconds. With mean, the averages follow every sample alike (see
+// below).
+func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean bool) {
 	if amount <= 0 || nanos <= 0 {
 		return
 	}
@@ -134,9 +135,17 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64) {
 	// way not taken is timed seldom. A slower one moves it an eighth,
 	// counting as twice the average at most, so that one copy that the
 	// scheduler interrupted does not decide.
+	//
+	// Whole operations are another matter (SingleCopy): one way's can be
+	// fast at times and slow at others, waiting on the scheduler or the
+	// kernel, and what a caller pays is their mean. Their averages move
+	// an eighth towards every sample, counting as four times the
+	// average at most.
 	switch w.timed[way]++; {
 	case w.timed[way] <= 2:
 		w.cost[way] = x
+	case mean:
+		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 8
 	case x < w.cost[way]:
 		w.cost[way] = (w.cost[way] + x) / 2
 	default:

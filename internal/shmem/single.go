@@ -33,5 +33,5 @@ func (s *SingleCopy) Choose(kind, bytes int) (single, timed bool) {
 // Learn records that an operation of the given kind and bytes, copying
 // once or through the segment, took nanos nanoseconds.
 func (s *SingleCopy) Learn(kind, bytes int, single bool, nanos int64) {
-	s.ways.learn(kind, bytes, single, int64(bytes), nanos)
+	s.ways.learn(kind, bytes, single, int64(bytes), nanos, true)
 }
