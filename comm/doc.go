@@ -188,9 +188,9 @@
 // communicator learns so and uses links. Waits in a segment honour the
 // context and the timeout and end with a *PeerError when a rank waited
 // for dies. Through the segment, data moves between ordinary slices in two
-// copies (into the segment and out), or in one where a rank reads another
-// rank's slice with process_vm_readv, as the root of each call chooses
-// by timing both (WithSingleCopy); between slices from collective.Alloc
+// copies (into the segment and out), or, as WithSingleCopy allows, in one
+// where a rank reads another rank's slice with process_vm_readv; between
+// slices from collective.Alloc
 // it moves directly. A message over a shared-memory link is read by the
 // receive that waits for it, as over tcp.
 //
