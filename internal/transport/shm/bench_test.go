@@ -21,9 +21,8 @@ var benchModes = []struct {
 	name string
 	opts []shm.Option
 }{
-	{"chosen", nil},
 	{"cma", []shm.Option{shm.WithCMA()}},
-	{"ring", []shm.Option{shm.WithoutCMA()}},
+	{"ring", nil},
 }
 
 func BenchmarkBandwidth(b *testing.B) {

@@ -21,12 +21,11 @@ func TestConformance(t *testing.T) {
 	}{
 		{"default", nil, 0},
 		{"CMA", []shm.Option{shm.WithCMA()}, 0},
-		{"without CMA", []shm.Option{shm.WithoutCMA()}, 0},
-		// Every message wraps around the ring's end, and the large
+				// Every message wraps around the ring's end, and the large
 		// ones stream through it many times over: the Poll case's two
 		// 64 MiB messages took over 10 s under the race detector on a
 		// machine of two CPUs that other packages' tests shared.
-		{"tiny ring without CMA", []shm.Option{shm.WithoutCMA(), shm.WithRingSize(shm.MinRingSize)}, time.Minute},
+		{"tiny ring", []shm.Option{shm.WithRingSize(shm.MinRingSize)}, time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

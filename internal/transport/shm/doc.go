@@ -88,9 +88,9 @@
 //
 // # CMA
 //
-// A payload of CMAThreshold bytes or more may skip the ring: the writer
-// puts the record with the payload's address into the ring and waits
-// until the reader acknowledges it. The reader's ReadPayload copies
+// On a link made WithCMA, a payload of CMAThreshold bytes or more skips
+// the ring: the writer puts the record with the payload's address into
+// the ring and waits until the reader acknowledges it. The reader's ReadPayload copies
 // the part that it asks for from the writer's process into the caller's
 // buffer with process_vm_readv, one copy in all, and acknowledges once
 // the whole payload is read, or when ReadHeader skips what is left. So a
@@ -100,17 +100,16 @@
 // memory of another process that took over the PID of a writer that
 // died.
 //
-// Whether it does is the writer's choice, payload by payload, by timing
-// both ways (shmem.SingleCopy): a CMA payload until the reader
-// acknowledges it, and now and then one through the ring until the
-// reader has taken all of it. One copy by one core is not always faster
-// than two by two cores that overlap: on the machine this was measured
-// on, a session that found the ring's copies slow chose CMA (9.7-11
-// GB/s against 6.6-6.8 at 1 MiB), and on 2026-11-28 the ring moved 23.5
-// GB/s at 1 MiB and 18.3 at 16 MiB against CMA's 9.4 and 4.9, and a
-// 1 MiB ping-pong between processes took 120-137 µs a round trip
-// through the ring against 320-350 by CMA. WithCMA and WithoutCMA fix
-// the choice.
+// Links do not use CMA by default. One copy by one core is not faster
+// than two by two cores that overlap, which also free the writer at
+// once: on the machine this was measured on, a session that found the
+// ring's copies slow chose CMA (9.7-11 GB/s against 6.6-6.8 at 1 MiB),
+// and on 2026-11-28 the ring moved 23.5 GB/s at 1 MiB and 18.3 at 16 MiB
+// against CMA's 9.4 and 4.9, and a 1 MiB ping-pong between processes
+// took 106-164 µs a round trip through the ring against 320-350 by CMA.
+// A writer that chose between the two by timing both (as the segment's
+// collectives can, shmem.SingleCopy) picked the ring for all but its
+// tries of CMA, and still ran 20-90 % slower than the ring alone.
 //
 // A payload given in two parts (WriteParts) lies in two places, so only
 // its body goes by CMA, when it is CMAThreshold bytes or more: the head,

@@ -74,7 +74,7 @@ type link struct {
 	in     ring
 	size   uint64
 	chunk  uint64
-	cma    cmaUse
+	cma    bool
 	mine   *atomic.Uint32 // this side's closed word
 	theirs *atomic.Uint32 // the peer's closed word
 
@@ -105,9 +105,6 @@ type link struct {
 	wwait      shmem.Waiter
 	wcma       []byte // the CMA part of the write in progress
 	cmaRefused bool   // the reader refused a CMA read: use the ring from now on
-	// ways chooses between CMA and the ring for each payload large
-	// enough for CMA (see CMAThreshold).
-	ways shmem.SingleCopy
 
 	// Read side, owned by the reading goroutine.
 	rusers    users  // ReadHeader, ReadPayload and the watcher
@@ -331,17 +328,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 	}
 	l.wstart = l.wpub
 	addr, inline := uint64(0), uint64(len(head)+len(body))
-	cma, timed := false, false
-	if len(body) >= CMAThreshold && l.cma != cmaNever && !l.cmaRefused {
-		cma, timed = l.cma == cmaAlways, false
-		if !cma {
-			cma, timed = l.ways.Choose(0, len(body))
-		}
-	}
-	var start time.Time
-	if timed {
-		start = time.Now()
-	}
+	cma := len(body) >= CMAThreshold && l.cma && !l.cmaRefused
 	if cma {
 		// The reader reads the body at this address until it
 		// acknowledges it. Storing the slice in the link keeps it alive
@@ -385,9 +372,6 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 			return err
 		}
 		if l.out.ack.Load() == ackDone {
-			if timed {
-				l.ways.Learn(0, len(body), true, int64(time.Since(start)))
-			}
 			return nil
 		}
 		// Refused: send the rest of the body through the ring, now and
@@ -403,17 +387,6 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		return err
 	}
 	l.publish()
-	if timed && !cma {
-		// Timed through the ring: until the reader has taken it all,
-		// as a CMA message is timed until the reader acknowledges it.
-		// The message is sent: a wait that ends otherwise (the context,
-		// the peer going) only leaves it untimed.
-		l.wwait.SetSpin(ackSpin(len(body)))
-		if _, err := l.await(&l.wwait, l.out.producer, l.out.head, 0, l.wtail, ctxDone); err == nil {
-			l.ways.Learn(0, len(body), false, int64(time.Since(start)))
-		}
-		l.wwait.SetSpin(spinFor)
-	}
 	if published != nil {
 		published()
 	}

@@ -40,7 +40,7 @@ const (
 //     ends, as the peer of the process benchmarks.
 var helperModes = map[string][]shm.Option{
 	"idle": nil,
-	"ring": {shm.WithoutCMA()},
+	"ring": nil,
 	"cma":  {shm.WithCMA()},
 	"echo": nil,
 	"sink": nil,

@@ -20,15 +20,15 @@ const (
 	MinRingSize = 4 << 10
 	MaxRingSize = 1 << 30
 
-	// CMAThreshold is the smallest payload that the reader may copy
+	// CMAThreshold is the smallest payload that the reader copies
 	// straight out of the writer's memory (process_vm_readv) rather than
-	// through the ring. Below it, two copies through a ring that stays
-	// in the caches cost as little as the system call, the page pinning
-	// and the acknowledgement of the single copy. From it, each writer
-	// times both ways and takes the faster (shmem.SingleCopy: a CMA
-	// payload until the reader acknowledges it, one through the ring now
-	// and then until the reader has taken it), since which wins depends
-	// on the host's state. Between two processes
+	// through the ring, on links that use CMA (WithCMA). Below it, two
+	// copies through a ring that stays in the caches cost as little as
+	// the system call, the page pinning and the acknowledgement of the
+	// single copy. Links do not use CMA by default: the ring's two
+	// copies overlap on two cores and free the writer at once, and beat
+	// CMA by far on 2026-11-28, where it had won in an earlier state of
+	// the host by half as much. Between two processes
 	// (BenchmarkProcessBandwidth; Linux, 2 cores of an AMD EPYC VM),
 	// GB/s, in the session that chose CMA for every such payload (the host
 	// in its slow state for copies between cores) and on 2026-11-28:
@@ -54,18 +54,9 @@ var _ transport.Transport = (*Transport)(nil)
 // defaults, so that a zero Transport is usable.
 type options struct {
 	ringSize int    // 0: DefaultRingSize
-	cma      cmaUse // whether large payloads go by CMA
+	cma      bool   // large payloads go by CMA (WithCMA)
 	dir      string // "": shmem.DefaultDir
 }
-
-// cmaUse says whether payloads of CMAThreshold bytes or more go by CMA.
-type cmaUse uint8
-
-const (
-	cmaChosen cmaUse = iota // by timing both ways (the default)
-	cmaNever                // WithoutCMA
-	cmaAlways               // WithCMA
-)
 
 // Option sets an option of a Transport.
 type Option func(*options)
@@ -91,20 +82,13 @@ func WithRingSize(n int) Option {
 	}
 }
 
-// WithoutCMA makes this end send every payload through the ring, never
-// by process_vm_readv. The single copy of CMA needs the reader to be
-// allowed to ptrace the writer; links find out by themselves when it is
-// not and fall back to the ring, so this option is for measurements and
-// tests rather than a requirement.
-func WithoutCMA() Option {
-	return func(o *options) { o.cma = cmaNever }
-}
-
 // WithCMA makes this end send every payload of CMAThreshold bytes or
 // more by process_vm_readv, where the reader's kernel allows it, instead
-// of choosing by timing: for measurements and tests.
+// of through the ring. The single copy of CMA needs the reader to be
+// allowed to ptrace the writer; links find out by themselves when it is
+// not and fall back to the ring.
 func WithCMA() Option {
-	return func(o *options) { o.cma = cmaAlways }
+	return func(o *options) { o.cma = true }
 }
 
 // WithDir sets the directory, which should be a tmpfs, that the regions

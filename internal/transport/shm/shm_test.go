@@ -96,7 +96,7 @@ func TestOptions(t *testing.T) {
 		{"below the minimum", []shm.Option{shm.WithRingSize(100)}, shm.MinRingSize},
 		{"negative", []shm.Option{shm.WithRingSize(-1)}, shm.MinRingSize},
 		{"above the maximum", []shm.Option{shm.WithRingSize(math.MaxInt)}, shm.MaxRingSize},
-		{"other options keep the size", []shm.Option{shm.WithRingSize(8192), shm.WithoutCMA(), shm.WithDir("/tmp")}, 8192},
+		{"other options keep the size", []shm.Option{shm.WithRingSize(8192), shm.WithDir("/tmp")}, 8192},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestAddresses(t *testing.T) {
 // smallest size, so that records and payloads start and end everywhere
 // in it and wrap around its end, and checks every payload's checksum.
 func TestWrapAround(t *testing.T) {
-	a, b := linktest.Pair(t, shm.New(shm.WithoutCMA(), shm.WithRingSize(shm.MinRingSize)))
+	a, b := linktest.Pair(t, shm.New(shm.WithRingSize(shm.MinRingSize)))
 	const messages = 8000
 	sizes := rand.New(rand.NewPCG(1, 2))
 	size := func() int {
@@ -174,7 +174,7 @@ func TestWrapAround(t *testing.T) {
 // TestLargerThanRing streams messages of several MiB through a 64 KiB
 // ring, reading some whole, some in pieces and skipping some in part.
 func TestLargerThanRing(t *testing.T) {
-	a, b := linktest.Pair(t, shm.New(shm.WithoutCMA(), shm.WithRingSize(64<<10)))
+	a, b := linktest.Pair(t, shm.New(shm.WithRingSize(64<<10)))
 	tests := []struct {
 		name string
 		size int
@@ -230,7 +230,7 @@ func TestConcurrentWriters(t *testing.T) {
 		opts []shm.Option
 	}{
 		{"default", nil},
-		{"without CMA, small ring", []shm.Option{shm.WithoutCMA(), shm.WithRingSize(16 << 10)}},
+		{"without CMA, small ring", []shm.Option{shm.WithRingSize(16 << 10)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,9 +289,7 @@ func TestLargePayloads(t *testing.T) {
 		refused bool // the reader acts as if process_vm_readv were refused
 	}{
 		{"CMA", []shm.Option{shm.WithCMA()}, false},
-		{"ring", []shm.Option{shm.WithoutCMA()}, false},
-		// Each way in turn at first, then the faster.
-		{"chosen", nil, false},
+		{"ring", nil, false},
 		{"CMA refused", []shm.Option{shm.WithCMA()}, true},
 	}
 	sizes := []int{shm.CMAThreshold - 1, shm.CMAThreshold, 1<<20 + 3, 6<<20 + 1}
@@ -458,13 +456,13 @@ func TestWakeAfterIdle(t *testing.T) {
 			},
 		},
 		{
-			"writer waits for space", []shm.Option{shm.WithoutCMA(), shm.WithRingSize(shm.MinRingSize)},
+			"writer waits for space", []shm.Option{shm.WithRingSize(shm.MinRingSize)},
 			func(a, b transport.Link) error { return a.WriteMessage(context.Background(), header(0, len(big)), big) },
 			func(a, b transport.Link) bool { return shm.WriterParked(a) },
 			func(a, b transport.Link) error { return readWhole(b, big) },
 		},
 		{
-			"writer waits for the ack", nil,
+			"writer waits for the ack", []shm.Option{shm.WithCMA()},
 			func(a, b transport.Link) error { return a.WriteMessage(context.Background(), header(0, len(big)), big) },
 			func(a, b transport.Link) bool { return shm.WriterParked(a) },
 			func(a, b transport.Link) error { return readWhole(b, big) },
@@ -730,7 +728,7 @@ func TestCloseAfterPublish(t *testing.T) {
 		{"not taken", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := linktest.Pair(t, shm.New(shm.WithoutCMA()))
+			a, b := linktest.Pair(t, shm.New())
 			got := make([]byte, 5)
 			shm.SetPublished(t, func() {
 				if tt.taken {
