@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"default", nil, 0},
 		{"CMA", []shm.Option{shm.WithCMA()}, 0},
-				// Every message wraps around the ring's end, and the large
+		// Every message wraps around the ring's end, and the large
 		// ones stream through it many times over: the Poll case's two
 		// 64 MiB messages took over 10 s under the race detector on a
 		// machine of two CPUs that other packages' tests shared.
