@@ -744,3 +744,18 @@ func TestSingleCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleCopyChosen: with the choice left to timing (auto), the root
+// of each call tries both ways, one copy and the slots (timed, every rank
+// saying when it is done), and every result of the matrix is right.
+// Two ranks, so that the host is not crowded, where auto never copies
+// once.
+func TestSingleCopyChosen(t *testing.T) {
+	cs := shmJob(t, 2, comm.WithSingleCopy(core.SingleCopyAuto))
+	require.False(t, (*core.Comm)(cs[0]).Segment().Crowded(), "two ranks of this process")
+	before := singleOps(cs)
+	checkShm(t, cs, Auto)
+	for r, ops := range singleOps(cs) {
+		require.Greater(t, ops, before[r], "rank %d's single copies", r)
+	}
+}

@@ -38,6 +38,16 @@ func WithRawDial(dial RawDialer) Option {
 	return func(s *suite) { s.raw = dial }
 }
 
+// WithHolds says how large a message the links take whole before their
+// reader reads any of it, which Poll then reports Whole rather than Large:
+// the size of a shm link's ring, or, for a link that reads large payloads
+// straight out of the writer's memory, math.MaxInt. The default, 0, is a
+// TCP socket between two processes of one host: at least 10 KiB and less
+// than 64 MiB.
+func WithHolds(bytes int) Option {
+	return func(s *suite) { s.holds = bytes }
+}
+
 // WithTimeout sets the watchdog of each case; the default is Timeout.
 func WithTimeout(d time.Duration) Option {
 	return func(s *suite) { s.timeout = d }
@@ -63,6 +73,7 @@ type suite struct {
 	mk      MakeTransport
 	raw     RawDialer
 	timeout time.Duration
+	holds   int // WithHolds
 }
 
 // TestTransport runs the conformance suite against the transports that
@@ -113,10 +124,11 @@ func TestTransport(t *testing.T, mk MakeTransport, opts ...Option) {
 // env is the state of one case: its transport, its log and what the
 // watchdog closes.
 type env struct {
-	tr  transport.Transport
-	raw RawDialer
-	ctx context.Context // ends when the watchdog fires
-	log *logBuffer
+	tr    transport.Transport
+	raw   RawDialer
+	holds int             // WithHolds
+	ctx   context.Context // ends when the watchdog fires
+	log   *logBuffer
 
 	mu      sync.Mutex
 	closers []io.Closer
@@ -124,7 +136,7 @@ type env struct {
 
 func (s *suite) newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{tr: s.mk(t), raw: s.raw, ctx: ctx, log: &logBuffer{}}
+	e := &env{tr: s.mk(t), raw: s.raw, holds: s.holds, ctx: ctx, log: &logBuffer{}}
 	timer := time.AfterFunc(s.timeout, func() {
 		t.Errorf("watchdog: case still running after %v; closing its links", s.timeout)
 		cancel()

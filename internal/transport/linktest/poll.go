@@ -33,31 +33,32 @@ func testPoll(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, transport.Nothing, got, "Poll on a quiet link")
 
+	holds := e.holds
+	if holds == 0 {
+		holds = 1 << 20 // a socket's: from 10 KiB to under 64 MiB
+	}
 	for _, c := range []struct {
 		n    int
-		want transport.Arrival
 		spin time.Duration
 	}{
-		{0, transport.Whole, 0},
-		{100, transport.Whole, 0},
-		// Larger than a small read buffer, but all in the socket.
-		{10 << 10, transport.Whole, 0},
+		{0, 0},
+		{100, 0},
+		// Larger than a small read buffer, but all in a socket.
+		{10 << 10, 0},
 		// Larger than any socket holds.
-		{64 << 20, transport.Large, 0},
-		{64 << 20, transport.Large, time.Millisecond},
+		{64 << 20, 0},
+		{64 << 20, time.Millisecond},
 	} {
+		want := transport.Whole
+		if c.n > holds {
+			want = transport.Large
+		}
 		p.SetSpin(c.spin, c.spin > 0)
 		sent := header(5, uint64(c.n), c.n)
 		payload := pattern(make([]byte, c.n), uint64(c.n))
 		wait := e.asyncOK(func() error { return a.WriteMessage(context.Background(), sent, payload) })
-		arrival := pollUntil(t, p, &h, min(c.want, transport.Whole))
-		if c.n >= 10<<10 && arrival >= transport.Whole {
-			// Whole or Large, as the link's own buffer has it: a tiny
-			// shm ring holds less than 10 KiB, and a shm link reads a
-			// large payload straight out of the writer's memory.
-			c.want = arrival
-		}
-		require.Equal(t, c.want, arrival, "%d-byte message", c.n)
+		arrival := pollUntil(t, p, &h, want)
+		require.Equal(t, want, arrival, "%d-byte message", c.n)
 		require.Equal(t, sent, h, "the header Poll decoded")
 		// Poll does not consume: ReadHeader returns the same header.
 		var again wire.Header

@@ -4,6 +4,7 @@ package shm_test
 
 import (
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -17,24 +18,24 @@ func TestConformance(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  []shm.Option
-		guard time.Duration // the watchdog of a case; 0: linktest.Timeout
+		suite []linktest.Option
 	}{
-		{"default", nil, 0},
-		{"CMA", []shm.Option{shm.WithCMA()}, 0},
+		{"default", nil, []linktest.Option{linktest.WithHolds(shm.DefaultRingSize / 2)}},
+		// A payload read straight out of the writer's memory is whole
+		// as soon as its record is.
+		{"CMA", []shm.Option{shm.WithCMA()}, []linktest.Option{linktest.WithHolds(math.MaxInt)}},
 		// Every message wraps around the ring's end, and the large
 		// ones stream through it many times over: the Poll case's two
 		// 64 MiB messages took over 10 s under the race detector on a
 		// machine of two CPUs that other packages' tests shared.
-		{"tiny ring", []shm.Option{shm.WithRingSize(shm.MinRingSize)}, time.Minute},
+		{"tiny ring", []shm.Option{shm.WithRingSize(shm.MinRingSize)},
+			[]linktest.Option{linktest.WithHolds(shm.MinRingSize), linktest.WithTimeout(time.Minute)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []linktest.Option{linktest.WithRawDial(func(addr string) (io.ReadWriteCloser, error) {
+			opts := append([]linktest.Option{linktest.WithRawDial(func(addr string) (io.ReadWriteCloser, error) {
 				return net.Dial("unix", addr)
-			})}
-			if tc.guard > 0 {
-				opts = append(opts, linktest.WithTimeout(tc.guard))
-			}
+			})}, tc.suite...)
 			linktest.TestTransport(t, func(t *testing.T) transport.Transport { return shm.New(tc.opts...) }, opts...)
 		})
 	}
