@@ -232,9 +232,46 @@ func benchSum[T codec.Elem](b *testing.B, sum func(dst, src []T)) {
 	}
 }
 
-func sizeName(n int) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%dMiB", n>>20)
+// BenchmarkSumSmall times Reduce on the few elements of a small call (an
+// 8 B Allreduce reduces two float32s a rank), where what the call costs
+// is the dispatch, not the bandwidth: float32/asm and float32/go as in
+// BenchmarkSum.
+func BenchmarkSumSmall(b *testing.B) {
+	for _, size := range []int{8, 32, 64, 128, 256, 512} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			n := size / 4
+			dst, src := make([]float32, n), make([]float32, n)
+			for i := range n {
+				dst[i], src[i] = 1, 0.25
+			}
+			b.Run("reduce", func(b *testing.B) {
+				for b.Loop() {
+					viaReduce(dst, src)
+				}
+			})
+			b.Run("go", func(b *testing.B) {
+				for b.Loop() {
+					sumFloat(dst, src)
+				}
+			})
+			b.Run("asm", func(b *testing.B) {
+				if !sumAsm[float32](nil, nil) {
+					b.Skip("no assembly kernel in this build or on this CPU")
+				}
+				for b.Loop() {
+					sumAsm(dst, src)
+				}
+			})
+		})
 	}
-	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }
