@@ -65,7 +65,9 @@ test-tools:
 # architectures (arm64, riscv64 and loong64 have no epoll_wait, arm and
 # 386 have 32-bit ints and iovec lengths, s390x is big-endian), and macOS
 # and FreeBSD, where tcp links stay in the runtime's netpoller and there
-# is no shared memory. Each is vetted (compiled, tests too); 386 runs on
+# is no shared memory. Each is vetted (compiled, tests too); of Windows
+# only the packages programs import are built (the command, its launcher
+# and the tests use Unix process groups and signals); 386 runs on
 # an amd64 kernel, so its suite runs as well, and the netpoller's tcp
 # links run here under the netpoll tag. Not part of test: on a clean
 # cache each platform compiles the standard library again, about a
@@ -73,6 +75,7 @@ test-tools:
 cross:
 	for a in arm64 riscv64 loong64 s390x arm 386; do GOOS=linux GOARCH=$$a $(GO) vet ./... || exit 1; done
 	for os in darwin freebsd; do GOOS=$$os GOARCH=amd64 $(GO) vet ./... || exit 1; done
+	GOOS=windows GOARCH=amd64 $(GO) build ./comm/... ./collective/... ./codec/...
 	GOOS=linux GOARCH=386 $(GO) test -short -count=1 -timeout 10m ./...
 	$(GO) test -tags netpoll -count=1 -timeout 10m ./internal/transport/... ./internal/core/... ./comm/... ./collective/...
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/gocoll/gocoll/internal/flight"
@@ -140,15 +139,19 @@ func (ep *endpoint) dump(reason string) {
 	ep.log.Warn("flight recorder", "reason", reason, "dump", b.String())
 }
 
-// dumpOnSignal makes the rank dump whenever the process gets SIGUSR1,
+// dumpOnSignal makes the rank dump whenever the process gets SIGUSR1
+// (dumpSignal; where there is none, as on Windows, FlightDump is the way),
 // until the endpoint closes, also after its job failed: gocoll run asks
 // the ranks that are left for their dumps when one fails. Only a rank
 // that Init started listens, and dumps when its job fails
 // (Options.dumpOnFailure): the ranks NewLocal starts share their process
 // with the program's own signals and logs (FlightDump serves them).
 func (ep *endpoint) dumpOnSignal() {
+	if dumpSignal == nil {
+		return
+	}
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGUSR1)
+	signal.Notify(sig, dumpSignal)
 	go func() {
 		defer signal.Stop(sig)
 		for {
