@@ -97,11 +97,17 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 	// twice as slow: a clear loser then waits for exploreEvery, which
 	// spares short runs (a benchmark's few dozen calls of a size) most
 	// of what learning costs.
-	clear := max(w.cost[0], w.cost[1]*gain) > 2*min(w.cost[0], w.cost[1]*gain)
-	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 && !clear {
+	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 && !w.clearLoser(gain) {
 		second = !second
 	}
 	return second, w.ops
+}
+
+// clearLoser reports whether one way has cost twice what the other has,
+// the second's cost times gain.
+func (w *copyWays) clearLoser(gain float64) bool {
+	a, b := w.cost[0], w.cost[1]*gain
+	return max(a, b) > 2*min(a, b)
 }
 
 // Learn records that an operation of the given kind and bytes, going

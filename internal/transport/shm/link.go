@@ -542,8 +542,7 @@ func (l *link) readHeader(h *wire.Header) error {
 	}
 	l.in.get(l.rhead, l.rrec[:])
 	l.consume(recordSize)
-	addr := binary.LittleEndian.Uint64(l.rrec[:8])
-	inline, err := l.decodeRecord(h)
+	addr, inline, err := l.decodeRecord(h)
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("shm: link from rank %d: %w; link closed", l.peer, err)
@@ -555,16 +554,17 @@ func (l *link) readHeader(h *wire.Header) error {
 	return nil
 }
 
-// decodeRecord decodes the record in rrec into h and returns how many of
-// the payload's bytes come through the ring.
-func (l *link) decodeRecord(h *wire.Header) (inline uint64, err error) {
-	addr := binary.LittleEndian.Uint64(l.rrec[:8])
+// decodeRecord decodes the record in rrec into h and returns the address
+// of the payload's CMA part (0 without one) and how many of its bytes
+// come through the ring.
+func (l *link) decodeRecord(h *wire.Header) (addr, inline uint64, err error) {
+	addr = binary.LittleEndian.Uint64(l.rrec[:8])
 	inline = binary.LittleEndian.Uint64(l.rrec[8:prefixSize])
 	err = h.Unmarshal((*[wire.HeaderSize]byte)(l.rrec[prefixSize:]))
 	if err == nil && (addr == 0 && inline != h.Length || addr != 0 && inline >= h.Length) {
 		err = fmt.Errorf("%w: record of a %d-byte payload with %d bytes in the ring and its CMA part at %#x", wire.ErrBadHeader, h.Length, inline, addr)
 	}
-	return inline, err
+	return addr, inline, err
 }
 
 // skip discards the rest of the current message's payload.

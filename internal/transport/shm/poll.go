@@ -60,7 +60,7 @@ func (l *link) Poll(h *wire.Header) (transport.Arrival, error) {
 		return transport.Nothing, nil
 	}
 	l.in.get(l.rhead, l.rrec[:])
-	inline, err := l.decodeRecord(h)
+	_, inline, err := l.decodeRecord(h)
 	switch {
 	case err != nil:
 		return transport.Partial, nil // ReadHeader fails on it
