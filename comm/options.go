@@ -70,18 +70,20 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 
 // WithSingleCopy sets how the collectives of a communicator's segment
 // move data between ordinary Go slices (not from Alloc, which ranks
-// share outright): "none", the default, copies twice, through the
-// segment; "cma" copies once, each rank reading what it needs out of the
-// others' slices with process_vm_readv, wherever the kernel allows it, as
-// Open MPI's vader does; "auto" copies once for the calls up to 2 MiB
-// where that has been faster (the root of each call times both ways as
-// it goes). Which is faster depends on the host: on this project's
-// machine one copy won for Bcasts of 64 KiB to 1 MiB in one state of the
-// host and lost in others, and once Bcasts went in 64 KiB rounds two
-// copies matched or beat it everywhere; "auto" then at times still chose
-// the slower way, since it samples the way it does not take only now
-// and then (docs/performance.md, 2026-11-28). Init also takes it from
-// GOCOLL_SINGLE_COPY. The kernel allows the copy
+// share outright): "auto", the default, copies once for the calls up to
+// 2 MiB where that has been faster (the root of each call times both
+// ways as it goes), else twice, through the segment; "cma" copies once,
+// each rank reading what it needs out of the others' slices with
+// process_vm_readv, wherever the kernel allows it, as Open MPI's vader
+// does; "none" always copies twice, through the segment. Which is faster
+// depends on the host: on one of this project's machines two copies
+// matched or beat one everywhere, on another one copy took a third of
+// the time of a handoff through shared memory (64 KiB: 3.4 µs against
+// 10.5) and made Bcasts, Gathers, Scatters and Alltoalls of 64 to 256
+// KiB up to twice as fast. "auto" follows the host, though it may at
+// times take the slower way, since it samples the way it does not take
+// only now and then (docs/performance.md, 2026-11-28). Init also takes
+// it from GOCOLL_SINGLE_COPY. The kernel allows the copy
 // where a rank may ptrace the others (the same user, and under Yama's
 // ptrace_scope 1 only a descendant or a process that allowed it); the
 // ranks find out when the segment is made, and where one may not, none

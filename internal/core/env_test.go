@@ -240,7 +240,7 @@ func TestTCPCongestion(t *testing.T) {
 func TestSingleCopySetting(t *testing.T) {
 	var o Options
 	o.setDefault()
-	require.Equal(t, SingleCopyNone, o.singleCopy, "default")
+	require.Equal(t, SingleCopyAuto, o.singleCopy, "default")
 	for _, mode := range []string{SingleCopyAuto, SingleCopyCMA, SingleCopyNone} {
 		require.NoError(t, WithSingleCopy(mode)(&o))
 		require.Equal(t, mode, o.singleCopy)

@@ -65,7 +65,7 @@ func (o *Options) setDefault() {
 		unexpectedLimit: DefaultUnexpectedLimit,
 		lossSettle:      LossSettle,
 		statsSampling:   DefaultStatsSampling,
-		singleCopy:      SingleCopyNone,
+		singleCopy:      SingleCopyAuto,
 	}
 }
 

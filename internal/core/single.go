@@ -56,9 +56,9 @@ const (
 
 // Settings of GOCOLL_SINGLE_COPY (WithSingleCopy).
 const (
-	SingleCopyAuto = "auto" // copy once where that has been faster, up to singleMax on a host that is not crowded
+	SingleCopyAuto = "auto" // copy once where that has been faster, up to singleMax on a host that is not crowded (the default)
 	SingleCopyCMA  = "cma"  // copy once wherever the kernel allows it
-	SingleCopyNone = "none" // always through the slots (the default)
+	SingleCopyNone = "none" // always through the slots
 )
 
 // The policies of a segment, as rank 0 records it.
