@@ -58,11 +58,13 @@ type twoWays struct {
 // copyWays is what is known of one kind and size class: the operations
 // chosen so far, and of each way (for a Copier, through the caches [0]
 // and around them [1]) how many were timed and an average of their
-// nanoseconds per KiB.
+// nanoseconds per KiB, and whether the second way is the one taken,
+// tries of the other apart.
 type copyWays struct {
-	ops   uint64
-	timed [2]uint64
-	cost  [2]float64
+	ops    uint64
+	timed  [2]uint64
+	cost   [2]float64
+	second bool
 }
 
 // Choose reports whether an operation of the given kind and bytes, at
@@ -93,6 +95,7 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
 	}
 	second = w.cost[1]*gain < w.cost[0]
+	w.second = second
 	// Early on, the way not taken is tried again unless it has been
 	// twice as slow: a clear loser then waits for exploreEvery, which
 	// spares short runs (a benchmark's few dozen calls of a size) most
@@ -144,12 +147,18 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean 
 	//
 	// Whole operations are another matter (SingleCopy): one way's can be
 	// fast at times and slow at others, waiting on the scheduler or the
-	// kernel, and what a caller pays is their mean. Their averages move
-	// an eighth towards every sample, counting as four times the
-	// average at most.
+	// kernel, and what a caller pays is their mean. The average of the
+	// way taken moves an eighth towards every sample, counting as four
+	// times the average at most. The way not taken is timed one
+	// operation in exploreEvery, so each of its samples stands for that
+	// many operations and moves its average halfway: else a slow start
+	// (a collection, first page faults) that the way taken forgets in a
+	// few dozen operations holds the other's average up for hundreds.
 	switch w.timed[way]++; {
 	case w.timed[way] <= 2:
 		w.cost[way] = x
+	case mean && second != w.second:
+		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 2
 	case mean:
 		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 8
 	case x < w.cost[way]:
