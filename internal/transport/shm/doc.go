@@ -51,8 +51,8 @@
 // with internal/shmem's Waiter, the one the communicator's shared-memory
 // segment uses too: it polls the word it waits for, yielding to the
 // process's other goroutines every so many polls (the goroutine a
-// message is for must run before the peer hears back), for some tens of
-// microseconds. Then it sleeps: it announces itself in its bell's
+// message is for must run before the peer hears back), for 200 µs, or
+// the communicator's spin window where that is longer. Then it sleeps: it announces itself in its bell's
 // sleeper count (a word in the region), checks its condition again and
 // parks its goroutine on a channel for at most 100 ms before it looks
 // again. The other side knocks, writing a byte on the link's Unix

@@ -47,13 +47,20 @@ const maxChunk = 64 << 10
 
 // Waiting (shmem.Waiter): a waiter polls and yields to the process's
 // goroutines (the reader's message goes to a caller goroutine, which must
-// run before the peer hears back) for spinFor, the tens of microseconds
-// in which a peer that is running answers, and then
-// sleeps on its bell for at most parkTimeout at a time, so that an idle
-// link costs no core. parkTimeout also bounds how late a writer notices
-// that its context ended, since nothing rings a bell for that.
+// run before the peer hears back) for spinFor, in which a peer that is
+// running answers, and then sleeps on its bell for at most parkTimeout at
+// a time, so that an idle link costs no core. A sleeper's wake-up goes
+// through a knock, the netpoller and, on a virtual machine, the
+// hypervisor's wake-up of an idle CPU: tens of microseconds (a blocking
+// tcp ping-pong took 48.7 µs one way on 2026-11-28's host, against 4.5
+// busy-polling), and a ping-pong of 256 KiB to 1 MiB waits longer than
+// 50 µs between its turns, so that each side slept and woke on every
+// message: with 200 µs it took 0.75-0.85 of the time (two processes,
+// BenchmarkTwoProcess/shm/bound/pingpong, three alternating runs: 1 MiB
+// 177-191 µs against 230-237). parkTimeout also bounds how late a writer
+// notices that its context ended, since nothing rings a bell for that.
 const (
-	spinFor     = 50 * time.Microsecond
+	spinFor     = 200 * time.Microsecond
 	parkTimeout = 100 * time.Millisecond
 )
 
