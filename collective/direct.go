@@ -293,16 +293,43 @@ func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2
 	return nil
 }
 
-// bcastDirect: every rank copies root's buffer into its own, buf.
-func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int) error {
-	if k.c.Rank() == root {
-		return k.lent(p.op)
+// bcastDirect: every rank copies root's buffer into its own, buf. With
+// split (registered memory, a CPU for each rank), root copies the last
+// part of every other rank's buffer itself, a share (bcastSplit), and
+// each of them the rest, so that root's CPU copies too rather than only
+// waiting; everyone then waits until all are done, since root writes
+// the others' buffers.
+func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int, split bool) error {
+	me := k.c.Rank()
+	if !split {
+		if me == root {
+			return k.lent(p.op)
+		}
+		if err := k.read(p, buf, root, 0, 0); err != nil {
+			return err
+		}
+		return k.used(p.op)
 	}
-	if err := k.read(p, buf, root, 0, 0); err != nil {
+	lo := bcastSplit(len(buf), k.c.Size())
+	if me == root {
+		for r := range k.c.Size() {
+			if r != root {
+				k.put(segView[T](p.mapped[r][0])[lo:len(buf)], buf[lo:])
+			}
+		}
+	} else if err := k.read(p, buf[:lo], root, 0, 0); err != nil {
 		return err
 	}
-	return k.used(p.op)
+	return k.lent(p.op)
 }
+
+// bcastSplit is where root's share of each other rank's buffer begins
+// in a split direct Bcast of n elements among ranks ranks: the last
+// n/ranks elements, so that root and every other rank each copy
+// (ranks-1)·n/ranks. Two ranks, 2026-11-28, registered Bcasts, three
+// alternating runs, µs, whole against split: 1 MiB 37-50 / 15.5-20.4, 16
+// MiB 1163-1390 / 661-788, 64 MiB 9090-11463 / 3727-4205.
+func bcastSplit(n, ranks int) int { return n - n/ranks }
 
 // scatterDirect: every rank but root copies its block of root's send
 // buffer into its receive buffer.

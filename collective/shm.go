@@ -436,13 +436,20 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return bcastFast(k, s, buf, root)
 	}
 	var op core.SegmentOp
-	p, direct, err := k.segBegin(&op, s, buf, nil, root, root)
+	// Root maps every rank's buffer, for a split Bcast (bcastDirect);
+	// the others only root's.
+	peer := root
+	if k.c.Rank() == root && !s.Crowded() {
+		peer = -1
+	}
+	p, direct, err := k.segBegin(&op, s, buf, nil, peer, root)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return bcastDirect(k, p, buf, root)
+		// Every rank finds the same: Crowded is what rank 0 found.
+		return bcastDirect(k, p, buf, root, p.mapped != nil && !s.Crowded())
 	}
 	round := bcastRound
 	if n := len(buf) * k.size; n <= bcastSmallMax && !s.Crowded() {
