@@ -356,7 +356,10 @@ const heldReadMax = 4 << 10
 // for as long as the socket holds bytes: two processes streaming 1 MiB
 // messages over tcp, each at GOMAXPROCS=1, copied nearly every message
 // twice, 13.6 % of the receiver's time (perf, 2026-11-28). One yield
-// costs a fraction of a microsecond; the copy it saves, tens.
+// costs a fraction of a microsecond; the copy it saves, tens. It is a
+// chance, not a promise: the scheduler may run the yielder again first
+// (one turn in 61 it takes the global queue's goroutines first, for
+// fairness), and the message is then buffered as before.
 const earlyYieldMin = 64 << 10
 
 // receive delivers the payload of the message whose header is h: straight
