@@ -436,10 +436,13 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return bcastFast(k, s, buf, root)
 	}
 	var op core.SegmentOp
-	// Root maps every rank's buffer, for a split Bcast (bcastDirect);
-	// the others only root's.
+	// A direct Bcast between registered buffers is split where each rank
+	// has a CPU (bcastDirect), for which root maps every rank's buffer,
+	// the others only root's. Every rank finds the same: Crowded is what
+	// rank 0 found.
+	split := !s.Crowded()
 	peer := root
-	if k.c.Rank() == root && !s.Crowded() {
+	if split && k.c.Rank() == root {
 		peer = -1
 	}
 	p, direct, err := k.segBegin(&op, s, buf, nil, peer, root)
@@ -448,8 +451,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	}
 	defer k.endOp(&op)
 	if direct {
-		// Every rank finds the same: Crowded is what rank 0 found.
-		return bcastDirect(k, p, buf, root, p.mapped != nil && !s.Crowded())
+		return bcastDirect(k, p, buf, root, split && p.mapped != nil)
 	}
 	round := bcastRound
 	if n := len(buf) * k.size; n <= bcastSmallMax && !s.Crowded() {
