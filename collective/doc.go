@@ -144,7 +144,9 @@
 // before it returns. WithReceipts(false) (or GOCOLL_RECEIPTS=0) drops the
 // receipts where calls are known to match: such a rank then returns once
 // its data is sent, as in MPI, and learns of a disagreement in its next
-// call. Gatherv and Scatterv need counts only at root, as in MPI: every
+// call. In a shared segment that holds for calls whose data fits a
+// rank's fast line there (96 bytes): a rank waits only for the lines it
+// reads, and compares the others' calls as its next call begins. Gatherv and Scatterv need counts only at root, as in MPI: every
 // other rank's part must have root's count for it, which each message
 // carries and both sides check.
 //

@@ -274,9 +274,9 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 // the others' lines.
 
 // overLines runs the call's operation on s through the fast lines: it
-// exchanges data (core.SegmentOp.Exchange) and hands every rank's line to
-// use before the operation ends.
-func (k *call[T]) overLines(s *core.Segment, data []byte, use func(lines [][]byte) error) error {
+// exchanges data with the ranks that from names (core.SegmentOp.Exchange)
+// and hands every rank's line to use before the operation ends.
+func (k *call[T]) overLines(s *core.Segment, data []byte, from int, use func(lines [][]byte) error) error {
 	var op core.SegmentOp
 	if err := s.BeginLines(&op, k.ctx, k.ticket, k.seq, k.me); err != nil {
 		return k.wrap(-1, err)
@@ -286,7 +286,7 @@ func (k *call[T]) overLines(s *core.Segment, data []byte, use func(lines [][]byt
 	}
 	op.Time(k.t.Timed())
 	defer k.endOp(&op)
-	lines, err := op.Exchange(data)
+	lines, err := op.Exchange(data, from)
 	if err != nil {
 		return k.wrap(-1, err)
 	}
@@ -294,10 +294,30 @@ func (k *call[T]) overLines(s *core.Segment, data []byte, use func(lines [][]byt
 	return use(lines)
 }
 
+// linesFrom is whose fast lines a rank of a call rooted at root waits
+// for, when root's line carries the data (Bcast, Scatter) or, with
+// toRoot, root reads every line (Gather, Reduce). With receipts, every
+// rank waits for every line, so that every rank compares every rank's
+// call before it returns; without them (WithReceipts(false)), a rank
+// waits only for the lines it reads, and one that only sends returns once
+// its own is written, comparing the others' calls as its next call
+// begins.
+func (k *call[T]) linesFrom(root int, toRoot bool) int {
+	switch me := k.c.Rank(); {
+	case !k.me.NoReceipts || root < 0:
+		return core.FromAll
+	case me == root && toRoot:
+		return core.FromAll
+	case me == root || toRoot:
+		return core.FromNone
+	}
+	return root
+}
+
 // reduceFast is reduceShm through the fast lines: each rank that wants
 // the result combines every rank's line, in rank order, into its buf.
 func reduceFast[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root int) error {
-	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), k.linesFrom(root, true), func(lines [][]byte) error {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
@@ -311,7 +331,7 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 	if s.Rank() == root {
 		mine = buf
 	}
-	return k.overLines(s, asBytes(mine), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(mine), k.linesFrom(root, false), func(lines [][]byte) error {
 		if s.Rank() != root {
 			k.take(buf, segView[T](lines[root])[:len(buf)])
 		}
@@ -321,7 +341,7 @@ func bcastFast[T codec.Elem](k *call[T], s *core.Segment, buf []T, root int) err
 
 // gatherFast is gatherShm through the fast lines.
 func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root int) error {
-	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), k.linesFrom(root, true), func(lines [][]byte) error {
 		if root >= 0 && s.Rank() != root {
 			return nil
 		}
@@ -339,7 +359,7 @@ func gatherFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root 
 
 // reduceScatterFast is reduceScatterShm through the fast lines.
 func reduceScatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
-	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), core.FromAll, func(lines [][]byte) error {
 		return k.combineLines(recv, lines, s.Rank()*len(recv))
 	})
 }
@@ -606,7 +626,7 @@ func scatterFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, root
 	if s.Rank() == root {
 		mine = send
 	}
-	return k.overLines(s, asBytes(mine), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(mine), k.linesFrom(root, false), func(lines [][]byte) error {
 		n, me := len(recv), s.Rank()
 		if me == root {
 			copy(recv, send[me*n:])
@@ -686,7 +706,7 @@ func alltoallPart(slot, p, size int) int {
 // alltoallFast is alltoallShm through the fast lines: each rank's line
 // holds its whole send.
 func alltoallFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T) error {
-	return k.overLines(s, asBytes(send), func(lines [][]byte) error {
+	return k.overLines(s, asBytes(send), core.FromAll, func(lines [][]byte) error {
 		p, me := s.Size(), s.Rank()
 		b := len(send) / p
 		for r := range p {
@@ -715,7 +735,7 @@ func scanShm[T codec.Elem](k *call[T], buf []T, inclusive bool) error {
 		last--
 	}
 	if n*k.size <= core.FastBytes {
-		return k.overLines(s, asBytes(buf), func(lines [][]byte) error {
+		return k.overLines(s, asBytes(buf), core.FromAll, func(lines [][]byte) error {
 			return k.prefix(buf, last, func(q int) []T { return segView[T](lines[q]) })
 		})
 	}
@@ -829,7 +849,7 @@ func barrierShm(k *call[uint8]) error {
 	if s == nil {
 		return nil
 	}
-	return k.overLines(s, nil, func([][]byte) error { return nil })
+	return k.overLines(s, nil, core.FromAll, func([][]byte) error { return nil })
 }
 
 // allgatherViews is an Allgather of mine, as many bytes from every rank,

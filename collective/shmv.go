@@ -96,7 +96,7 @@ func allgathervFast[T codec.Elem](k *call[T], s *core.Segment, send, recv []T, c
 	var line [core.FastBytes]byte
 	binary.LittleEndian.PutUint64(line[:], uint64(len(send)))
 	n := copy(line[countBytesLine:], asBytes(send))
-	return k.overLines(s, line[:countBytesLine+n], func(lines [][]byte) error {
+	return k.overLines(s, line[:countBytesLine+n], core.FromAll, func(lines [][]byte) error {
 		if err := k.sameCounts(counts, func(r int) int { return int(binary.LittleEndian.Uint64(lines[r])) }, sendDiffers); err != nil {
 			return err
 		}

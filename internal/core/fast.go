@@ -8,10 +8,13 @@ package core
 // and find the call and the data in the line they polled, one cache-line
 // transfer per rank instead of a step, a record and a slot. A line is
 // written again two operations later, by which time every rank has read
-// it: no operation ends on a rank before every rank has begun it
-// (Exchange waits for every line, Finish and Direct for every rank), so
-// a rank that begins the operation after next has seen every rank begin
-// the next one, done with this one.
+// it: a rank begins an operation only once every rank has begun the one
+// before it, so that none still reads the operation before that. An
+// operation that waits for every rank's line (Exchange with FromAll), and
+// one through the slots (Finish, Direct), ends only after every rank has
+// begun it; after one that did not (Exchange from one rank or from
+// none), the next operation's Begin waits for every rank's line of it
+// and compares its calls (settle).
 //
 //	0    the ticket (stored last), then the call as a record has it
 //	32   the data, at most FastBytes
@@ -26,13 +29,28 @@ func (s *Segment) fastLine(r int, t uint64) []byte {
 	return s.mem[at : at+segLine : at+segLine]
 }
 
+// Whose lines an operation through the fast lines waits for (Exchange):
+// every rank's, or none but this rank's own, or else one rank's.
+const (
+	FromAll  = -1
+	FromNone = -2
+)
+
 // Exchange runs the operation through the fast lines: it writes data (at
-// most FastBytes) and the call into this rank's line, waits until every
-// rank has written its line for the operation, compares their calls with
-// this rank's, and returns every rank's line data: lines[r] is rank r's
-// data area, FastBytes long, of which the caller knows how much the call
-// filled. The lines stay valid until this rank's next operation but one.
-func (op *SegmentOp) Exchange(data []byte) ([][]byte, error) {
+// most FastBytes) and the call into this rank's line, waits until the
+// ranks that from names (FromAll, FromNone or one rank) have written
+// their lines for the operation, compares their calls with this rank's,
+// and returns every rank's line data: lines[r] is rank r's data area,
+// FastBytes long, of which the caller knows how much the call filled, and
+// which it may read for the ranks waited for only. The lines stay valid
+// until this rank's next operation but one.
+//
+// An operation that does not wait for every rank returns as soon as the
+// ranks it needs have written, and the calls of the others are compared
+// when this rank begins its next operation, before it writes anything:
+// a rank that only sends (a Bcast's root, say) then learns of a
+// disagreement in its next call, as without receipts over links.
+func (op *SegmentOp) Exchange(data []byte, from int) ([][]byte, error) {
 	s, me := op.s, op.s.c.rank
 	mine := s.fastLine(me, op.ticket)
 	copy(mine[fastData:], data)
@@ -41,7 +59,7 @@ func (op *SegmentOp) Exchange(data []byte) ([][]byte, error) {
 	for r := range s.ranks {
 		line := s.fastLine(r, op.ticket)
 		s.lines[r] = line[fastData:]
-		if r == me {
+		if r == me || from != FromAll && r != from {
 			continue
 		}
 		if w := recordTicket(line); w.Load() < op.ticket {
@@ -57,5 +75,34 @@ func (op *SegmentOp) Exchange(data []byte) ([][]byte, error) {
 			return nil, err
 		}
 	}
+	if from != FromAll {
+		s.unsettled = op.ticket
+	}
 	return s.lines, nil
+}
+
+// settle waits until every rank has begun the operation before this one,
+// which ran through the fast lines without waiting for every rank
+// (Exchange), and compares their calls of it with this rank's: it runs
+// before this operation writes anything. Every rank's line of that
+// operation holds it until the rank writes its line of the operation
+// after this one, which it cannot do before this rank has begun this one.
+func (op *SegmentOp) settle() error {
+	s, t := op.s, op.ticket-1
+	op.against = t
+	defer func() { op.against = op.ticket }()
+	for r := range s.ranks {
+		if r == s.c.rank || s.seen[r] >= t {
+			continue
+		}
+		if w := recordTicket(s.fastLine(r, t)); w.Load() < t {
+			if err := op.spin(r, w, t); err != nil {
+				return err
+			}
+		}
+		if err := op.compareThrough(r, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -59,6 +59,9 @@ type Segment struct {
 	round  uint64        // rounds run so far
 	seen   []uint64      // by rank: the last ticket whose calls were compared
 	known  []uint64      // by rank: the highest step seen, so that satisfied waits read no shared line
+	// unsettled is the ticket of the last operation that did not wait
+	// for every rank (Exchange), whose calls the next one compares first.
+	unsettled uint64
 	// The buffers of a direct operation by rank, as Direct returns
 	// them, and the mappings they lie in (direct.go).
 	direct    [][2][]byte
@@ -197,6 +200,7 @@ type SegmentOp struct {
 	call     wire.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
+	against  uint64        // the ticket whose calls a slow wait compares: ticket, but the last one's in settle
 	decider  int           // the rank that chooses whether the operation copies once (single.go); -1: it cannot
 	way      uint64        // what that rank chose: slotsUntimed, slotsTimed or singleCopy
 	start    int64         // when the operation began, on the deciding rank of a timed one
@@ -249,7 +253,7 @@ func (op *SegmentOp) Beside() { op.beside = true }
 // decider -1. op is filled in place, not returned: it is a few hundred
 // bytes, and a small call's whole time is a few hundred nanoseconds.
 func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, bufs [2][]byte, decider int) error {
-	if err := s.begin(op, ctx, ticket, seq, call); err != nil {
+	if err := s.begin(op, ctx, ticket, seq, call, false); err != nil {
 		return err
 	}
 	rec := s.record(s.c.rank, ticket)
@@ -268,21 +272,17 @@ func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 // shows this call, no rank sends this one a frame of the operation, and
 // when a rank makes another call, this one waits for its line.
 func (s *Segment) BeginLines(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call) error {
-	if err := s.begin(op, ctx, ticket, seq, call); err != nil {
-		return err
-	}
-	op.unrecorded = true
-	return nil
+	return s.begin(op, ctx, ticket, seq, call, true)
 }
 
 // begin is what Begin and BeginLines share: op becomes the operation, in
-// its turn.
-func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call) error {
+// its turn, once every rank has begun the one before it (settle).
+func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, call wire.Call, unrecorded bool) error {
 	if s.uses.Add(2)&segClosed != 0 {
 		s.release(false)
 		return ErrClosed
 	}
-	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket, decider: -1}
+	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket, against: ticket, decider: -1, unrecorded: unrecorded}
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
@@ -293,6 +293,12 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 			time.Sleep(20 * time.Microsecond)
 		} else {
 			runtime.Gosched()
+		}
+	}
+	if s.unsettled != 0 && s.unsettled+1 == ticket {
+		if err := op.settle(); err != nil {
+			s.release(false)
+			return err
 		}
 	}
 	op.first = s.round + 1
@@ -555,8 +561,8 @@ func (op *SegmentOp) failed(r int) error {
 	// say, where this one waits for a step): its record tells, once it
 	// has begun. Should the wait succeed all the same, the comparison
 	// after it finds the difference again.
-	if r >= 0 && s.seen[r] < op.ticket {
-		return op.differs(r, op.ticket)
+	if r >= 0 && s.seen[r] < op.against {
+		return op.differs(r, op.against)
 	}
 	return nil
 }
@@ -580,11 +586,14 @@ func (op *SegmentOp) check(r int) error {
 
 // compare compares the calls rank r recorded with this rank's, for this
 // operation and for the ones since the last comparison with r.
-func (op *SegmentOp) compare(r int) error {
+func (op *SegmentOp) compare(r int) error { return op.compareThrough(r, op.ticket) }
+
+// compareThrough is compare up to the operation with ticket last.
+func (op *SegmentOp) compareThrough(r int, last uint64) error {
 	s := op.s
-	from := max(s.seen[r]+1, op.ticket-min(op.ticket-1, segRecords/2))
-	s.seen[r] = op.ticket
-	for t := from; t <= op.ticket; t++ {
+	from := max(s.seen[r]+1, last-min(last-1, segRecords/2))
+	s.seen[r] = last
+	for t := from; t <= last; t++ {
 		if err := op.differs(r, t); err != nil {
 			return err
 		}
