@@ -467,28 +467,31 @@ func TestShmBetweenProcesses(t *testing.T) {
 	// hundred takes rounds. Registered buffers run in every mode at one
 	// rank, two, three and five: the last two outnumber the CPUs of a
 	// small host (CI's has two), where rooted calls go direct only from
-	// directMinCrowded.
+	// directMinCrowded. Three ranks also run it without receipts
+	// (GOCOLL_RECEIPTS=0), where the small rooted calls wait only for the
+	// lines they read.
 	type variant struct {
-		n                int
-		slot, registered string
+		n                          int
+		slot, registered, receipts string
 	}
 	var variants []variant
 	for _, n := range []int{2, 3, 8} {
-		variants = append(variants, variant{n, "default", ""}, variant{n, "4096", ""})
+		variants = append(variants, variant{n, "default", "", "1"}, variant{n, "4096", "", "1"})
 	}
+	variants = append(variants, variant{3, "default", "", "0"})
 	for _, n := range []int{1, 2, 3, 5} {
 		for _, mode := range registeredModes {
-			variants = append(variants, variant{n, "default", mode.name})
+			variants = append(variants, variant{n, "default", mode.name, "1"})
 		}
 	}
 	for _, v := range variants {
 		n := v.n
-		t.Run(fmt.Sprintf("n=%d/slot=%s/registered=%s", n, v.slot, v.registered), func(t *testing.T) {
+		t.Run(fmt.Sprintf("n=%d/slot=%s/registered=%s/receipts=%s", n, v.slot, v.registered, v.receipts), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			run := exec.CommandContext(ctx, gocoll, "run", "-n", fmt.Sprint(n), "--transport", "shm", "--timeout", "1m",
 				exe, "-test.run=^TestShmBetweenProcesses$", "-test.v")
-			run.Env = append(os.Environ(), shmRankVar+"="+v.slot, shmRegisteredVar+"="+v.registered)
+			run.Env = append(os.Environ(), shmRankVar+"="+v.slot, shmRegisteredVar+"="+v.registered, "GOCOLL_RECEIPTS="+v.receipts)
 			if i := slices.IndexFunc(registeredModes, func(m registeredMode) bool { return m.name == v.registered }); i >= 0 {
 				run.Env = append(run.Env, "GOCOLL_SINGLE_COPY="+registeredModes[i].singleCopy())
 			}
