@@ -90,7 +90,6 @@ func (op *SegmentOp) Exchange(data []byte, from int) ([][]byte, error) {
 func (op *SegmentOp) settle() error {
 	s, t := op.s, op.ticket-1
 	op.against = t
-	defer func() { op.against = op.ticket }()
 	for r := range s.ranks {
 		if r == s.c.rank || s.seen[r] >= t {
 			continue
@@ -104,5 +103,6 @@ func (op *SegmentOp) settle() error {
 			return err
 		}
 	}
+	op.against = op.ticket
 	return nil
 }
