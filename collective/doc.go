@@ -146,9 +146,10 @@
 // its data is sent, as in MPI, and learns of a disagreement in its next
 // call. In a shared segment that holds for calls whose data fits a
 // rank's fast line there (96 bytes): a rank waits only for the lines it
-// reads, and compares the others' calls as its next call begins. Gatherv and Scatterv need counts only at root, as in MPI: every
-// other rank's part must have root's count for it, which each message
-// carries and both sides check.
+// reads, and compares the others' calls as its next call begins.
+// Gatherv and Scatterv need counts only at root, as in MPI: every other
+// rank's part must have root's count for it, which each message carries
+// and both sides check.
 //
 // # Errors
 //
