@@ -15,7 +15,7 @@ import (
 
 // TestWithoutReceipts: rooted collectives without receipts give the
 // same results as with them, for every rank count, root and link
-// algorithm, in memory and over sockets.
+// algorithm, in memory and over sockets, and through a shared segment.
 func TestWithoutReceipts(t *testing.T) {
 	off := WithReceipts(false)
 	run := func(t *testing.T, cs []*comm.Comm, roots []int, counts []int) {
@@ -158,30 +158,26 @@ func TestReceiptsMismatch(t *testing.T) {
 	for _, place := range receiptJobs {
 		for _, senderOn := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/root has receipts %v", place.name, senderOn), func(t *testing.T) {
-				checkReceiptsMismatch(t, place.job(t), place.algo, senderOn)
+				inCall := make([]bool, 2)
+				errs := onEveryRank(t, place.job(t), func(ctx context.Context, c *comm.Comm) error {
+					on := senderOn == (c.Rank() == 0)
+					err := Bcast(ctx, c, make([]float32, 8), 0, append([]Option{WithReceipts(on)}, place.algo...)...)
+					if err != nil {
+						inCall[c.Rank()] = true
+						return err
+					}
+					return Barrier(ctx, c)
+				})
+				for r, err := range errs {
+					require.ErrorIs(t, err, comm.ErrMismatch, "rank %d", r)
+					require.ErrorContains(t, err, "receipts", "rank %d", r)
+				}
+				require.True(t, inCall[1], "the receiver returned nil from the call: %v", errs[1])
+				if senderOn {
+					require.True(t, inCall[0], "the root with receipts returned nil from the call: %v", errs[0])
+				}
 			})
 		}
-	}
-}
-
-func checkReceiptsMismatch(t *testing.T, cs []*comm.Comm, algo []Option, senderOn bool) {
-	inCall := make([]bool, 2)
-	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		on := senderOn == (c.Rank() == 0)
-		err := Bcast(ctx, c, make([]float32, 8), 0, append([]Option{WithReceipts(on)}, algo...)...)
-		if err != nil {
-			inCall[c.Rank()] = true
-			return err
-		}
-		return Barrier(ctx, c)
-	})
-	for r, err := range errs {
-		require.ErrorIs(t, err, comm.ErrMismatch, "rank %d", r)
-		require.ErrorContains(t, err, "receipts", "rank %d", r)
-	}
-	require.True(t, inCall[1], "the receiver returned nil from the call: %v", errs[1])
-	if senderOn {
-		require.True(t, inCall[0], "the root with receipts returned nil from the call: %v", errs[0])
 	}
 }
 
@@ -191,26 +187,24 @@ func checkReceiptsMismatch(t *testing.T, cs []*comm.Comm, algo []Option, senderO
 // then fails in its next call: neither gets through both.
 func TestWithoutReceiptsTwoRoots(t *testing.T) {
 	for _, place := range receiptJobs {
-		t.Run(place.name, func(t *testing.T) { checkTwoRoots(t, place.job(t), place.algo) })
-	}
-}
-
-func checkTwoRoots(t *testing.T, cs []*comm.Comm, algo []Option) {
-	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {
-		buf := []float32{float32(c.Rank())}
-		if err := Bcast(ctx, c, buf, c.Rank(), append([]Option{WithReceipts(false)}, algo...)...); err != nil {
-			return err
-		}
-		if buf[0] != float32(c.Rank()) {
-			return fmt.Errorf("the root's buffer changed to %v", buf)
-		}
-		return Barrier(ctx, c)
-	})
-	for r, err := range errs {
-		require.ErrorIs(t, err, comm.ErrMismatch, "rank %d", r)
-		require.False(t, errors.Is(err, comm.ErrTimeout), "rank %d: %v", r, err)
-		require.ErrorContains(t, err, "Bcast(1 × float32, root 0)", "rank %d", r)
-		require.ErrorContains(t, err, "Bcast(1 × float32, root 1)", "rank %d", r)
+		t.Run(place.name, func(t *testing.T) {
+			errs := onEveryRank(t, place.job(t), func(ctx context.Context, c *comm.Comm) error {
+				buf := []float32{float32(c.Rank())}
+				if err := Bcast(ctx, c, buf, c.Rank(), append([]Option{WithReceipts(false)}, place.algo...)...); err != nil {
+					return err
+				}
+				if buf[0] != float32(c.Rank()) {
+					return fmt.Errorf("the root's buffer changed to %v", buf)
+				}
+				return Barrier(ctx, c)
+			})
+			for r, err := range errs {
+				require.ErrorIs(t, err, comm.ErrMismatch, "rank %d", r)
+				require.False(t, errors.Is(err, comm.ErrTimeout), "rank %d: %v", r, err)
+				require.ErrorContains(t, err, "Bcast(1 × float32, root 0)", "rank %d", r)
+				require.ErrorContains(t, err, "Bcast(1 × float32, root 1)", "rank %d", r)
+			}
+		})
 	}
 }
 
