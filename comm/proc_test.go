@@ -40,16 +40,17 @@ func TestMain(m *testing.M) {
 }
 
 var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
-	"exchange": exchangeWorker,
-	"survivor": survivorWorker,
-	"exiter":   exitingSurvivorWorker,
-	"segment":  segmentSurvivorWorker,
-	"peer":     benchPeerWorker,
-	"step":     stepWorker,
-	"busy":     busyWorker,
-	"streamer": streamerWorker,
-	"direct":   directWorker,
-	"single":   singleWorker,
+	"exchange":  exchangeWorker,
+	"survivor":  survivorWorker,
+	"exiter":    exitingSurvivorWorker,
+	"segment":   segmentSurvivorWorker,
+	"unsettled": unsettledSurvivorWorker,
+	"peer":      benchPeerWorker,
+	"step":      stepWorker,
+	"busy":      busyWorker,
+	"streamer":  streamerWorker,
+	"direct":    directWorker,
+	"single":    singleWorker,
 }
 
 func runWorker(name string) int {
@@ -332,7 +333,9 @@ func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 }
 
 // TestKilledRankIsNamed kills (SIGKILL) or freezes (SIGSTOP) ranks of four
-// while the others wait for them, on links and in shared memory: every
+// while the others wait for them, on links and in shared memory (also
+// for a call they never began, which the survivors' next call waits
+// for when it ran without receipts): every
 // survivor must fail with a *PeerError naming every victim, killed ones
 // in moments, frozen ones within the heartbeat period, and nothing may be
 // left in /dev/shm.
@@ -353,7 +356,7 @@ func TestKilledRankIsNamed(t *testing.T) {
 		{"stop rank 0", syscall.SIGSTOP, []int{0}},
 	}
 	for _, tt := range tests {
-		for _, worker := range []string{"survivor", "exiter", "segment"} {
+		for _, worker := range []string{"survivor", "exiter", "segment", "unsettled"} {
 			t.Run(tt.name+"/"+worker, func(t *testing.T) { killRanks(t, worker, tt.sig, tt.victims) })
 		}
 	}
@@ -368,6 +371,29 @@ func shmFiles(t *testing.T) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// unsettledSurvivorWorker is segmentSurvivorWorker after a small Bcast
+// without receipts, which the victims never call: its root returns at
+// once, and the survivors' next call waits in the segment for the
+// victims to have begun the Bcast (core's settle), which they never do.
+func unsettledSurvivorWorker(ctx context.Context, c *comm.Comm) error {
+	if engine(c).Segment() == nil {
+		return errors.New("the ranks of one host have no shared segment")
+	}
+	if err := collective.Barrier(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	lost := victims(c.Size())
+	if slices.Contains(lost, c.Rank()) {
+		time.Sleep(time.Hour)
+	}
+	start := time.Now()
+	if err := collective.Bcast(ctx, c, make([]float32, 4), 0, collective.WithReceipts(false)); err != nil {
+		return checkLoss(err, lost, start)
+	}
+	return checkLoss(collective.Barrier(ctx, c), lost, start)
 }
 
 // TestKilledStreamerIsNamed: a rank killed while it streams large
