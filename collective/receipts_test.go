@@ -261,7 +261,9 @@ func TestWithoutReceiptsBackToBack(t *testing.T) {
 // TestWithoutReceiptsLineAndSlots: a root that returned from a call
 // through its fast line without receipts fails in its next call, not on
 // the timeout, when the other rank ran the call through the slots
-// because its count differs: that rank wrote no line to wait for.
+// because its count differs: that rank wrote no line for the next call
+// to wait for, and finds the difference itself, waiting for the root in
+// the slots.
 func TestWithoutReceiptsLineAndSlots(t *testing.T) {
 	cs := shmJob(t, 2, comm.WithTimeout(watchdog))
 	errs := onEveryRank(t, cs, func(ctx context.Context, c *comm.Comm) error {

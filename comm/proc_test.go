@@ -317,6 +317,26 @@ func exitingSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 // of the loss from the processes being gone (or the rendezvous) and name
 // them.
 func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
+	return awaitVictimsInSegment(ctx, c, collective.Barrier)
+}
+
+// unsettledSurvivorWorker is segmentSurvivorWorker after a small Bcast
+// without receipts, which the victims never call: its root returns at
+// once, and the survivors' next call waits in the segment for the
+// victims to have begun the Bcast (core's settle), which they never do.
+func unsettledSurvivorWorker(ctx context.Context, c *comm.Comm) error {
+	return awaitVictimsInSegment(ctx, c, func(ctx context.Context, c *comm.Comm) error {
+		if err := collective.Bcast(ctx, c, make([]float32, 4), 0, collective.WithReceipts(false)); err != nil {
+			return err
+		}
+		return collective.Barrier(ctx, c)
+	})
+}
+
+// awaitVictimsInSegment is what the segment's survivor workers share:
+// after a first barrier the victims sleep, and the survivors make the
+// calls of wait, which must fail naming the victims.
+func awaitVictimsInSegment(ctx context.Context, c *comm.Comm, wait func(ctx context.Context, c *comm.Comm) error) error {
 	if engine(c).Segment() == nil {
 		return errors.New("the ranks of one host have no shared segment")
 	}
@@ -329,16 +349,15 @@ func segmentSurvivorWorker(ctx context.Context, c *comm.Comm) error {
 		time.Sleep(time.Hour)
 	}
 	start := time.Now()
-	return checkLoss(collective.Barrier(ctx, c), lost, start)
+	return checkLoss(wait(ctx, c), lost, start)
 }
 
 // TestKilledRankIsNamed kills (SIGKILL) or freezes (SIGSTOP) ranks of four
 // while the others wait for them, on links and in shared memory (also
-// for a call they never began, which the survivors' next call waits
-// for when it ran without receipts): every
-// survivor must fail with a *PeerError naming every victim, killed ones
-// in moments, frozen ones within the heartbeat period, and nothing may be
-// left in /dev/shm.
+// for a call they never began, which the survivors' next call waits for
+// when it ran without receipts): every survivor must fail with a
+// *PeerError naming every victim, killed ones in moments, frozen ones
+// within the heartbeat period, and nothing may be left in /dev/shm.
 func TestKilledRankIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -371,29 +390,6 @@ func shmFiles(t *testing.T) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-// unsettledSurvivorWorker is segmentSurvivorWorker after a small Bcast
-// without receipts, which the victims never call: its root returns at
-// once, and the survivors' next call waits in the segment for the
-// victims to have begun the Bcast (core's settle), which they never do.
-func unsettledSurvivorWorker(ctx context.Context, c *comm.Comm) error {
-	if engine(c).Segment() == nil {
-		return errors.New("the ranks of one host have no shared segment")
-	}
-	if err := collective.Barrier(ctx, c); err != nil {
-		return err
-	}
-	fmt.Println("ready")
-	lost := victims(c.Size())
-	if slices.Contains(lost, c.Rank()) {
-		time.Sleep(time.Hour)
-	}
-	start := time.Now()
-	if err := collective.Bcast(ctx, c, make([]float32, 4), 0, collective.WithReceipts(false)); err != nil {
-		return checkLoss(err, lost, start)
-	}
-	return checkLoss(collective.Barrier(ctx, c), lost, start)
 }
 
 // TestKilledStreamerIsNamed: a rank killed while it streams large

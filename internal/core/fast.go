@@ -87,9 +87,12 @@ func (op *SegmentOp) Exchange(data []byte, from int) ([][]byte, error) {
 // before this operation writes anything. Every rank's line of that
 // operation holds it until the rank writes its line of the operation
 // after this one, which it cannot do before this rank has begun this one.
+// A rank that ran that operation through the slots, its call differing,
+// writes no line to wait for; it waits for this rank itself there (every
+// slot operation ends with Finish), finds the difference and aborts the
+// job, which ends this wait.
 func (op *SegmentOp) settle() error {
 	s, t := op.s, op.ticket-1
-	op.against = t
 	for r := range s.ranks {
 		if r == s.c.rank || s.seen[r] >= t {
 			continue
@@ -103,6 +106,5 @@ func (op *SegmentOp) settle() error {
 			return err
 		}
 	}
-	op.against = op.ticket
 	return nil
 }

@@ -200,7 +200,6 @@ type SegmentOp struct {
 	call     wire.Call
 	seq      uint64 // the call's sequence number on the communicator
 	ticket   uint64
-	against  uint64        // the ticket whose calls a slow wait compares: ticket, but the last one's in settle
 	decider  int           // the rank that chooses whether the operation copies once (single.go); -1: it cannot
 	way      uint64        // what that rank chose: slotsUntimed, slotsTimed or singleCopy
 	start    int64         // when the operation began, on the deciding rank of a timed one
@@ -282,7 +281,7 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 		s.release(false)
 		return ErrClosed
 	}
-	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket, against: ticket, decider: -1, unrecorded: unrecorded}
+	*op = SegmentOp{s: s, ctx: ctx, call: call, seq: seq, ticket: ticket, decider: -1, unrecorded: unrecorded}
 	// Operations issued at once (AllreduceAsync) take their turns here.
 	for i := 0; s.turn.Load()+1 != ticket; i++ {
 		if err := op.failed(-1); err != nil {
@@ -561,8 +560,8 @@ func (op *SegmentOp) failed(r int) error {
 	// say, where this one waits for a step): its record tells, once it
 	// has begun. Should the wait succeed all the same, the comparison
 	// after it finds the difference again.
-	if r >= 0 && s.seen[r] < op.against {
-		return op.differs(r, op.against)
+	if r >= 0 && s.seen[r] < op.ticket {
+		return op.differs(r, op.ticket)
 	}
 	return nil
 }
