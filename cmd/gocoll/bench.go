@@ -49,7 +49,8 @@ percentile (p99) and slowest call in µs (of a rank's calls, the largest over th
 spends per call in µs (user and system, all its threads, the largest
 over the ranks: what a rank that spins while it waits pays; measured on
 a quarter as many calls again after the timed ones, since reading it
-would delay the call it brackets), and the
+would delay the call it brackets, less the 1-1.5 µs that two readings
+with nothing between them take), and the
 algorithm and bus bandwidths in GB/s (1e9 bytes/s). algbw is bytes/avg; busbw is algbw
 times nccl-tests' factor for n ranks, which makes figures of different
 rank counts comparable and comes close to a link's bandwidth when the
