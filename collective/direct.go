@@ -175,7 +175,6 @@ func (k *call[T]) lent(op *core.SegmentOp) error {
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
 	}
-	op.Learn()
 	return nil
 }
 
@@ -186,7 +185,6 @@ func (k *call[T]) used(op *core.SegmentOp) error {
 		return k.wrap(-1, err)
 	}
 	op.Done()
-	op.Learn()
 	return nil
 }
 

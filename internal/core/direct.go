@@ -26,17 +26,24 @@ import (
 //	144        1 when every buffer of the rank is registered
 //	152 + 16·i buffer i's address in its rank's process, and length
 //	184        the way the deciding rank chose (its record only)
+//	192        how long the rank's part of a timed operation took, in
+//	           nanoseconds; 0 until it is over (single.go)
 const (
 	recExtents = 32
 	recExtent  = 56
 	recDirect  = recExtents + 2*recExtent
 	recAddrs   = recDirect + 8
 	recWay     = recAddrs + 2*16
+	recTook    = recWay + 8
 )
 
 // recordTicket is the ticket word of a call record, which its rank
 // stores last.
 func recordTicket(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&b[0])) }
+
+// recordTook is the word of a call record that says how long its rank's
+// part of a timed operation took (single.go).
+func recordTook(b []byte) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&b[recTook])) }
 
 // putBuffers finds this rank's buffers in its registered memory, pins
 // them, and records where they are in rec.

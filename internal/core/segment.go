@@ -86,6 +86,7 @@ type Segment struct {
 	single    shmem.SingleCopy
 	vm        shmem.VMReader
 	singleOps atomic.Uint64
+	timing    timedOp // the last timed operation this rank decided, until it learns from it
 }
 
 // Copier returns what chooses how this rank copies into the segment.
@@ -102,7 +103,7 @@ const (
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: its step, gone mark and cookie (single.go), uint64s
 	segRecords   = 16                 // call records per rank, a ring by ticket
-	segRecord    = 192                // a call (32 bytes), then its buffers (direct.go, single.go)
+	segRecord    = 256                // a call (32 bytes), then its buffers (direct.go, single.go)
 	segPage      = 4096
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
 	segSleep     = 2 * time.Millisecond   // one futex sleep
@@ -202,7 +203,8 @@ type SegmentOp struct {
 	ticket   uint64
 	decider  int           // the rank that chooses whether the operation copies once (single.go); -1: it cannot
 	way      uint64        // what that rank chose: slotsUntimed, slotsTimed or singleCopy
-	start    int64         // when the operation began, on the deciding rank of a timed one
+	choice   shmem.Choice  // and how, on that rank
+	began    int64         // when this rank began an operation that may be timed (Now)
 	pins     [2]regmem.Pin // this rank's registered buffers, held until End
 	own      [2][]byte     // and the buffers themselves
 	direct   bool          // this rank's buffers are all registered
@@ -258,6 +260,7 @@ func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 	rec := s.record(s.c.rank, ticket)
 	op.putBuffers(rec, bufs)
 	op.chooseWay(rec, decider)
+	recordTook(rec).Store(0)
 	putCall(rec, ticket, op.seq, op.call)
 	// A rank that works on registered buffers waits for the records.
 	s.bell().Ring()
@@ -300,6 +303,7 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 			return err
 		}
 	}
+	s.learnTimed()
 	op.first = s.round + 1
 	return nil
 }
@@ -311,14 +315,12 @@ func (s *Segment) begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 // End when the operation's work is done; it costs a wait for the slowest
 // rank to start.
 func (op *SegmentOp) Finish() error {
-	if err := op.waitAll(2*op.first - 1); err != nil {
-		return err
-	}
-	return op.finishTimed()
+	return op.waitAll(2*op.first - 1)
 }
 
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {
+	op.recordTook()
 	op.unpin()
 	if op.round != 0 {
 		op.s.round = op.round

@@ -46,6 +46,29 @@ const (
 	exploreEarly = 16
 )
 
+// What a SingleCopy does differently, since it times whole operations.
+// A way's first operations after the other way's run cold: the memory
+// they use (the segment's slots, or the pages process_vm_readv reads)
+// has left the caches. Two ranks' 1 MiB Gathers, each timed, in turns of
+// 32 single copies and 64 through the slots (2026-11-28, an AMD EPYC
+// host), ns/KiB by place in the turn: single copies 65, 91, then 49-55,
+// through the slots 92, 70, then 28-34 (Allgathers: 83, 131, then
+// 57-63; 182, 83, then 43-49). Before, each way was tried one
+// operation at a time, so that every try ran cold, and a cold single
+// copy cost less than the cold slots: auto copied once where that was
+// 1.5-2 times slower. So the way not taken is tried in runs of runOps
+// operations, each way begins with such a run, and the first coldOps
+// operations after a change of way are not learned from. A run costs
+// the operations of the slower way and the cold ones on both sides,
+// about six operations' time, so runs come one in runEvery operations,
+// but sooner early on (at 32, 64 and 128), when what the first runs
+// learned may have been a slow start (first use of the buffers' pages).
+const (
+	coldOps  = 2
+	runOps   = 4
+	runEvery = 256
+)
+
 type copyKey struct{ kind, class int }
 
 // twoWays is what a Copier or a SingleCopy knows: of every kind of
@@ -65,20 +88,31 @@ type copyWays struct {
 	timed  [2]uint64
 	cost   [2]float64
 	second bool
+
+	// Of whole operations only: whether the last one took the second
+	// way, how many more will still run cold, how many operations the
+	// run of the way not taken has left, and whether the run's next
+	// sample is its first warm one.
+	last      bool
+	cold, run int
+	fresh     bool
 }
 
 // Choose reports whether an operation of the given kind and bytes, at
 // least CopierMin, should copy around the caches.
 func (c *Copier) Choose(kind, bytes int) bool {
-	around, _ := c.ways.choose(kind, bytes, aroundGain)
+	around, _, _, _ := c.ways.choose(kind, bytes, aroundGain, false)
 	return around
 }
 
 // choose reports whether an operation of the given kind and bytes should
 // take the second way, which it does while that way's average is gain
 // times lower than the first's, and how many operations of the kind and
-// size class have been chosen, this one included.
-func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64) {
+// size class have been chosen, this one included. Of whole operations
+// (SingleCopy) it also reports whether the choice needs the operation's
+// time (a run's, and a cold one's) and whether the operation runs cold,
+// which its time then must say to learn (chooseWhole).
+func (t *twoWays) choose(kind, bytes int, gain float64, whole bool) (second bool, ops uint64, time, cold bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ways == nil {
@@ -91,8 +125,12 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 		t.ways[k] = w
 	}
 	w.ops++
+	if whole {
+		second, time, cold = w.chooseWhole(gain)
+		return second, w.ops, time, cold
+	}
 	if w.timed[0] < 2 || w.timed[1] < 2 {
-		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
+		return w.timed[1] < w.timed[0], w.ops, true, false // each way twice, in turn
 	}
 	second = w.cost[1]*gain < w.cost[0]
 	w.second = second
@@ -103,7 +141,36 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 && !w.clearLoser(gain) {
 		second = !second
 	}
-	return second, w.ops
+	return second, w.ops, true, false
+}
+
+// chooseWhole is choose for whole operations: a run of the first way
+// until it has two warm samples, then one of the second; then the faster
+// way, but for a run of the other one operation in runEvery.
+func (w *copyWays) chooseWhole(gain float64) (second, time, cold bool) {
+	switch {
+	case w.timed[0] < 2:
+	case w.timed[1] < 2:
+		second = true
+	case w.run > 0:
+		w.run--
+		second = !w.second
+	default:
+		w.second = w.cost[1]*gain < w.cost[0]
+		second = w.second
+		if w.ops%runEvery == 0 || w.ops >= 32 && w.ops&(w.ops-1) == 0 {
+			w.run, w.fresh = runOps-1, true
+			second = !second
+		}
+	}
+	if w.ops == 1 || second != w.last {
+		w.cold = coldOps
+	}
+	w.last = second
+	if cold = w.cold > 0; cold {
+		w.cold--
+	}
+	return second, cold || w.run > 0 || w.timed[0] < 2 || w.timed[1] < 2, cold
 }
 
 // clearLoser reports whether one way has cost twice what the other has,
@@ -149,14 +216,18 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean 
 	// fast at times and slow at others, waiting on the scheduler or the
 	// kernel, and what a caller pays is their mean. The average of the
 	// way taken moves an eighth towards every sample, counting as four
-	// times the average at most. The way not taken is timed one
-	// operation in exploreEvery, so each of its samples stands for that
-	// many operations and moves its average halfway: else a slow start
-	// (a collection, first page faults) that the way taken forgets in a
-	// few dozen operations holds the other's average up for hundreds.
+	// times the average at most. A cold operation's sample is dropped
+	// (SingleCopy.Learn). The way not taken is tried in a run every runEvery
+	// operations, and the run is all that is known of how it goes now:
+	// its first warm sample replaces the average, the next moves it
+	// halfway. Else a slow start (a collection, first page faults) that
+	// the way taken forgets in a few dozen operations would hold the
+	// other's average up for hundreds.
 	switch w.timed[way]++; {
 	case w.timed[way] <= 2:
 		w.cost[way] = x
+	case mean && second != w.second && w.fresh:
+		w.cost[way], w.fresh = x, false
 	case mean && second != w.second:
 		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 2
 	case mean:

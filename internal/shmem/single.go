@@ -10,10 +10,11 @@ package shmem
 // 64 KiB handoff through the segment took 8-11 µs and process_vm_readv
 // of a warm 64 KiB of another process 2.4-2.8. So the rank that decides
 // an operation times whole operations both ways, per kind and size
-// class, from its start until every rank is done, and copies once while
-// that is faster. An operation through the segment needs a wait for the
-// slowest rank at its end only to be timed, so only one in slotsTimedEvery
-// is. Like a Copier, it tries the way it does not take now and then.
+// class, as long as the slowest rank's part of them took, and copies
+// once while that is faster. Timing an operation through the segment
+// costs every rank two readings of the clock and the decider a look at
+// every rank's call record, so only one in slotsTimedEvery is. Like a
+// Copier, it tries the way it does not take now and then.
 //
 // A SingleCopy is safe for concurrent use; its zero value is ready.
 type SingleCopy struct{ ways twoWays }
@@ -22,16 +23,24 @@ type SingleCopy struct{ ways twoWays }
 // once each way has been timed twice.
 const slotsTimedEvery = 4
 
-// Choose reports whether an operation of the given kind and bytes should
-// copy once, and whether it is to be timed (Learn): one that copies once
-// always is.
-func (s *SingleCopy) Choose(kind, bytes int) (single, timed bool) {
-	single, ops := s.ways.choose(kind, bytes, 1)
-	return single, single || ops <= exploreEarly || ops%slotsTimedEvery == 0
+// A Choice is what Choose decided for an operation, which Learn takes
+// back with the operation's time.
+type Choice struct {
+	Single bool // copy once
+	Timed  bool // time the operation, for Learn: one that copies once always is
+	cold   bool // one of its way's first coldOps since the other's: its time is not learned
 }
 
-// Learn records that an operation of the given kind and bytes, copying
-// once or through the segment, took nanos nanoseconds.
-func (s *SingleCopy) Learn(kind, bytes int, single bool, nanos int64) {
-	s.ways.learn(kind, bytes, single, int64(bytes), nanos, true)
+// Choose decides how an operation of the given kind and bytes copies.
+func (s *SingleCopy) Choose(kind, bytes int) Choice {
+	single, ops, time, cold := s.ways.choose(kind, bytes, 1, true)
+	return Choice{Single: single, Timed: single || time || ops%slotsTimedEvery == 0, cold: cold}
+}
+
+// Learn records that an operation of the given kind and bytes, which
+// went as c says, took nanos nanoseconds.
+func (s *SingleCopy) Learn(kind, bytes int, c Choice, nanos int64) {
+	if !c.cold {
+		s.ways.learn(kind, bytes, c.Single, int64(bytes), nanos, true)
+	}
 }
