@@ -80,11 +80,11 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // matched or beat one everywhere, on another one copy took a third of
 // the time of a handoff through shared memory (64 KiB: 3.4 µs against
 // 10.5) and made Bcasts, Gathers, Scatters and Alltoalls of 64 to 256
-// KiB up to twice as fast. "auto" follows the host, though it may at
-// times take the slower way, since it samples the way it does not take
-// only now and then (docs/performance.md, 2026-11-28). Init also takes
-// it from GOCOLL_SINGLE_COPY. The kernel allows the copy
-// where a rank may ptrace the others (the same user, and under Yama's
+// KiB up to twice as fast. "auto" follows the host: the root of each call
+// times both ways and takes the faster, trying the other in short runs
+// now and then (docs/guide.md, "One copy, straight out of another rank's
+// slice"). Init also takes it from GOCOLL_SINGLE_COPY. The kernel allows
+// the copy where a rank may ptrace the others (the same user, and under Yama's
 // ptrace_scope 1 only a descendant or a process that allowed it); the
 // ranks find out when the segment is made, and where one may not, none
 // copies once. Rank 0's setting holds for a communicator's ranks, which
