@@ -110,8 +110,8 @@ func (c *Copier) Choose(kind, bytes int) bool {
 // times lower than the first's, and how many operations of the kind and
 // size class have been chosen, this one included. Of whole operations
 // (SingleCopy) it also reports whether the choice needs the operation's
-// time (a run's, and a cold one's) and whether the operation runs cold,
-// which its time then must say to learn (chooseWhole).
+// time (a run's) and whether the operation runs cold, which its time
+// then must say to learn (chooseWhole).
 func (t *twoWays) choose(kind, bytes int, gain float64, whole bool) (second bool, ops uint64, time, cold bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -146,8 +146,12 @@ func (t *twoWays) choose(kind, bytes int, gain float64, whole bool) (second bool
 
 // chooseWhole is choose for whole operations: a run of the first way
 // until it has two warm samples, then one of the second; then the faster
-// way, but for a run of the other one operation in runEvery.
+// way, but for a run of the other one operation in runEvery. The runs'
+// operations need their times; a cold one's time is not learned, but
+// the way taken after a run learns its first warm ones as it learns any
+// (one in slotsTimedEvery through the slots).
 func (w *copyWays) chooseWhole(gain float64) (second, time, cold bool) {
+	time = true
 	switch {
 	case w.timed[0] < 2:
 	case w.timed[1] < 2:
@@ -156,11 +160,12 @@ func (w *copyWays) chooseWhole(gain float64) (second, time, cold bool) {
 		w.run--
 		second = !w.second
 	default:
+		time = false
 		w.second = w.cost[1]*gain < w.cost[0]
 		second = w.second
 		if w.ops%runEvery == 0 || w.ops >= 32 && w.ops&(w.ops-1) == 0 {
 			w.run, w.fresh = runOps-1, true
-			second = !second
+			second, time = !second, true
 		}
 	}
 	if w.ops == 1 || second != w.last {
@@ -170,7 +175,7 @@ func (w *copyWays) chooseWhole(gain float64) (second, time, cold bool) {
 	if cold = w.cold > 0; cold {
 		w.cold--
 	}
-	return second, cold || w.run > 0 || w.timed[0] < 2 || w.timed[1] < 2, cold
+	return second, time, cold
 }
 
 // clearLoser reports whether one way has cost twice what the other has,
