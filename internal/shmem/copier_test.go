@@ -82,3 +82,38 @@ func TestCopier(t *testing.T) {
 		}
 	}
 }
+
+// TestCopierClearLoserIsNotRetriedEarly: once each way has been timed
+// twice, a way that loses by twice the margin it needs (around the
+// caches, which must copy aroundGain times faster to be taken) is tried
+// again only one copy in exploreEvery, not one in four of the first
+// exploreEarly too, so that a short run pays little for learning; ways
+// closer than that still are.
+func TestCopierClearLoserIsNotRetriedEarly(t *testing.T) {
+	const kind, bytes = 1, 64 << 10
+	for _, tc := range []struct {
+		name           string
+		cached, around float64
+		want           int // copies around the caches in the first exploreEvery
+	}{
+		{"as fast as through the caches", 100, 100, 3},
+		{"2.3 times as fast", 100, 44, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Copier
+			around := 0
+			for range exploreEvery {
+				a := c.Choose(kind, bytes)
+				cost := tc.cached
+				if a {
+					around++
+					cost = tc.around
+				}
+				c.Learn(kind, bytes, a, 1024, int64(cost))
+			}
+			if around != tc.want {
+				t.Errorf("copied around the caches %d times in %d copies, want %d", around, exploreEvery, tc.want)
+			}
+		})
+	}
+}

@@ -10,39 +10,59 @@ type costs struct {
 	slotsCold, singleCold []float64
 }
 
+// at is what an operation costs that took the way single says, since
+// places after the way changed, whatever its number.
+func (k costs) at(_ int, single bool, since int) float64 {
+	x, cold := k.slots, k.slotsCold
+	if single {
+		x, cold = k.single, k.singleCold
+	}
+	if since < len(cold) {
+		return cold[since]
+	}
+	return x
+}
+
 // drive makes ops operations of the given kind and bytes with s, each
-// costing what k says of the operation's way and its place since the
-// way changed, learning from the timed ones as core does, and returns
-// how many copied once and how many through the segment were timed.
-func drive(t *testing.T, s *SingleCopy, kind, bytes, ops int, k costs) (single, timedSlots int) {
+// costing what cost says of it (its number, its way, and its place since
+// the way changed), learns from the timed ones as core does, and returns
+// the choices.
+func drive(t *testing.T, s *SingleCopy, kind, bytes, ops int, cost func(op int, single bool, since int) float64) []Choice {
 	t.Helper()
-	last, since := false, 0
-	for op := range ops {
+	choices := make([]Choice, ops)
+	since := 0
+	for op := range choices {
 		c := s.Choose(kind, bytes)
-		if op == 0 || c.Single != last {
+		if op == 0 || c.Single != choices[op-1].Single {
 			since = 0
 		}
-		last = c.Single
-		x, cold := k.slots, k.slotsCold
-		if c.Single {
-			x, cold = k.single, k.singleCold
-			single++
-			if !c.Timed {
-				t.Fatalf("operation %d: a single copy that is not timed", op)
-			}
-		} else if c.Timed {
-			timedSlots++
+		if c.Single && !c.Timed {
+			t.Fatalf("operation %d: a single copy that is not timed", op)
 		}
-		if since < len(cold) {
-			x = cold[since]
-		}
+		x := cost(op, c.Single, since)
 		since++
 		if c.Timed {
 			s.Learn(kind, bytes, c, int64(x*float64(bytes)/1024))
 		}
+		choices[op] = c
 	}
-	return single, timedSlots
+	return choices
 }
+
+// count is how many of choices, from the one numbered from on, want says
+// of.
+func count(choices []Choice, from int, want func(Choice) bool) int {
+	n := 0
+	for _, c := range choices[from:] {
+		if want(c) {
+			n++
+		}
+	}
+	return n
+}
+
+func copiedOnce(c Choice) bool        { return c.Single }
+func timedThroughSlots(c Choice) bool { return !c.Single && c.Timed }
 
 // TestSingleCopy drives a SingleCopy with made-up operation times: it
 // copies once while that is faster, follows the host when that changes,
@@ -75,7 +95,8 @@ func TestSingleCopy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var s SingleCopy
 			for i, ph := range tc.phases {
-				single, timed := drive(t, &s, kind, bytes, ph.ops, costs{slots: ph.slots, single: ph.single})
+				choices := drive(t, &s, kind, bytes, ph.ops, costs{slots: ph.slots, single: ph.single}.at)
+				single, timed := count(choices, 0, copiedOnce), count(choices, 0, timedThroughSlots)
 				if d := single - ph.wantSingle; d < -12 || d > 12 {
 					t.Errorf("phase %d: copied once %d times of %d, want about %d", i, single, ph.ops, ph.wantSingle)
 				}
@@ -93,7 +114,10 @@ func TestSingleCopy(t *testing.T) {
 // ranks' 1 MiB Gathers (2026-11-28): through the slots 92 and 70 ns/KiB
 // cold, then 30; copying once 65 and 91, then 51. The chooser must learn
 // from warm operations and go through the slots; one that tried each way
-// an operation at a time copied once nearly always.
+// an operation at a time copied once nearly always. Runs alone do not
+// suffice where both cold operations mislead: slots that cost 300 and
+// 200 cold against single copies' 40 and 45 would keep the chooser on
+// the single copy unless it drops the cold ones' times.
 func TestSingleCopyLearnsWarmWays(t *testing.T) {
 	const kind, bytes = 5, 1 << 20
 	gather := costs{slots: 30, single: 51, slotsCold: []float64{92, 70}, singleCold: []float64{65, 91}}
@@ -103,12 +127,14 @@ func TestSingleCopyLearnsWarmWays(t *testing.T) {
 		want func(single int) bool
 	}{
 		{"through the slots", gather, func(single int) bool { return single < 30 }},
+		{"through the slots, colder still", costs{slots: 30, single: 51, slotsCold: []float64{300, 200}, singleCold: []float64{40, 45}},
+			func(single int) bool { return single < 30 }},
 		{"once, the costs the other way round", costs{slots: 51, single: 30, slotsCold: []float64{65, 91}, singleCold: []float64{92, 70}},
 			func(single int) bool { return single > 570 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s SingleCopy
-			single, _ := drive(t, &s, kind, bytes, 600, tc.k)
+			single := count(drive(t, &s, kind, bytes, 600, tc.k.at), 0, copiedOnce)
 			if !tc.want(single) {
 				t.Errorf("copied once %d times in 600 operations", single)
 			}
@@ -123,25 +149,17 @@ func TestSingleCopyLearnsWarmWays(t *testing.T) {
 func TestSingleCopyFollowsTheMean(t *testing.T) {
 	const kind, bytes = 2, 128 << 10
 	var s SingleCopy
-	single, fast := 0, false
-	for op := range 600 {
-		c := s.Choose(kind, bytes)
-		cost := 150.0
-		if c.Single {
-			fast = !fast
-			cost = 300
-			if fast {
-				cost = 80
-			}
-			if op >= 300 {
-				single++
-			}
+	fast := false
+	choices := drive(t, &s, kind, bytes, 600, func(_ int, single bool, _ int) float64 {
+		if !single {
+			return 150
 		}
-		if c.Timed {
-			s.Learn(kind, bytes, c, int64(cost*bytes/1024))
+		if fast = !fast; fast {
+			return 80
 		}
-	}
-	if single > 12 {
+		return 300
+	})
+	if single := count(choices, 300, copiedOnce); single > 12 {
 		t.Errorf("copied once %d times in the last 300 operations, want about 8", single)
 	}
 }
@@ -157,23 +175,13 @@ func TestSingleCopyFollowsTheMean(t *testing.T) {
 func TestSingleCopyForgetsASlowStart(t *testing.T) {
 	const kind, bytes, slow = 4, 64 << 10, 40
 	var s SingleCopy
-	single := 0
-	for op := range 300 {
-		c := s.Choose(kind, bytes)
-		cost := 170.0
-		if c.Single {
-			cost = 85
-		}
+	choices := drive(t, &s, kind, bytes, 300, func(op int, single bool, since int) float64 {
 		if op < slow {
-			cost = 1500
-		} else if c.Single && op >= 150 {
-			single++
+			return 1500
 		}
-		if c.Timed {
-			s.Learn(kind, bytes, c, int64(cost*bytes/1024))
-		}
-	}
-	if single < 140 {
+		return costs{slots: 170, single: 85}.at(op, single, since)
+	})
+	if single := count(choices, 150, copiedOnce); single < 140 {
 		t.Errorf("copied once %d times in the last 150 operations, want nearly all", single)
 	}
 }
