@@ -220,24 +220,29 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean 
 	// Whole operations are another matter (SingleCopy): one way's can be
 	// fast at times and slow at others, waiting on the scheduler or the
 	// kernel, and what a caller pays is their mean. The average of the
-	// way taken moves an eighth towards every sample, counting as four
-	// times the average at most. A cold operation's sample is dropped
-	// (SingleCopy.Learn). The way not taken is tried in a run every runEvery
-	// operations, and the run is all that is known of how it goes now:
-	// its first warm sample replaces the average, the next moves it
-	// halfway. Else a slow start (a collection, first page faults) that
-	// the way taken forgets in a few dozen operations would hold the
-	// other's average up for hundreds.
+	// way taken moves an eighth towards every sample, faster or slower,
+	// counting as twice the average at most like a copy's. Now and then
+	// an operation takes ten times as long whichever way it goes (the
+	// runtime's monitor, an interrupt: about one 64 KiB Bcast in a
+	// hundred, 2026-11-28); counted as four times, as they once were,
+	// one such operation moved the average three eighths, past the other
+	// way's where that was a quarter slower, and the chooser then kept
+	// the slower way until the next run (TestSingleCopyIsNotTurnedByOneSlowCall).
+	// A cold operation's sample is dropped (SingleCopy.Learn). The way
+	// not taken is tried in a run every runEvery operations, and the run
+	// is all that is known of how it goes now: its first warm sample
+	// replaces the average, the next moves it halfway. Else a slow start
+	// (a collection, first page faults) that the way taken forgets in a
+	// few dozen operations would hold the other's average up for
+	// hundreds.
 	switch w.timed[way]++; {
 	case w.timed[way] <= 2:
 		w.cost[way] = x
 	case mean && second != w.second && w.fresh:
 		w.cost[way], w.fresh = x, false
 	case mean && second != w.second:
-		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 2
-	case mean:
-		w.cost[way] += (min(x, 4*w.cost[way]) - w.cost[way]) / 8
-	case x < w.cost[way]:
+		w.cost[way] += (min(x, 2*w.cost[way]) - w.cost[way]) / 2
+	case !mean && x < w.cost[way]:
 		w.cost[way] = (w.cost[way] + x) / 2
 	default:
 		w.cost[way] += (min(x, 2*w.cost[way]) - w.cost[way]) / 8

@@ -185,3 +185,29 @@ func TestSingleCopyForgetsASlowStart(t *testing.T) {
 		t.Errorf("copied once %d times in the last 150 operations, want nearly all", single)
 	}
 }
+
+// TestSingleCopyIsNotTurnedByOneSlowCall: now and then a call takes ten
+// times its usual time whichever way it goes (the runtime's monitor, an
+// interrupt: about one 64 KiB call in a hundred took 40-60 µs on
+// 2026-11-28's hosts, against 5-10). One such call of the way taken
+// must not move its average past the other way's, where that is not
+// much slower: the way not taken is tried again only at its next run, up
+// to runEvery calls later, so the chooser would stay on the slower way
+// until then. Here copies once at 100 ns/KiB against the segment's 125
+// (two ranks' 64 KiB Bcasts, 2026-11-28), with single copies of ten
+// times that at the 300th and the 700th call.
+func TestSingleCopyIsNotTurnedByOneSlowCall(t *testing.T) {
+	const kind, bytes = 4, 64 << 10
+	var s SingleCopy
+	choices := drive(t, &s, kind, bytes, 1000, func(op int, single bool, since int) float64 {
+		if single && (op == 300 || op == 700) {
+			return 1000
+		}
+		return costs{slots: 125, single: 100}.at(op, single, since)
+	})
+	// Of the 800 calls from the 200th, the runs through the segment at
+	// 256, 512 and 768 take 12.
+	if single := count(choices, 200, copiedOnce); single < 770 {
+		t.Errorf("copied once %d times in the last 800 operations, want about 788", single)
+	}
+}
