@@ -14,7 +14,9 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/errtest"
+	"github.com/gocoll/gocoll/internal/objcodec"
 )
 
 type runInfo struct {
@@ -383,6 +385,53 @@ func TestBcastObjectHints(t *testing.T) {
 			})
 			for r, c := range cs {
 				require.Equal(t, uint64(want), callsOf(c, "Bcast"), "rank %d's Bcasts", r)
+			}
+		})
+	}
+}
+
+// TestBcastObjectHeadBlock: after a BcastObject whose raw block went on
+// its own and whose head was short, the next call's control block is
+// headBlock bytes, which a segment moves in a fast line; a head that has
+// grown too long for it goes whole in two Bcasts, after which the block
+// is bcastBlock again, and then headBlock once more.
+func TestBcastObjectHeadBlock(t *testing.T) {
+	type headed struct {
+		Name string
+		Grad []float32 // raw, beyond hintMax: on its own
+	}
+	const root, n = 1, 40000
+	long := strings.Repeat("a long name ", 20)
+	calls := []struct {
+		name      string
+		wantBlock int // for the next call, after this one
+	}{{"a", headBlock}, {"b", headBlock}, {long, bcastBlock}, {"c", headBlock}, {long + "d", bcastBlock}}
+	for _, transport := range []string{"mem", "shm"} {
+		t.Run(transport, func(t *testing.T) {
+			cs := job(t, 3, comm.WithTransport(transport))
+			key := hintKey{root: root, fp: objcodec.Fingerprint(reflect.TypeFor[headed]())}
+			for i, call := range calls {
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					var v headed
+					if c.Rank() == root {
+						v = headed{Name: call.name, Grad: make([]float32, n)}
+						v.Grad[n-1] = float32(i)
+					}
+					if err := BcastObject(ctx, c, &v, root); err != nil {
+						return err
+					}
+					if v.Name != call.name || len(v.Grad) != n || v.Grad[n-1] != float32(i) {
+						return fmt.Errorf("call %d: BcastObject gave a %d-byte name and %d elements", i, len(v.Name), len(v.Grad))
+					}
+					return nil
+				})
+				for r, c := range cs {
+					most := hintMax
+					if (*core.Comm)(c).Segment() != nil {
+						most = hintMaxSegment
+					}
+					require.Equal(t, call.wantBlock, hintsOf(c).blockSize(key, most), "rank %d's block after call %d", r, i)
+				}
 			}
 		})
 	}
