@@ -706,13 +706,13 @@ const (
 	// against 0.6 µs through shared memory).
 	bcastBlock = 1024
 	// gatherBlock is each rank's block in AllgatherObject (and the
-	// Allgathers of AllreduceObject and GatherObject) and ScatterObject,
-	// which every rank receives p of: 72 bytes inline cover a rank's
-	// small metadata (a loss and a count, a short name), and a block no
-	// longer than a segment's fast line (core.FastBytes, asserted below)
-	// takes the blocks' Allgather through the fast lines rather than a
-	// round through the slots. Two ranks sharing a host, a 16-byte
-	// struct, between barriers, four alternating runs (2026-11-28):
+	// Allgather of AllreduceObject) and ScatterObject, which every rank
+	// receives p of: 72 bytes inline cover a rank's small metadata (a
+	// loss and a count, a short name), and a block no longer than a
+	// segment's fast line (core.FastBytes, asserted below) takes the
+	// blocks' Allgather through the fast lines rather than a round
+	// through the slots. Two ranks sharing a host, a 16-byte struct,
+	// between barriers, four alternating runs (2026-11-28):
 	// AllgatherObject 1.50-1.82 µs against 1.85-2.14 with blocks of 128
 	// bytes, AllreduceObject 3.99-4.17 against 4.09-4.79.
 	gatherBlock = 96
