@@ -292,11 +292,11 @@ func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2
 }
 
 // bcastDirect: every rank copies root's buffer into its own, buf. With
-// split (registered memory, a CPU for each rank), root copies the last
-// part of every other rank's buffer itself, a share (bcastSplit), and
-// each of them the rest, so that root's CPU copies too rather than only
-// waiting; everyone then waits until all are done, since root writes
-// the others' buffers.
+// split (registered memory, see bcastSplits), root copies the last part
+// of every other rank's buffer itself, a share (bcastSplit), and each of
+// them the rest, so that root's CPU copies too rather than only waiting;
+// everyone then waits until all are done, since root writes the others'
+// buffers.
 func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int, split bool) error {
 	me := k.c.Rank()
 	if !split {
@@ -328,6 +328,24 @@ func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int, split boo
 // alternating runs, µs, whole against split: 1 MiB 37-50 / 15.5-20.4, 16
 // MiB 1163-1390 / 661-788, 64 MiB 9090-11463 / 3727-4205.
 func bcastSplit(n, ranks int) int { return n - n/ranks }
+
+// bcastSplits reports whether a direct Bcast of the given bytes between
+// registered buffers is split: always where each rank has a CPU, and up
+// to crowdedSplitMax where the host's ranks outnumber its CPUs.
+func bcastSplits(crowded bool, bytes int) bool { return !crowded || bytes <= crowdedSplitMax }
+
+// crowdedSplitMax is the largest split Bcast on a crowded host. Unsplit,
+// root has nothing to do but wait while each other rank copies the
+// whole buffer in its turn for a CPU; split, root copies a share of
+// each, and its turns copy rather than wait. Registered Bcasts on two
+// CPUs, µs, medians of three or four alternating runs, unsplit against
+// split (2026-11-28): four ranks 80 / 58 at 512 KiB, 393 / 134 and 470 /
+// 110 at 1 MiB, 919 / 630 at 2 MiB; three ranks 44 / 48 at 512 KiB, 226
+// / 92 and 239 / 105 at 1 MiB, but 497 / 463 and 497 / 670 at 2 MiB, 973
+// / 1646 at 4 MiB and 20.9 / 24.6 ms at 64 MiB: there three ranks copy
+// on two CPUs where two did, and once each copy outlasts a turn, the
+// one whose turn it is not holds the others up at the end.
+const crowdedSplitMax = 1 << 20
 
 // scatterDirect: every rank but root copies its block of root's send
 // buffer into its receive buffer.

@@ -471,11 +471,11 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return bcastFast(k, s, buf, root)
 	}
 	var op core.SegmentOp
-	// A direct Bcast between registered buffers is split where each rank
-	// has a CPU (bcastDirect), for which root maps every rank's buffer,
-	// the others only root's. Every rank finds the same: Crowded is what
-	// rank 0 found.
-	split := !s.Crowded()
+	// A direct Bcast between registered buffers may be split
+	// (bcastDirect), for which root maps every rank's buffer, the others
+	// only root's. Every rank finds the same: Crowded is what rank 0
+	// found.
+	split := bcastSplits(s.Crowded(), len(buf)*k.size)
 	peer := root
 	if split && k.c.Rank() == root {
 		peer = -1

@@ -228,6 +228,29 @@ func TestDirectFrom(t *testing.T) {
 	}
 }
 
+// TestBcastSplits: a direct Bcast between registered buffers is split
+// wherever each rank has a CPU, and on a crowded host up to
+// crowdedSplitMax.
+func TestBcastSplits(t *testing.T) {
+	tests := []struct {
+		crowded bool
+		bytes   int
+		want    bool
+	}{
+		{false, directMin, true},
+		{false, 64 << 20, true},
+		{true, directMinCrowded, true},
+		{true, crowdedSplitMax, true},
+		{true, crowdedSplitMax + 1, false},
+		{true, 64 << 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("crowded=%v/%d", tt.crowded, tt.bytes), func(t *testing.T) {
+			require.Equal(t, tt.want, bcastSplits(tt.crowded, tt.bytes))
+		})
+	}
+}
+
 // TestRegisteredOutlivesCommunicator: registered memory belongs to the
 // process, not to a communicator: after the communicator it served
 // closes, each slice keeps its values, and another communicator goes
