@@ -153,11 +153,7 @@ func BcastObject[T any](ctx context.Context, c *comm.Comm, v *T, root int, opts 
 	if _, raw := oc.(rawCodec); raw {
 		hints = hintsOf(c)
 		key = hintKey{root: root, fp: objcodec.Fingerprint(reflect.TypeFor[T]())}
-		most := hintMax
-		if (*core.Comm)(c).Segment() != nil {
-			most = hintMaxSegment
-		}
-		size = hints.blockSize(key, most)
+		size = hints.blockSize(key, hintMaxOf(c))
 	}
 	buf := getObjectBuf()
 	defer putObjectBuf(buf)
@@ -295,6 +291,15 @@ const hintMax = 64<<10 + 64
 // in two phases of the host, and 16 KiB ones the same either way.
 const hintMaxSegment = 16<<10 + 64
 
+// hintMaxOf is hintMax, or hintMaxSegment where c's ranks share a
+// segment.
+func hintMaxOf(c *comm.Comm) int {
+	if (*core.Comm)(c).Segment() != nil {
+		return hintMaxSegment
+	}
+	return hintMax
+}
+
 // headBlock is the first Bcast's size after a BcastObject whose raw
 // block went on its own and whose head left room in a block this long:
 // a segment's fast line, which a Bcast crosses at about the cost of a
@@ -314,10 +319,11 @@ func (h *objectHints) blockSize(k hintKey, most int) int {
 		return bcastBlock
 	case last.total <= most:
 		return max(bcastBlock, (blockHead+last.total+last.total/16+63)&^63)
-	case last.total > last.inline && blockHead+last.inline < headBlock:
-		// The head alone came in the block, and next time's most likely
-		// fits a shorter one; a longer one goes whole in two Bcasts, and
-		// fills the block, after which the next call's is bcastBlock again.
+	case blockHead+last.inline < headBlock:
+		// Of a value larger than most, the head alone came in the
+		// block, and next time's most likely fits a shorter one; a
+		// longer one goes whole in two Bcasts, and fills the block,
+		// after which the next call's is bcastBlock again.
 		return headBlock
 	}
 	return bcastBlock

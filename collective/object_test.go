@@ -14,7 +14,6 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
-	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/errtest"
 	"github.com/gocoll/gocoll/internal/objcodec"
 )
@@ -426,11 +425,7 @@ func TestBcastObjectHeadBlock(t *testing.T) {
 					return nil
 				})
 				for r, c := range cs {
-					most := hintMax
-					if (*core.Comm)(c).Segment() != nil {
-						most = hintMaxSegment
-					}
-					require.Equal(t, call.wantBlock, hintsOf(c).blockSize(key, most), "rank %d's block after call %d", r, i)
+					require.Equal(t, call.wantBlock, hintsOf(c).blockSize(key, hintMaxOf(c)), "rank %d's block after call %d", r, i)
 				}
 			}
 		})
