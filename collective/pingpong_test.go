@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/launch"
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // The ways BenchmarkObjectPingPongProcesses sends a []float32 between
@@ -31,12 +34,25 @@ const pingPongCtlTag = 1 << 20
 // between two processes over shared memory and tcp, as typed messages and
 // as objects, so that the object calls compare with mpi4py's pickled
 // send and recv (bench/reference/mpi4py_bench.py -c pingpong), which
-// also runs two processes. An operation is one round trip.
+// also runs two processes. An operation is one round trip. Each
+// transport runs twice, as comm's BenchmarkTwoProcess does: with the
+// processes where the kernel puts them, at the default GOMAXPROCS, and
+// "bound", each on a CPU of its own at GOMAXPROCS=1, as gocoll run and
+// mpirun place two ranks on a host of two CPUs, and as mpi4py's
+// processes run under mpirun. Unbound on such a host, the threads of
+// both processes share its two CPUs, and the garbage collections that a
+// RecvObject loop runs every few messages stop the world for longer:
+// of 64 KiB trips' collections (GODEBUG=gctrace=1), 64 of 89 stopped it
+// for over 0.1 ms unbound (up to 1.7 ms), 22 of 74 bound.
 func BenchmarkObjectPingPongProcesses(b *testing.B) {
-	for _, tr := range []string{"shm", "tcp"} {
+	for _, tr := range []string{"shm", "tcp", "shm/bound", "tcp/bound"} {
 		b.Run(tr, func(b *testing.B) {
+			tr, bound := strings.CutSuffix(tr, "/bound")
+			if bound && runtime.NumCPU() < 2 {
+				b.Skip("binding two processes needs two CPUs")
+			}
 			ctx := context.Background()
-			c := startPingPongPeer(b, tr)
+			c := startPingPongPeer(b, tr, bound)
 			ask := func(way, size, iters int) {
 				req := binary.LittleEndian.AppendUint64(nil, uint64(way))
 				req = binary.LittleEndian.AppendUint64(req, uint64(size))
@@ -93,8 +109,9 @@ func pingPongTrip(ctx context.Context, c *comm.Comm, peer int, way string, buf *
 // startPingPongPeer starts this test binary again as rank 1 of a job of
 // two over transport tr, echoing what rank 0 asks (pingPongPeer), and
 // returns rank 0's communicator, closed, and the peer waited for, when
-// the benchmark ends.
-func startPingPongPeer(b *testing.B, tr string) *comm.Comm {
+// the benchmark ends. With bound, this process runs on CPU 0 and the
+// peer on CPU 1, each at GOMAXPROCS=1, until then.
+func startPingPongPeer(b *testing.B, tr string, bound bool) *comm.Comm {
 	exe, err := os.Executable()
 	require.NoError(b, err)
 	port, err := launch.FreePort()
@@ -107,7 +124,19 @@ func startPingPongPeer(b *testing.B, tr string) *comm.Comm {
 		peer.Env = append(peer.Env, k+"="+v)
 	}
 	peer.Stderr = os.Stderr
-	require.NoError(b, peer.Start())
+	if bound {
+		peer.Env = append(peer.Env, "GOMAXPROCS=1")
+		procs := runtime.GOMAXPROCS(1)
+		restore, err := testutil.BindProcess(0)
+		require.NoError(b, err)
+		b.Cleanup(func() {
+			restore()
+			runtime.GOMAXPROCS(procs)
+		})
+		require.NoError(b, launch.StartOnCPU(1, peer.Start))
+	} else {
+		require.NoError(b, peer.Start())
+	}
 	env["GOCOLL_RANK"] = "0"
 	for k, v := range env {
 		b.Setenv(k, v)
