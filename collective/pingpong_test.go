@@ -127,12 +127,10 @@ func startPingPongPeer(b *testing.B, tr string, bound bool) *comm.Comm {
 	if bound {
 		peer.Env = append(peer.Env, "GOMAXPROCS=1")
 		procs := runtime.GOMAXPROCS(1)
+		b.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 		restore, err := testutil.BindProcess(0)
 		require.NoError(b, err)
-		b.Cleanup(func() {
-			restore()
-			runtime.GOMAXPROCS(procs)
-		})
+		b.Cleanup(restore)
 		require.NoError(b, launch.StartOnCPU(1, peer.Start))
 	} else {
 		require.NoError(b, peer.Start())
