@@ -125,13 +125,7 @@ func startPingPongPeer(b *testing.B, tr string, bound bool) *comm.Comm {
 	}
 	peer.Stderr = os.Stderr
 	if bound {
-		peer.Env = append(peer.Env, "GOMAXPROCS=1")
-		procs := runtime.GOMAXPROCS(1)
-		b.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-		restore, err := testutil.BindProcess(0)
-		require.NoError(b, err)
-		b.Cleanup(restore)
-		require.NoError(b, launch.StartOnCPU(1, peer.Start))
+		require.NoError(b, testutil.StartBound(b, peer))
 	} else {
 		require.NoError(b, peer.Start())
 	}

@@ -717,12 +717,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 	}
 	peer.Stderr = os.Stderr
 	if bound {
-		peer.Env = append(peer.Env, "GOMAXPROCS=1")
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		restore, err := testutil.BindProcess(0)
-		require.NoError(b, err)
-		defer restore()
-		require.NoError(b, launch.StartOnCPU(1, peer.Start))
+		require.NoError(b, testutil.StartBound(b, peer))
 	} else {
 		require.NoError(b, peer.Start())
 	}

@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BindProcess binds every thread of this process to cpu, as a launcher
+// bindProcess binds every thread of this process to cpu, as a launcher
 // that binds ranks binds a rank's process; threads the runtime starts
 // later inherit it from the thread that starts them. The returned
 // function gives every thread the CPUs the calling thread had.
-func BindProcess(cpu int) (restore func(), err error) {
+func bindProcess(cpu int) (restore func(), err error) {
 	var own, set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &own); err != nil {
 		return nil, err

@@ -6,5 +6,5 @@ import "errors"
 
 var errBind = errors.New("binding to a CPU needs Linux")
 
-// BindProcess binds every thread of this process to cpu: Linux only.
-func BindProcess(cpu int) (restore func(), err error) { return nil, errBind }
+// bindProcess binds every thread of this process to cpu: Linux only.
+func bindProcess(cpu int) (restore func(), err error) { return nil, errBind }
