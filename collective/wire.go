@@ -224,13 +224,15 @@ func (k *call[T]) waitArrival(in *inbound, peer int) (int, wire.Header, error) {
 // awaitReduce waits for in, the receive from peer posted for got, checks
 // it, and combines its elements with mine into dst (see reduceMine): the
 // elements at offset off of the operation's buffer; dst is mine or got,
-// all three of one length. A lossy codec's payload is decoded a few KiB
-// at a time, each piece reduced while it is still in the cache, instead
-// of decoding it all and reading it back. With encode set (a lossy
-// codec's wire bytes for dst's elements), each reduced piece is also
-// encoded into encode and rounded to what it decodes to, again while in
-// the cache: the bytes a ring sends its reduced block in, and the block
-// as every rank will hold it.
+// all three of one length. With encode set (a lossy codec's wire bytes
+// for dst's elements), the reduced elements are also encoded into encode
+// and rounded to what they decode to: the bytes a ring sends its reduced
+// block in, and the block as every rank will hold it. A sum whose peer's
+// data is its right operand takes one pass over its operands where a
+// kernel fuses decoding, adding and encoding (kernel.SumDecoded: BF16 on
+// float32). Otherwise a lossy codec's payload is decoded a few KiB at a
+// time, each piece reduced, and encoded, while it is still in the cache,
+// instead of decoding it all and reading it back.
 func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte) error {
 	if !k.cfg.codec.Lossy() {
 		if err := k.await(in, peer, got, off); err != nil {
@@ -242,6 +244,16 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 	_, h, err := k.arrive(in, peer, len(dst), off)
 	if err != nil {
 		return err
+	}
+	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) {
+		// mine + got in one pass where a kernel fuses them (BF16 on
+		// float32), timed as codec work: it is mostly conversion.
+		k.t.Mark()
+		fused := kernel.SumDecoded(h.Codec, dst, mine, in.b[:2*len(dst)], encode)
+		k.t.Lap(core.PartCodec)
+		if fused {
+			return nil
+		}
 	}
 	var blk []T
 	var sb scratchBuf

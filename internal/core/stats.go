@@ -60,7 +60,8 @@ const (
 	PartCopy
 	// PartReduce is time spent combining operands.
 	PartReduce
-	// PartCodec is time spent encoding and decoding compressed payloads.
+	// PartCodec is time spent encoding and decoding compressed payloads,
+	// and summing where a kernel sums as it decodes.
 	PartCodec
 	numParts
 )

@@ -211,6 +211,29 @@ func Round[T codec.Elem](c codec.ID, buf []T) {
 	}
 }
 
+// SumDecoded is Decode of the lossy payload src followed by a sum:
+// dst[i] = mine[i] + the value src's element i decodes to, in one pass
+// over the three instead of decoding into a scratch slice and reading it
+// back. With encode non-nil it also does what EncodeRounding(c, encode,
+// dst) then does, in the same pass: each sum rounded to what the codec
+// keeps, its encoding in encode. mine is the left operand, as dst is in
+// Reduce, so that where mine is dst the results are Decode's and
+// Reduce(codec.Sum)'s bit for bit.
+//
+// It runs only where a kernel fuses the steps: float32 in BF16, with the
+// AVX2 or AVX-512 kernels, payloads 2-byte aligned. It reports whether
+// it ran; when it did not, nothing was written and the caller decodes and
+// reduces apart. src must hold 2·len(dst) bytes, encode (when not nil) at
+// least as many, mine len(dst) elements, and dst and mine must be the
+// same slice or not overlap. SumDecoded does not allocate.
+func SumDecoded[T codec.Elem](c codec.ID, dst, mine []T, src, encode []byte) bool {
+	d, ok := any(dst).([]float32)
+	if !ok || c != codec.BF16 || len(src) != 2*len(dst) || len(mine) != len(dst) || encode != nil && len(encode) < 2*len(dst) {
+		return false
+	}
+	return sumDecodedBF16(d, any(mine).([]float32), src, encode)
+}
+
 // The zstd coder is made on first use: building one allocates its
 // tables, which a job without zstd should not pay for. One encoder and one
 // decoder serve every goroutine.

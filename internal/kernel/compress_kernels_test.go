@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/internal/elemtest"
+	"github.com/stretchr/testify/require"
 )
 
 // kernelInputs32 returns float32 bit patterns where rounding to codec.BFloat16 or
@@ -112,6 +114,7 @@ func TestKernelsMatchScalar(t *testing.T) {
 			func(w uint16) uint64 { return math.Float64bits(codec.BFloat16(w).Float64()) })
 		checkPortable(t, codec.BF16, f32, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) })
 		checkPortable(t, codec.BF16, f64, func(x float64) uint16 { return uint16(codec.BFloat16FromFloat64(x)) })
+		checkSumDecoded(t, f32, words)
 	})
 	t.Run("fp16", func(t *testing.T) {
 		scalarEnc32 := func(b uint32) uint16 { return uint16(codec.Float16FromFloat32(math.Float32frombits(b))) }
@@ -127,6 +130,88 @@ func TestKernelsMatchScalar(t *testing.T) {
 		checkPortable(t, codec.FP16, f32, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) })
 		checkPortable(t, codec.FP16, f64, func(x float64) uint16 { return uint16(codec.Float16FromFloat64(x)) })
 	})
+}
+
+// checkSumDecoded runs SumDecoded on mine and a payload of words, shuffled
+// and cycled to mine's length, from each of the first eight offsets, in
+// place and into another slice, with and without encoding, and requires
+// what the separate steps give: against the scalar conversions for every
+// pair but two NaNs (whose sum may be either one, depending on the order
+// of the operands), and in place against Decode and Reduce bit for bit,
+// which is what collectives did before SumDecoded.
+func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
+	t.Helper()
+	w := slices.Clone(words)
+	elemtest.NewRand(t).Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+	payload := make([]byte, 2*len(mine))
+	for i := range mine {
+		binary.LittleEndian.PutUint16(payload[2*i:], w[i%len(w)])
+	}
+	for off := range 8 {
+		m, src := mine[off:], payload[2*off:]
+		for _, inPlace := range []bool{true, false} {
+			for _, encoding := range []bool{false, true} {
+				dst := make([]float32, len(m))
+				if inPlace {
+					copy(dst, m)
+				}
+				mine := m
+				if inPlace {
+					mine = dst
+				}
+				var enc []byte
+				if encoding {
+					enc = make([]byte, len(src))
+				}
+				before := slices.Clone(dst)
+				if !SumDecoded(codec.BF16, dst, mine, src, enc) {
+					// No kernel here (TestBF16AsmSwitch says where
+					// there must be one): nothing may have changed.
+					elemtest.RequireSameBits(t, before, dst)
+					require.True(t, bytes.Equal(make([]byte, len(enc)), enc), "SumDecoded wrote an encoding and reported it did not run")
+					continue
+				}
+				for i, x := range m {
+					word := binary.LittleEndian.Uint16(src[2*i:])
+					y := codec.BFloat16(word).Float32()
+					want := x + y
+					if encoding {
+						want = codec.BFloat16FromFloat32(want).Float32()
+						if got, wantWord := binary.LittleEndian.Uint16(enc[2*i:]), codec.BFloat16FromFloat32(dst[i]); got != uint16(wantWord) {
+							t.Fatalf("offset %d, in place %v, element %d: %v + %#04x encoded as %#04x, want %#04x", off, inPlace, i, x, word, got, wantWord)
+						}
+					}
+					if x != x && y != y {
+						if dst[i] == dst[i] {
+							t.Fatalf("offset %d, in place %v, element %d: NaN + NaN gave %v", off, inPlace, i, dst[i])
+						}
+						continue
+					}
+					if math.Float32bits(dst[i]) != math.Float32bits(want) {
+						t.Fatalf("offset %d, in place %v, encoding %v, element %d: %v + %#04x gave %v, want %v", off, inPlace, encoding, i, x, word, dst[i], want)
+					}
+				}
+				if !inPlace {
+					continue
+				}
+				want, dec := slices.Clone(m), make([]float32, len(m))
+				if err := Decode(codec.BF16, dec, src); err != nil {
+					t.Fatal(err)
+				}
+				if err := Reduce(codec.Sum, want, dec); err != nil {
+					t.Fatal(err)
+				}
+				wantEnc := make([]byte, len(src))
+				if encoding {
+					EncodeRounding(codec.BF16, wantEnc, want)
+				}
+				elemtest.RequireSameBits(t, want, dst)
+				if encoding {
+					require.Equal(t, wantEnc, enc, "offset %d: the encoding is not EncodeRounding's", off)
+				}
+			}
+		}
+	}
 }
 
 func bits64(f []float64) []uint64 {

@@ -24,3 +24,7 @@ func encodeRoundHalf[F float](c codec.ID, dst []byte, src []F) {
 // roundHalf sets every value of buf to what it becomes after a trip
 // through c.
 func roundHalf[F float](c codec.ID, buf []F) { roundHalfPortable(c, buf) }
+
+// sumDecodedBF16 fuses nothing without views: SumDecoded's callers decode
+// and reduce apart.
+func sumDecodedBF16(dst, mine []float32, src, encode []byte) bool { return false }

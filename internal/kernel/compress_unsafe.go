@@ -8,6 +8,7 @@
 package kernel
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
@@ -107,4 +108,30 @@ func roundHalf[F float](c codec.ID, buf []F) {
 			roundFP16F64(bitsOf[float64, uint64](b))
 		}
 	}
+}
+
+// sumDecodedBF16 is SumDecoded's view of its payloads as words: false
+// where either is misaligned or no assembly kernel runs (on other
+// architectures the separate passes, each unrolled, are the faster way).
+func sumDecodedBF16(dst, mine []float32, src, encode []byte) bool {
+	w, ok := wordsOf(src)
+	var e []uint16
+	if ok && encode != nil {
+		e, ok = wordsOf(encode[:len(src)])
+	}
+	if !ok {
+		return false
+	}
+	n, ok := sumDecodedBF16Asm(dst, mine, w, e)
+	if !ok {
+		return false
+	}
+	// The last elements, fewer than a kernel's pass.
+	for i := n; i < len(dst); i++ {
+		dst[i] = mine[i] + math.Float32frombits(uint32(w[i])<<16)
+	}
+	if e != nil {
+		encodeRoundBF16F32(e[n:], bitsOf[float32, uint32](dst[n:]))
+	}
+	return true
 }

@@ -78,6 +78,36 @@ func encodeRoundBF16F32AVX512(dst []uint16, src []uint32)
 //go:noescape
 func decodeBF16F32AVX512(dst []uint32, src []uint16)
 
+// sumDecodedBF16F32AVX2 sets dst[i] = mine[i] + the float32 of the bfloat16
+// src[i], as SumDecoded, for every i < len(dst) rounded down to a
+// multiple of 16. mine and src must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedBF16F32AVX2(dst []float32, mine []float32, src []uint16)
+
+// sumDecodedEncodeBF16F32AVX2 is sumDecodedBF16F32AVX2 that also
+// rounds each sum as encodeRoundBF16F32 does: enc[i] takes its
+// bfloat16 and dst[i] what that decodes to. enc must be at least as
+// long as dst.
+//
+//go:noescape
+func sumDecodedEncodeBF16F32AVX2(dst []float32, mine []float32, src []uint16, enc []uint16)
+
+// sumDecodedBF16F32AVX512 sets dst[i] = mine[i] + the float32 of the bfloat16
+// src[i], as SumDecoded, for every i < len(dst) rounded down to a
+// multiple of 32. mine and src must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedBF16F32AVX512(dst []float32, mine []float32, src []uint16)
+
+// sumDecodedEncodeBF16F32AVX512 is sumDecodedBF16F32AVX512 that also
+// rounds each sum as encodeRoundBF16F32 does: enc[i] takes its
+// bfloat16 and dst[i] what that decodes to. enc must be at least as
+// long as dst.
+//
+//go:noescape
+func sumDecodedEncodeBF16F32AVX512(dst []float32, mine []float32, src []uint16, enc []uint16)
+
 // encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32
 // with bits src[i], as encodeFP16F32, for every i < len(src) rounded
 // down to a multiple of 16. dst must be at least as long as src.

@@ -598,6 +598,202 @@ done:
 	VZEROUPPER
 	RET
 
+// func sumDecodedBF16F32AVX2(dst []float32, mine []float32, src []uint16)
+// Requires: AVX, AVX2
+TEXT ·sumDecodedBF16F32AVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ dst_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000010
+	JB        done
+	VPMOVZXWD (DX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   (CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VMOVUPS   Y1, (AX)
+	VPMOVZXWD 16(DX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   32(CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VMOVUPS   Y1, 32(AX)
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000010, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedEncodeBF16F32AVX2(dst []float32, mine []float32, src []uint16, enc []uint16)
+// Requires: AVX, AVX2
+TEXT ·sumDecodedEncodeBF16F32AVX2(SB), NOSPLIT, $0-96
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         mine_base+24(FP), CX
+	MOVQ         src_base+48(FP), DX
+	MOVQ         enc_base+72(FP), BX
+	MOVL         $0x7fffffff, SI
+	VMOVD        SI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x7f800000, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00007fff, SI
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00000001, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x00000040, SI
+	VMOVD        SI, X4
+	VPBROADCASTD X4, Y4
+	MOVQ         dst_len+8(FP), SI
+
+loop:
+	CMPQ      SI, $0x00000010
+	JB        done
+	VPMOVZXWD (DX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMOVUPS   (CX), Y6
+	VADDPS    Y5, Y6, Y6
+	VPSRLD    $0x10, Y6, Y7
+	VPAND     Y3, Y7, Y5
+	VPADDD    Y2, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPOR      Y4, Y7, Y7
+	VPAND     Y0, Y6, Y6
+	VPCMPGTD  Y1, Y6, Y6
+	VPBLENDVB Y6, Y7, Y5, Y5
+	VPSLLD    $0x10, Y5, Y6
+	VMOVUPS   Y6, (AX)
+	VPMOVZXWD 16(DX), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMOVUPS   32(CX), Y7
+	VADDPS    Y6, Y7, Y7
+	VPSRLD    $0x10, Y7, Y8
+	VPAND     Y3, Y8, Y6
+	VPADDD    Y2, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPOR      Y4, Y8, Y8
+	VPAND     Y0, Y7, Y7
+	VPCMPGTD  Y1, Y7, Y7
+	VPBLENDVB Y7, Y8, Y6, Y6
+	VPSLLD    $0x10, Y6, Y7
+	VMOVUPS   Y7, 32(AX)
+	VPACKUSDW Y6, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (BX)
+	ADDQ      $0x00000020, BX
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000010, SI
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedBF16F32AVX512(dst []float32, mine []float32, src []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumDecodedBF16F32AVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ dst_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000020
+	JB        done
+	VPMOVZXWD (DX), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   (CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, (AX)
+	VPMOVZXWD 32(DX), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   64(CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, 64(AX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedEncodeBF16F32AVX512(dst []float32, mine []float32, src []uint16, enc []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumDecodedEncodeBF16F32AVX512(SB), NOSPLIT, $0-96
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         mine_base+24(FP), CX
+	MOVQ         src_base+48(FP), DX
+	MOVQ         enc_base+72(FP), BX
+	MOVL         $0x7fffffff, SI
+	VPBROADCASTD SI, Z0
+	MOVL         $0x7f800000, SI
+	VPBROADCASTD SI, Z1
+	MOVL         $0x00007fff, SI
+	VPBROADCASTD SI, Z2
+	MOVL         $0x00000001, SI
+	VPBROADCASTD SI, Z3
+	MOVL         $0x00000040, SI
+	VPBROADCASTD SI, Z4
+	MOVQ         dst_len+8(FP), SI
+
+loop:
+	CMPQ      SI, $0x00000020
+	JB        done
+	VPMOVZXWD (DX), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMOVUPS   (CX), Z6
+	VADDPS    Z5, Z6, Z6
+	VPSRLD    $0x10, Z6, Z7
+	VPANDD    Z3, Z7, Z5
+	VPADDD    Z2, Z5, Z5
+	VPADDD    Z6, Z5, Z5
+	VPSRLD    $0x10, Z5, Z5
+	VPANDD    Z0, Z6, Z6
+	VPCMPGTD  Z1, Z6, K1
+	VPORD     Z4, Z7, K1, Z5
+	VPSLLD    $0x10, Z5, Z6
+	VMOVUPS   Z6, (AX)
+	VPMOVZXWD 32(DX), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMOVUPS   64(CX), Z7
+	VADDPS    Z6, Z7, Z7
+	VPSRLD    $0x10, Z7, Z8
+	VPANDD    Z3, Z8, Z6
+	VPADDD    Z2, Z6, Z6
+	VPADDD    Z7, Z6, Z6
+	VPSRLD    $0x10, Z6, Z6
+	VPANDD    Z0, Z7, Z7
+	VPCMPGTD  Z1, Z7, K1
+	VPORD     Z4, Z8, K1, Z6
+	VPSLLD    $0x10, Z6, Z7
+	VMOVUPS   Z7, 64(AX)
+	VPMOVDW   Z5, (BX)
+	VPMOVDW   Z6, 32(BX)
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, SI
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func encodeFP16F32F16C(dst []uint16, src []uint32)
 // Requires: AVX, F16C
 TEXT ·encodeFP16F32F16C(SB), NOSPLIT, $0-48

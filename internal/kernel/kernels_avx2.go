@@ -161,6 +161,48 @@ func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kerne
 	return n
 }
 
+// sumDecodedBF16Asm sums the bfloat16 words src into mine, into dst, as
+// SumDecoded, with sumDecodedBF16F32AVX512 or sumDecodedBF16F32AVX2 (with
+// enc non-nil, their twins that also round and encode into enc): the
+// first len(dst) rounded down to 32 or 16 elements, at most chunkBytes of
+// dst a call, as reduceAsm does. It returns how many elements it summed,
+// and false, having done nothing, without AVX2. It tells the race
+// detector what the kernels read and write.
+func sumDecodedBF16Asm(dst, mine []float32, src, enc []uint16) (int, bool) {
+	group := 16
+	switch {
+	case useAVX512:
+		group = 32
+	case !useAVX2:
+		return 0, false
+	}
+	n := len(dst) &^ (group - 1)
+	if race.Enabled {
+		race.ReadSlice(mine[:n])
+		race.ReadSlice(src[:n])
+		race.WriteSlice(dst[:n])
+		if enc != nil {
+			race.WriteSlice(enc[:n])
+		}
+	}
+	const step = chunkBytes / 4 // float32 elements, a multiple of 32
+	for i := 0; i < n; i += step {
+		j := min(i+step, n)
+		d, m, s := dst[i:j], mine[i:j], src[i:j]
+		switch {
+		case enc == nil && useAVX512:
+			sumDecodedBF16F32AVX512(d, m, s)
+		case enc == nil:
+			sumDecodedBF16F32AVX2(d, m, s)
+		case useAVX512:
+			sumDecodedEncodeBF16F32AVX512(d, m, s, enc[i:j])
+		default:
+			sumDecodedEncodeBF16F32AVX2(d, m, s, enc[i:j])
+		}
+	}
+	return n, true
+}
+
 // copyAroundAsm copies src into dst, which are as long, with copyNTAVX2
 // for every 128 bytes from dst's first 32-byte boundary on, and with copy
 // before and after, and reports whether it could.

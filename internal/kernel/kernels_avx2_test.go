@@ -5,6 +5,7 @@ package kernel
 import (
 	"testing"
 
+	"github.com/gocoll/gocoll/codec"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/cpu"
 )
@@ -56,6 +57,9 @@ func TestBF16AsmSwitch(t *testing.T) {
 	require.Equal(t, want, encodeBF16Asm(make([]uint16, n), make([]uint32, n)), "encoding kernel")
 	require.Equal(t, want, encodeRoundBF16Asm(make([]uint16, n), make([]uint32, n)), "rounding encoding kernel")
 	require.Equal(t, want, decodeBF16Asm(make([]uint32, n), make([]uint16, n)), "decoding kernel")
+	for _, enc := range [][]byte{nil, make([]byte, 2*n)} {
+		require.Equal(t, useAVX2, SumDecoded(codec.BF16, make([]float32, n), make([]float32, n), make([]byte, 2*n), enc), "fused sum, encoding %v", enc != nil)
+	}
 }
 
 // TestKernelsMatchScalarWithoutAVX512 runs TestKernelsMatchScalar on the

@@ -48,6 +48,14 @@ func TestRaceReports(t *testing.T) {
 			},
 		},
 		{
+			Name:  "sumdecoded/bf16",
+			Frame: "kernel.sumDecodedBF16Asm",
+			Prepare: func(*testing.T) (touch, hidden func()) {
+				dst, src, enc := make([]float32, n), make([]byte, 2*n), make([]byte, 2*n)
+				return func() { sink = dst[n/2] }, func() { SumDecoded(codec.BF16, dst, dst, src, enc) }
+			},
+		},
+		{
 			Name:  "copyaround",
 			Frame: "kernel.copyAroundAsm",
 			Prepare: func(*testing.T) (touch, hidden func()) {

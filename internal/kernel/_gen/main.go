@@ -77,6 +77,10 @@ func main() {
 	encodeBF16AVX512()
 	encodeRoundBF16AVX512()
 	decodeBF16AVX512()
+	for _, wide := range []bool{false, true} {
+		sumDecodedBF16(wide, false)
+		sumDecodedBF16(wide, true)
+	}
 	encodeFP16()
 	decodeFP16()
 	copyNT()
@@ -209,31 +213,15 @@ func encodeRoundBF16() {
 // encodeBF16Kernel emits a bfloat16 encoding kernel named name with the
 // doc comment doc; keep makes it store the rounded values over src too.
 func encodeBF16Kernel(name string, keep bool, doc []string) {
-	var abs, inf, half, one, quiet reg.VecVirtual
+	var rd bf16Rounder
 	conversion(name, "func(dst []uint16, src []uint32)", "src", 16, 64, 32, doc,
-		func() {
-			abs, inf = broadcast32(0x7fffffff), broadcast32(0x7f800000)
-			half, one, quiet = broadcast32(0x7fff), broadcast32(1), broadcast32(0x40)
-		},
+		func() { rd = newBF16Rounder(false) },
 		func(src, dst reg.Register) {
-			// round leaves in r the bfloat16 of each lane of x, zero-extended.
-			round := func(x, r reg.VecVirtual) {
-				t, m, q := YMM(), YMM(), YMM()
-				VPSRLD(U8(16), x, t)  // the kept bits
-				VPAND(one, t, r)      // the lowest of them: odd or even
-				VPADDD(half, r, r)    // just under half a unit, plus one if odd
-				VPADDD(x, r, r)       // carries into the kept bits when rounding up
-				VPSRLD(U8(16), r, r)  // the rounded value
-				VPOR(quiet, t, q)     // a NaN's kept bits, made quiet
-				VPAND(abs, x, m)      // |x|
-				VPCMPGTD(inf, m, m)   // all ones where |x| > Inf: a NaN
-				VPBLENDVB(m, q, r, r) // the NaN's bits there
-			}
 			x0, x1, r0, r1 := YMM(), YMM(), YMM(), YMM()
 			VMOVDQU(Mem{Base: src}, x0)
 			VMOVDQU(Mem{Base: src, Disp: 32}, x1)
-			round(x0, r0)
-			round(x1, r1)
+			rd.round(x0, r0)
+			rd.round(x1, r1)
 			if keep {
 				// x0 and x1 are read: they take the decoded values.
 				VPSLLD(U8(16), r0, x0)
@@ -241,12 +229,68 @@ func encodeBF16Kernel(name string, keep bool, doc []string) {
 				VMOVDQU(x0, Mem{Base: src})
 				VMOVDQU(x1, Mem{Base: src, Disp: 32})
 			}
-			// Packing works within each 128-bit half: r0's and r1's first four
-			// words, then their last four. VPERMQ puts the quarters in order.
-			VPACKUSDW(r1, r0, r0)
-			VPERMQ(U8(0xd8), r0, r0)
-			VMOVDQU(r0, Mem{Base: dst})
+			packBF16(r0, r1, Mem{Base: dst})
 		})
+}
+
+// packBF16 stores the zero-extended bfloat16 lanes of r0 and then r1, two
+// 256-bit registers, as 16 words at m. Packing works within each 128-bit
+// half: r0's and r1's first four words, then their last four. VPERMQ puts
+// the quarters in order.
+func packBF16(r0, r1 reg.VecVirtual, m Mem) {
+	VPACKUSDW(r1, r0, r0)
+	VPERMQ(U8(0xd8), r0, r0)
+	VMOVDQU(r0, m)
+}
+
+// bf16Rounder rounds float32 lanes to bfloat16 exactly as
+// codec.BFloat16FromFloat32 does, ties to even, a NaN kept with its sign
+// and top payload bits and made quiet. Its constants live in vector
+// registers for the whole kernel: 512-bit ones where wide.
+type bf16Rounder struct {
+	wide                       bool
+	abs, inf, half, one, quiet reg.VecVirtual
+}
+
+// newBF16Rounder loads the rounding constants, in 512-bit registers where
+// wide, in 256-bit ones otherwise.
+func newBF16Rounder(wide bool) bf16Rounder {
+	b := broadcast32
+	if wide {
+		b = broadcast32z
+	}
+	rd := bf16Rounder{wide: wide}
+	rd.abs, rd.inf = b(0x7fffffff), b(0x7f800000)
+	rd.half, rd.one, rd.quiet = b(0x7fff), b(1), b(0x40)
+	return rd
+}
+
+// round leaves in r the bfloat16 of each lane of x, zero-extended. The
+// 256-bit form blends a NaN's lanes in with VPBLENDVB, the 512-bit form
+// with a mask register.
+func (rd bf16Rounder) round(x, r reg.VecVirtual) {
+	if rd.wide {
+		t, m, nan := ZMM(), ZMM(), K()
+		VPSRLD(U8(16), x, t)       // the kept bits
+		VPANDD(rd.one, t, r)       // the lowest of them: odd or even
+		VPADDD(rd.half, r, r)      // just under half a unit, plus one if odd
+		VPADDD(x, r, r)            // carries into the kept bits when rounding up
+		VPSRLD(U8(16), r, r)       // the rounded value
+		VPANDD(rd.abs, x, m)       // |x|
+		VPCMPGTD(rd.inf, m, nan)   // set where |x| > Inf: a NaN
+		VPORD(rd.quiet, t, nan, r) // there, the NaN's kept bits made quiet
+		return
+	}
+	t, m, q := YMM(), YMM(), YMM()
+	VPSRLD(U8(16), x, t)   // the kept bits
+	VPAND(rd.one, t, r)    // the lowest of them: odd or even
+	VPADDD(rd.half, r, r)  // just under half a unit, plus one if odd
+	VPADDD(x, r, r)        // carries into the kept bits when rounding up
+	VPSRLD(U8(16), r, r)   // the rounded value
+	VPOR(rd.quiet, t, q)   // a NaN's kept bits, made quiet
+	VPAND(rd.abs, x, m)    // |x|
+	VPCMPGTD(rd.inf, m, m) // all ones where |x| > Inf: a NaN
+	VPBLENDVB(m, q, r, r)  // the NaN's bits there
 }
 
 // decodeBF16 emits decodeBF16F32AVX2, the kernel of decodeBF16F32: each
@@ -296,30 +340,15 @@ func encodeRoundBF16AVX512() {
 // encodeBF16Kernel512 is encodeBF16Kernel in 512-bit registers, 32
 // elements a pass.
 func encodeBF16Kernel512(name string, keep bool, doc []string) {
-	var abs, inf, half, one, quiet reg.VecVirtual
+	var rd bf16Rounder
 	conversion(name, "func(dst []uint16, src []uint32)", "src", 32, 128, 64, doc,
-		func() {
-			abs, inf = broadcast32z(0x7fffffff), broadcast32z(0x7f800000)
-			half, one, quiet = broadcast32z(0x7fff), broadcast32z(1), broadcast32z(0x40)
-		},
+		func() { rd = newBF16Rounder(true) },
 		func(src, dst reg.Register) {
-			// round leaves in r the bfloat16 of each lane of x, zero-extended.
-			round := func(x, r reg.VecVirtual) {
-				t, m, nan := ZMM(), ZMM(), K()
-				VPSRLD(U8(16), x, t)    // the kept bits
-				VPANDD(one, t, r)       // the lowest of them: odd or even
-				VPADDD(half, r, r)      // just under half a unit, plus one if odd
-				VPADDD(x, r, r)         // carries into the kept bits when rounding up
-				VPSRLD(U8(16), r, r)    // the rounded value
-				VPANDD(abs, x, m)       // |x|
-				VPCMPGTD(inf, m, nan)   // set where |x| > Inf: a NaN
-				VPORD(quiet, t, nan, r) // there, the NaN's kept bits made quiet
-			}
 			x0, x1, r0, r1 := ZMM(), ZMM(), ZMM(), ZMM()
 			VMOVDQU32(Mem{Base: src}, x0)
 			VMOVDQU32(Mem{Base: src, Disp: 64}, x1)
-			round(x0, r0)
-			round(x1, r1)
+			rd.round(x0, r0)
+			rd.round(x1, r1)
 			if keep {
 				VPSLLD(U8(16), r0, x0)
 				VPSLLD(U8(16), r1, x1)
@@ -351,6 +380,88 @@ func decodeBF16AVX512() {
 			VMOVDQU32(z0, Mem{Base: dst})
 			VMOVDQU32(z1, Mem{Base: dst, Disp: 64})
 		})
+}
+
+// sumDecodedBF16 emits the kernels of SumDecoded: each element of
+// mine plus the float32 of the bfloat16 at the same index of src, stored
+// in dst, two vectors a pass (16 elements in 256-bit registers, 32 where
+// wide). With encode the sum is rounded to bfloat16 on the way, as
+// encodeRoundBF16F32 rounds it: its word goes to enc and what it decodes
+// to to dst. That is a ring's receiving reduce-scatter step in one pass
+// over its operands, where decoding into a scratch block, summing and
+// encoding took three. mine is the first operand of VADDPS, as dst is in
+// the add kernels, so that where dst is mine the sums, NaNs' payloads
+// included, are what decoding and then Reduce give.
+func sumDecodedBF16(wide, encode bool) {
+	lanes, vec, vmove, width := 8, YMM, VMOVUPS, "AVX2"
+	if wide {
+		lanes, vec, width = 16, ZMM, "AVX512"
+	}
+	name, sig := "sumDecodedBF16F32"+width, "func(dst, mine []float32, src []uint16)"
+	doc := []string{
+		name + " sets dst[i] = mine[i] + the float32 of the bfloat16",
+		"src[i], as SumDecoded, for every i < len(dst) rounded down to a",
+		fmt.Sprintf("multiple of %d. mine and src must be at least as long as dst.", 2*lanes),
+	}
+	if encode {
+		name, sig = "sumDecodedEncodeBF16F32"+width, "func(dst, mine []float32, src, enc []uint16)"
+		doc = []string{
+			name + " is " + "sumDecodedBF16F32" + width + " that also",
+			"rounds each sum as encodeRoundBF16F32 does: enc[i] takes its",
+			"bfloat16 and dst[i] what that decodes to. enc must be at least as",
+			"long as dst.",
+		}
+	}
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(doc...)
+	dst := Load(Param("dst").Base(), GP64())
+	mine := Load(Param("mine").Base(), GP64())
+	src := Load(Param("src").Base(), GP64())
+	var enc reg.Register
+	var rd bf16Rounder
+	if encode {
+		enc = Load(Param("enc").Base(), GP64())
+		rd = newBF16Rounder(wide)
+	}
+	n := Load(Param("dst").Len(), GP64())
+
+	Label("loop")
+	CMPQ(n, U32(2*lanes))
+	JB(LabelRef("done"))
+	var sums, words [2]reg.VecVirtual
+	for i := range sums {
+		d, m := vec(), vec()
+		VPMOVZXWD(Mem{Base: src, Disp: 2 * lanes * i}, d) // a word a lane
+		VPSLLD(U8(16), d, d)                              // into the float32's top half
+		vmove(Mem{Base: mine, Disp: 4 * lanes * i}, m)
+		VADDPS(d, m, m)
+		if encode {
+			words[i] = vec()
+			rd.round(m, words[i])
+			VPSLLD(U8(16), words[i], m)
+		}
+		vmove(m, Mem{Base: dst, Disp: 4 * lanes * i})
+		sums[i] = m
+	}
+	if encode {
+		if wide {
+			VPMOVDW(words[0], Mem{Base: enc})
+			VPMOVDW(words[1], Mem{Base: enc, Disp: 2 * lanes})
+		} else {
+			packBF16(words[0], words[1], Mem{Base: enc})
+		}
+		ADDQ(U32(4*lanes), enc)
+	}
+	ADDQ(U32(8*lanes), dst)
+	ADDQ(U32(8*lanes), mine)
+	ADDQ(U32(4*lanes), src)
+	SUBQ(U32(2*lanes), n)
+	JMP(LabelRef("loop"))
+
+	Label("done")
+	VZEROUPPER()
+	RET()
 }
 
 // broadcast32z returns a 512-bit register holding v in each 32-bit lane.
