@@ -194,6 +194,12 @@ func allreduceDoubling[T codec.Elem](k *call[T], buf []T) error {
 // order, and then copied, so all ranks end with the same bits. This
 // rank's data are in from, which is buf itself or a send buffer the ring
 // only reads: each block's first sum lands in buf.
+//
+// The last reduce-scatter step and the first allgather step run as one:
+// each chunk of the block this rank reduces goes on to the right as soon
+// as it is reduced, while it is still in the cache (with a lossy codec,
+// in the wire bytes made as it was reduced), instead of being read back
+// from memory a step later.
 func allreduceRing[T codec.Elem](k *call[T], from, buf []T, chunk int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	if p == 1 {
@@ -210,53 +216,66 @@ func allreduceRing[T codec.Elem](k *call[T], from, buf []T, chunk int) error {
 		tmp, sb = scratch[T](maxBlock)
 	}
 	defer sb.release()
-	// With a lossy codec the allgather sends every block in wire bytes
-	// made before it: its first, this rank's own, encoded by the last
-	// reduce-scatter step block by block as it is reduced, while still in
-	// the cache; each later one in the bytes it arrived in. Two block-sized
-	// wire buffers alternate: a step receives into one and sends from the
-	// other.
+	// With a lossy codec each allgather step after the first forwards
+	// the bytes the step before received, unchanged: two block-sized wire
+	// buffers alternate, a step receiving into one and sending from the
+	// other. The last step forwards nothing, so its receives take pooled
+	// buffers, as do all of a two-rank ring's.
 	var wires [2][]byte
-	if k.cfg.codec.Lossy() {
-		var w0, w1 scratchBuf
-		wires[0], w0 = scratch[byte](2 * maxBlock)
-		wires[1], w1 = scratch[byte](2 * maxBlock)
-		defer w0.release()
-		defer w1.release()
+	var wireBufs [2]scratchBuf
+	if k.cfg.codec.Lossy() && p > 2 {
+		wires[1], wireBufs[1] = scratch[byte](2 * maxBlock)
 	}
+	if k.cfg.codec.Lossy() && p > 3 {
+		wires[0], wireBufs[0] = scratch[byte](2 * maxBlock)
+	}
+	defer wireBufs[0].release()
+	defer wireBufs[1].release()
 	k.keep = false
 	for s := range p - 1 {
 		st := ringStepOf(n, p, me, s, chunk)
+		var then *ringBlocks
 		if s == p-2 {
-			st.encode = wires[0]
+			// The allgather's first step sends this rank's own reduced
+			// block: with a lossy codec in the wire bytes made as it is
+			// reduced, so nothing is rounded again (k.keep stays false);
+			// without one there is nothing to round.
+			first := ringStepOf(n, p, me+1, 0, chunk)
+			first.recvWire = lastRecvWire(wires[1], p, 0)
+			then = &first
 		}
-		if err := ringStep(k, from, buf, tmp, s, right, left, st, true); err != nil {
+		if err := ringStep(k, from, buf, tmp, s, right, left, st, true, then); err != nil {
 			return err
 		}
 	}
-	for s := range p - 1 {
-		// The first allgather step sends this rank's own reduced block,
-		// the later ones blocks received: with a lossy codec all in wire
-		// bytes made already, so nothing is rounded again (k.keep stays
-		// false); without one there is nothing to round.
+	for s := 1; s < p-1; s++ {
 		st := ringStepOf(n, p, me+1, s, chunk)
-		st.sendWire, st.recvWire = wires[s%2], wires[(s+1)%2]
-		if err := ringStep(k, from, buf, tmp, p-1+s, right, left, st, false); err != nil {
+		st.sendWire, st.recvWire = wires[s%2], lastRecvWire(wires[(s+1)%2], p, s)
+		if err := ringStep(k, from, buf, tmp, p-1+s, right, left, st, false, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// lastRecvWire is w, the wire buffer allgather step s of a ring of p
+// ranks receives into, or nil at the last step, whose bytes go nowhere.
+func lastRecvWire(w []byte, p, s int) []byte {
+	if s == p-2 {
+		return nil
+	}
+	return w
+}
+
 // ringBlocks is what one ring step moves: block [sendLo, sendHi) of buf
 // to the right, [recvLo, recvHi) from the left, in chunks of chunk
 // elements. With a lossy codec, sendWire holds the send block's wire
-// bytes ready, recvWire receives the receive block's, and encode, when
-// set, takes the wire bytes of the received block as it is reduced.
+// bytes ready and recvWire, when set, receives the receive block's, for
+// the next step to forward.
 type ringBlocks struct {
 	sendLo, sendHi, recvLo, recvHi int
 	chunk                          int
-	sendWire, recvWire, encode     []byte
+	sendWire, recvWire             []byte
 }
 
 // chunks is how many messages a block of m elements takes; an empty block
@@ -282,6 +301,61 @@ func wireOf(w []byte, base, lo, hi int) []byte {
 	return w[2*(lo-base) : 2*(hi-base)]
 }
 
+// ringRecvs are the receives of one ring step's block from the left, one
+// a chunk, up to ringWindow posted ahead of the chunk awaited. Chunk i
+// of the block, elements [lo, hi), lands in into[lo-base:hi-base] (and,
+// with a lossy codec, its wire bytes in st.recvWire's, or a pooled
+// buffer).
+type ringRecvs[T codec.Elem] struct {
+	ins  [ringWindow]inbound
+	st   ringBlocks
+	step int // the step number of chunk 0
+	n    int // chunks
+	into []T
+	base int
+}
+
+// start posts the first receives of st's receive block, sent as step
+// step, landing in into from element base on.
+func (r *ringRecvs[T]) start(k *call[T], left, step int, st ringBlocks, into []T, base int) error {
+	r.st, r.step, r.n, r.into, r.base = st, step*ringMaxChunks, st.chunks(st.recvHi-st.recvLo), into, base
+	for i := range min(r.n, ringWindow) {
+		if err := r.post(k, left, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunk is chunk i of the block: its elements [lo, hi) of buf, and the
+// slice they land in.
+func (r *ringRecvs[T]) chunk(i int) (dst []T, lo, hi int) {
+	lo, hi = chunkBounds(r.st.recvLo, r.st.recvHi, r.st.chunk, i)
+	return r.into[lo-r.base : hi-r.base], lo, hi
+}
+
+// post posts the receive of chunk i.
+func (r *ringRecvs[T]) post(k *call[T], left, i int) (err error) {
+	dst, lo, hi := r.chunk(i)
+	r.ins[i%ringWindow], err = k.irecvInto(left, r.step+i, dst, wireOf(r.st.recvWire, r.st.recvLo, lo, hi))
+	return err
+}
+
+// next posts the receive ringWindow chunks after chunk i, once chunk i
+// has been taken, if the block has one.
+func (r *ringRecvs[T]) next(k *call[T], left, i int) error {
+	if i+ringWindow < r.n {
+		return r.post(k, left, i+ringWindow)
+	}
+	return nil
+}
+
+// in is the receive of chunk i.
+func (r *ringRecvs[T]) in(i int) *inbound { return &r.ins[i%ringWindow] }
+
+// withdraw withdraws every receive still posted.
+func (r *ringRecvs[T]) withdraw() { withdrawAll(r.ins[:]) }
+
 // ringStep sends st's send block to right and receives its receive block
 // from left, chunk by chunk, with up to ringWindow receives posted ahead:
 // chunk i is sent, then chunk i is received (and, with reduce, combined
@@ -291,32 +365,33 @@ func wireOf(w []byte, base, lo, hi int) []byte {
 // per link arrive before their receive. The blocks sent come from buf,
 // but for the first step's, this rank's own block, from from. In place
 // (from is buf) a chunk to be reduced lands in tmp, otherwise in buf.
-func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left int, st ringBlocks, reduce bool) error {
-	nSend, nRecv := st.chunks(st.sendHi-st.sendLo), st.chunks(st.recvHi-st.recvLo)
-	var ins [ringWindow]inbound
-	defer withdrawAll(ins[:])
+//
+// With then set, the step reduces (the reduce-scatter's last) and also
+// runs then, the allgather's first step, whose send block is the block
+// it reduces: each chunk goes on to the right as soon as it is reduced,
+// and then's chunks are received as this step's are.
+func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left int, st ringBlocks, reduce bool, then *ringBlocks) error {
+	nSend := st.chunks(st.sendHi - st.sendLo)
 	out := buf
 	if step == 0 {
 		out = from
 	}
-	dst := func(i int) ([]T, int, int) {
-		lo, hi := chunkBounds(st.recvLo, st.recvHi, st.chunk, i)
-		if reduce && tmp != nil {
-			return tmp[lo-st.recvLo : hi-st.recvLo], lo, hi
-		}
-		return buf[lo:hi], lo, hi
+	into, base := buf, 0
+	if reduce && tmp != nil {
+		into, base = tmp, st.recvLo
 	}
-	post := func(i int) (err error) {
-		d, lo, hi := dst(i)
-		ins[i%ringWindow], err = k.irecvInto(left, step*ringMaxChunks+i, d, wireOf(st.recvWire, st.recvLo, lo, hi))
+	var recvs, thens ringRecvs[T] // thens receives nothing without then
+	defer recvs.withdraw()
+	defer thens.withdraw()
+	if err := recvs.start(k, left, step, st, into, base); err != nil {
 		return err
 	}
-	for i := range min(nRecv, ringWindow) {
-		if err := post(i); err != nil {
+	if then != nil {
+		if err := thens.start(k, left, step+1, *then, buf, 0); err != nil {
 			return err
 		}
 	}
-	for i := range max(nSend, nRecv) {
+	for i := range max(nSend, recvs.n, thens.n) {
 		if i < nSend {
 			lo, hi := chunkBounds(st.sendLo, st.sendHi, st.chunk, i)
 			var err error
@@ -329,26 +404,54 @@ func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left in
 				return err
 			}
 		}
-		if i >= nRecv {
-			continue
+		if i < recvs.n {
+			got, lo, hi := recvs.chunk(i)
+			var err error
+			switch {
+			case then != nil:
+				err = k.reduceOn(recvs.in(i), left, right, (step+1)*ringMaxChunks+i, buf[lo:hi], lo, from[lo:hi], got)
+			case reduce:
+				err = k.awaitReduce(recvs.in(i), left, buf[lo:hi], lo, from[lo:hi], got, true, nil)
+			default:
+				err = k.await(recvs.in(i), left, got, lo)
+			}
+			if err == nil {
+				err = recvs.next(k, left, i)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		got, lo, hi := dst(i)
-		var err error
-		if reduce {
-			err = k.awaitReduce(&ins[i%ringWindow], left, buf[lo:hi], lo, from[lo:hi], got, true, wireOf(st.encode, st.recvLo, lo, hi))
-		} else {
-			err = k.await(&ins[i%ringWindow], left, got, lo)
-		}
-		if err != nil {
-			return err
-		}
-		if i+ringWindow < nRecv {
-			if err := post(i + ringWindow); err != nil {
+		if i < thens.n {
+			got, lo, _ := thens.chunk(i)
+			if err := k.await(thens.in(i), left, got, lo); err != nil {
+				return err
+			}
+			if err := thens.next(k, left, i); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// reduceOn is awaitReduce of a ring's chunk, from left, into dst (the
+// elements at offset off), which then goes on to right as step step:
+// with a lossy codec in the wire bytes made as it was reduced, in a
+// pooled buffer, else straight from dst.
+func (k *call[T]) reduceOn(in *inbound, left, right, step int, dst []T, off int, mine, got []T) error {
+	if !k.cfg.codec.Lossy() {
+		if err := k.awaitReduce(in, left, dst, off, mine, got, true, nil); err != nil {
+			return err
+		}
+		return k.send(right, step, dst, off)
+	}
+	w, wb := scratch[byte](2 * len(dst))
+	defer wb.release()
+	if err := k.awaitReduce(in, left, dst, off, mine, got, true, w); err != nil {
+		return err
+	}
+	return k.sendWire(right, step, len(dst), off, k.cfg.codec, w)
 }
 
 // ringWindow bounds the receives a ring step keeps posted at once.
