@@ -147,7 +147,6 @@ func prepare[T codec.Elem](k *call[T], ctx context.Context, c *comm.Comm, kind w
 		return k.invalid(err)
 	}
 	k.cfg.tunedChunk = tuned.Chunk
-	k.cfg.acrossHosts = !topo.oneHost
 	if !k.cfg.codecSet && kernel.CheckCodec(tuned.Codec, dt) == nil {
 		k.cfg.codec = tuned.Codec
 	}

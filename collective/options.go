@@ -63,9 +63,6 @@ type config struct {
 	// tunedChunk is the tuning table's chunk for the chosen algorithm,
 	// set by the selector; 0 means none.
 	tunedChunk int
-	// acrossHosts says that the communicator's ranks run on more than one
-	// host, which changes the default chunk of a lossy codec.
-	acrossHosts bool
 	// codec is the wire codec of the call's messages, and codecSet says
 	// that the call chose it (CodecNone included), which GOCOLL_CODEC and
 	// the tuning table then do not override.
@@ -111,10 +108,11 @@ func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: 
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
 // (RingChunked, Chain). Every rank must pass the same size. The default
 // is GOCOLL_CHUNK when set, else the tuning table's, else
-// DefaultChunkSize; with a lossy codec (BF16, FP16) on ranks of more than
-// one host it is 1 MiB, so that each chunk's encoding and decoding overlap
-// the network's transfer of its neighbours. A size that would cut a
-// buffer into more than MaxChunks chunks is raised to fit.
+// DefaultChunkSize; with a lossy codec (BF16, FP16) it is 1 MiB, so that
+// each chunk's encoding and decoding overlap the network's transfer of
+// its neighbours, and its wire bytes stay in the caches on their way
+// between the codec and the kernel. A size that would cut a buffer into
+// more than MaxChunks chunks is raised to fit.
 func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: bytes} }
 
 // WithCompression sets the wire codec of a call's messages. Every rank

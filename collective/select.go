@@ -63,18 +63,21 @@ const (
 	// with them did the pipelined ring beat the plain one over tcp.
 	DefaultChunkSize = 4 << 20
 
-	// lossyChunkAcrossHosts is the default chunk of a lossy codec on
-	// ranks of more than one host. Each chunk costs an encoding and a
-	// decoding besides its transfer, and across a link slower than
-	// memory, smaller chunks let them overlap the wire. Two ranks across
-	// a veth shaped to 10 Gbit/s (bench/reference/shaped.sh, 16 MiB bf16
-	// Allreduce, 2026-11-26, three runs of three rounds, builds
-	// alternating): 2.11-2.32 GB/s, 1.85-2.00 times uncompressed, with
-	// 1 MiB chunks against 1.87-2.15 GB/s, 1.61-1.87 times, with 4 MiB;
-	// 2 MiB chunks (GOCOLL_CHUNK) did no better than 4. On one host,
-	// where the CPU and not the link sets the pace, more chunks only cost
-	// more messages.
-	lossyChunkAcrossHosts = 1 << 20
+	// lossyChunk is the default chunk of a lossy codec. Each chunk costs
+	// an encoding and a decoding besides its transfer. Across a link
+	// slower than memory, smaller chunks let them overlap the wire: two
+	// ranks across a veth shaped to 10 Gbit/s (bench/reference/shaped.sh,
+	// 16 MiB bf16 Allreduce, 2026-11-26, three runs of three rounds,
+	// builds alternating) moved 2.11-2.32 GB/s, 1.85-2.00 times
+	// uncompressed, with 1 MiB chunks against 1.87-2.15 GB/s, 1.61-1.87
+	// times, with 4 MiB. On one host, where memory traffic sets the pace,
+	// a chunk's wire bytes stay in the caches between the codec and the
+	// kernel only if the chunks in flight fit there: once the ring sent
+	// each reduced chunk on at once (2026-11-28, a Zen 5 host, tcp, three
+	// alternating rounds, mean ms), 1 MiB chunks took 12.5-13.2 against
+	// 13.6-14.4 for 4 MiB at 64 MiB and two ranks, 38.2-39.3 against
+	// 45.9-47.1 at four.
+	lossyChunk = 1 << 20
 
 	// MaxChunks is the most chunks a pipelined algorithm cuts one buffer
 	// into (Chain: the whole buffer; RingChunked: each rank's block).
@@ -252,8 +255,7 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *c
 
 // chunkElems is the number of elements per chunk of a pipelined algorithm:
 // the call's WithChunkSize, else GOCOLL_CHUNK, else the tuning table's,
-// else lossyChunkAcrossHosts for a lossy codec on ranks of more than one
-// host, else DefaultChunkSize.
+// else lossyChunk for a lossy codec, else DefaultChunkSize.
 func (c config) chunkElems(elemSize int) int {
 	bytes := c.chunk
 	if bytes == 0 {
@@ -262,8 +264,8 @@ func (c config) chunkElems(elemSize int) int {
 	if bytes == 0 {
 		bytes = c.tunedChunk
 	}
-	if bytes == 0 && c.codec.Lossy() && c.acrossHosts {
-		bytes = lossyChunkAcrossHosts
+	if bytes == 0 && c.codec.Lossy() {
+		bytes = lossyChunk
 	}
 	if bytes == 0 {
 		bytes = DefaultChunkSize

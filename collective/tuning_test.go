@@ -70,10 +70,9 @@ func TestChunkPrecedence(t *testing.T) {
 		{"default", config{}, DefaultChunkSize / 4},
 		{"table", config{tunedChunk: 4096}, 1024},
 		{"call before table", config{chunk: 8192, tunedChunk: 4096}, 2048},
-		{"lossy across hosts", config{codec: codec.BF16, acrossHosts: true}, lossyChunkAcrossHosts / 4},
-		{"lossy on one host", config{codec: codec.BF16}, DefaultChunkSize / 4},
-		{"lossless across hosts", config{codec: codec.Zstd, acrossHosts: true}, DefaultChunkSize / 4},
-		{"table before lossy across hosts", config{codec: codec.BF16, acrossHosts: true, tunedChunk: 4096}, 1024},
+		{"lossy", config{codec: codec.BF16}, lossyChunk / 4},
+		{"lossless", config{codec: codec.Zstd}, DefaultChunkSize / 4},
+		{"table before lossy", config{codec: codec.BF16, tunedChunk: 4096}, 1024},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
