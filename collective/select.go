@@ -29,7 +29,18 @@ const (
 	allreduceSmall = 64 << 10  // below: recursive doubling
 	allreduceFew   = 512 << 10 // below, with at most 4 ranks: recursive doubling too
 	allreduceLarge = 4 << 20   // from here: pipelined ring
-	bcastSmall     = 64 << 10  // below: binomial tree
+	// allreduceLossyRing: from here, and at two ranks, a lossy codec takes
+	// the ring where Rabenseifner would run uncompressed. The ring
+	// encodes its own block while reducing it and forwards the rest as it
+	// came; Rabenseifner encodes each block it sends anew, but takes lg p
+	// steps to the ring's p-1. bf16 over tcp on a Zen 5 host (2026-11-28,
+	// three alternating rounds, mean us), ring against Rabenseifner: at 2
+	// ranks 125-149 against 134-137 at 1 MiB and 523-527 against 548-556
+	// at 4 MiB; at 4 ranks 296-309 against 241-274 at 512 KiB, 425-470
+	// against 388-430 at 1 MiB, 794-819 against 789-862 at 2 MiB and
+	// 1714-1728 against 2110-2236 at 4 MiB.
+	allreduceLossyRing = 2 << 20
+	bcastSmall         = 64 << 10 // below: binomial tree
 	// bcastFlatBytes: below, without receipts and with at most bcastFlat
 	// ranks, the root sends to every rank itself. One hop instead of lg p:
 	// on the machine measured (2026-11-25, tcp, 4 ranks on 2 cores, five
@@ -208,12 +219,7 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *c
 			return RecursiveDoubling
 		case bytes >= allreduceLarge:
 			return RingChunked
-		case ranks&(ranks-1) == 0 && !cfg.codec.Lossy():
-			// With a lossy codec the ring encodes its own block while
-			// reducing it and forwards the rest as it came; Rabenseifner
-			// encodes each block it sends anew. 4 MiB of bf16 over tcp
-			// (2026-11-25, three rounds): 2.4-2.7 ms by ring against
-			// 2.6-3.2 at 2 ranks, 5.7-7.7 against 7.6-8.0 at 4.
+		case ranks&(ranks-1) == 0 && (!cfg.codec.Lossy() || ranks > 2 && bytes < allreduceLossyRing):
 			return Rabenseifner
 		}
 		return Ring

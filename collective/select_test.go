@@ -62,7 +62,8 @@ func TestParseEnv(t *testing.T) {
 // TestChooseByOptions: what a call's options say beyond the algorithm
 // moves the selector. A lossy codec takes the ring where Rabenseifner
 // would run uncompressed, for the ring's encoding in the cache and
-// forwarding without encoding again; a small Bcast of few ranks goes
+// forwarding without encoding again, but for more than two ranks below
+// allreduceLossyRing, where Rabenseifner's fewer steps count more; a small Bcast of few ranks goes
 // flat (Linear) when it takes no receipts, and down the tree when it
 // does or when there are more ranks.
 func TestChooseByOptions(t *testing.T) {
@@ -75,8 +76,11 @@ func TestChooseByOptions(t *testing.T) {
 		bytes int
 		want  Algorithm
 	}{
-		{"allreduce, bf16, 4 ranks, 1 MiB", wire.KindAllreduce, bf16, 4, 1 << 20, Ring},
-		{"allreduce, fp16, 8 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.FP16, codecSet: true}, 8, 1 << 20, Ring},
+		{"allreduce, bf16, 2 ranks, 1 MiB", wire.KindAllreduce, bf16, 2, 1 << 20, Ring},
+		{"allreduce, bf16, 4 ranks, 1 MiB", wire.KindAllreduce, bf16, 4, 1 << 20, Rabenseifner},
+		{"allreduce, bf16, 4 ranks, 2 MiB", wire.KindAllreduce, bf16, 4, 2 << 20, Ring},
+		{"allreduce, fp16, 8 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.FP16, codecSet: true}, 8, 1 << 20, Rabenseifner},
+		{"allreduce, bf16, 6 ranks, 1 MiB", wire.KindAllreduce, bf16, 6, 1 << 20, Ring},
 		{"allreduce, zstd, 4 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.Zstd, codecSet: true}, 4, 1 << 20, Rabenseifner},
 		{"allreduce, bf16, 4 ranks, 16 MiB", wire.KindAllreduce, bf16, 4, 16 << 20, RingChunked},
 		{"allreduce, bf16, 4 ranks, 1 KiB", wire.KindAllreduce, bf16, 4, 1 << 10, RecursiveDoubling},
