@@ -229,8 +229,8 @@ func (k *call[T]) waitArrival(in *inbound, peer int) (int, wire.Header, error) {
 // and rounded to what they decode to: the bytes a ring sends its reduced
 // block in, and the block as every rank will hold it. A sum whose peer's
 // data is its right operand takes one pass over its operands where a
-// kernel fuses decoding, adding and encoding (kernel.SumDecoded: BF16 on
-// float32). Otherwise a lossy codec's payload is decoded a few KiB at a
+// kernel fuses decoding, adding and encoding (kernel.SumDecoded: BF16 or
+// FP16 on float32). Otherwise a lossy codec's payload is decoded a few KiB at a
 // time, each piece reduced, and encoded, while it is still in the cache,
 // instead of decoding it all and reading it back.
 func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte) error {
@@ -246,8 +246,8 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 		return err
 	}
 	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) {
-		// mine + got in one pass where a kernel fuses them (BF16 on
-		// float32), timed as codec work: it is mostly conversion.
+		// mine + got in one pass where a kernel fuses them (BF16 or
+		// FP16 on float32), timed as codec work: it is mostly conversion.
 		k.t.Mark()
 		fused := kernel.SumDecoded(h.Codec, dst, mine, in.b[:2*len(dst)], encode)
 		k.t.Lap(core.PartCodec)

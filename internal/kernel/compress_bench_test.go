@@ -129,7 +129,7 @@ func BenchmarkRound(b *testing.B) {
 }
 
 // BenchmarkSumDecoded times a ring's receiving reduce-scatter step on
-// BF16 float32: SumDecoded, with and without encoding the sums, against
+// float32 in BF16 and FP16: SumDecoded, with and without encoding the sums, against
 // what it did before, decoding a piece into a scratch block, summing it
 // and encoding it, 2048 elements at a time. The 32 MiB runs are a rank's
 // half of a 64 MiB Allreduce, from memory.
@@ -140,36 +140,43 @@ func BenchmarkSumDecoded(b *testing.B) {
 			mine[i] = float32(i % 1000)
 		}
 		payload := make([]byte, 2*len(mine))
-		Encode(codec.BF16, payload, mine)
 		enc := make([]byte, len(payload))
-		for _, encoding := range []bool{false, true} {
-			var e []byte
-			if encoding {
-				e = enc
-			}
-			name := fmt.Sprintf("%dKiB/encode=%v", size>>10, encoding)
-			b.Run(name+"/fused", func(b *testing.B) {
-				b.SetBytes(int64(size))
-				for b.Loop() {
-					if !SumDecoded(codec.BF16, mine, mine, payload, e) {
-						b.Skip("no fused kernel here")
-					}
-				}
-			})
-			b.Run(name+"/apart", func(b *testing.B) {
-				b.SetBytes(int64(size))
-				block := make([]float32, 2048)
-				for b.Loop() {
-					for lo := 0; lo < len(mine); lo += len(block) {
-						hi := lo + len(block)
-						_ = Decode(codec.BF16, block, payload[2*lo:2*hi])
-						_ = Reduce(codec.Sum, mine[lo:hi], block)
-						if e != nil {
-							EncodeRounding(codec.BF16, e[2*lo:2*hi], mine[lo:hi])
-						}
-					}
-				}
-			})
+		for _, c := range []codec.ID{codec.BF16, codec.FP16} {
+			Encode(c, payload, mine)
+			benchSumDecoded(b, c, mine, payload, enc)
 		}
+	}
+}
+
+func benchSumDecoded(b *testing.B, c codec.ID, mine []float32, payload, enc []byte) {
+	size := 4 * len(mine)
+	for _, encoding := range []bool{false, true} {
+		var e []byte
+		if encoding {
+			e = enc
+		}
+		name := fmt.Sprintf("%s/%dKiB/encode=%v", c, size>>10, encoding)
+		b.Run(name+"/fused", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if !SumDecoded(c, mine, mine, payload, e) {
+					b.Skip("no fused kernel here")
+				}
+			}
+		})
+		b.Run(name+"/apart", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			block := make([]float32, 2048)
+			for b.Loop() {
+				for lo := 0; lo < len(mine); lo += len(block) {
+					hi := lo + len(block)
+					_ = Decode(c, block, payload[2*lo:2*hi])
+					_ = Reduce(codec.Sum, mine[lo:hi], block)
+					if e != nil {
+						EncodeRounding(c, e[2*lo:2*hi], mine[lo:hi])
+					}
+				}
+			}
+		})
 	}
 }

@@ -114,7 +114,7 @@ func TestKernelsMatchScalar(t *testing.T) {
 			func(w uint16) uint64 { return math.Float64bits(codec.BFloat16(w).Float64()) })
 		checkPortable(t, codec.BF16, f32, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) })
 		checkPortable(t, codec.BF16, f64, func(x float64) uint16 { return uint16(codec.BFloat16FromFloat64(x)) })
-		checkSumDecoded(t, f32, words)
+		checkSumDecoded(t, codec.BF16, f32, words)
 	})
 	t.Run("fp16", func(t *testing.T) {
 		scalarEnc32 := func(b uint32) uint16 { return uint16(codec.Float16FromFloat32(math.Float32frombits(b))) }
@@ -129,18 +129,23 @@ func TestKernelsMatchScalar(t *testing.T) {
 			func(w uint16) uint64 { return math.Float64bits(codec.Float16(w).Float64()) })
 		checkPortable(t, codec.FP16, f32, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) })
 		checkPortable(t, codec.FP16, f64, func(x float64) uint16 { return uint16(codec.Float16FromFloat64(x)) })
+		checkSumDecoded(t, codec.FP16, f32, words)
 	})
 }
 
-// checkSumDecoded runs SumDecoded on mine and a payload of words, shuffled
+// checkSumDecoded runs SumDecoded on mine and a payload of words in c, shuffled
 // and cycled to mine's length, from each of the first eight offsets, in
 // place and into another slice, with and without encoding, and requires
 // what the separate steps give: against the scalar conversions for every
 // pair but two NaNs (whose sum may be either one, depending on the order
 // of the operands), and in place against Decode and Reduce bit for bit,
 // which is what collectives did before SumDecoded.
-func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
+func checkSumDecoded(t *testing.T, c codec.ID, mine []float32, words []uint16) {
 	t.Helper()
+	decode, encode := func(w uint16) float32 { return codec.BFloat16(w).Float32() }, func(x float32) uint16 { return uint16(codec.BFloat16FromFloat32(x)) }
+	if c == codec.FP16 {
+		decode, encode = func(w uint16) float32 { return codec.Float16(w).Float32() }, func(x float32) uint16 { return uint16(codec.Float16FromFloat32(x)) }
+	}
 	w := slices.Clone(words)
 	elemtest.NewRand(t).Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 	payload := make([]byte, 2*len(mine))
@@ -164,7 +169,7 @@ func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
 					enc = make([]byte, len(src))
 				}
 				before := slices.Clone(dst)
-				if !SumDecoded(codec.BF16, dst, mine, src, enc) {
+				if !SumDecoded(c, dst, mine, src, enc) {
 					// No kernel here (TestBF16AsmSwitch says where
 					// there must be one): nothing may have changed.
 					elemtest.RequireSameBits(t, before, dst)
@@ -173,11 +178,11 @@ func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
 				}
 				for i, x := range m {
 					word := binary.LittleEndian.Uint16(src[2*i:])
-					y := codec.BFloat16(word).Float32()
+					y := decode(word)
 					want := x + y
 					if encoding {
-						want = codec.BFloat16FromFloat32(want).Float32()
-						if got, wantWord := binary.LittleEndian.Uint16(enc[2*i:]), codec.BFloat16FromFloat32(dst[i]); got != uint16(wantWord) {
+						want = decode(encode(want))
+						if got, wantWord := binary.LittleEndian.Uint16(enc[2*i:]), encode(dst[i]); got != wantWord {
 							t.Fatalf("offset %d, in place %v, element %d: %v + %#04x encoded as %#04x, want %#04x", off, inPlace, i, x, word, got, wantWord)
 						}
 					}
@@ -195,7 +200,7 @@ func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
 					continue
 				}
 				want, dec := slices.Clone(m), make([]float32, len(m))
-				if err := Decode(codec.BF16, dec, src); err != nil {
+				if err := Decode(c, dec, src); err != nil {
 					t.Fatal(err)
 				}
 				if err := Reduce(codec.Sum, want, dec); err != nil {
@@ -203,7 +208,7 @@ func checkSumDecoded(t *testing.T, mine []float32, words []uint16) {
 				}
 				wantEnc := make([]byte, len(src))
 				if encoding {
-					EncodeRounding(codec.BF16, wantEnc, want)
+					EncodeRounding(c, wantEnc, want)
 				}
 				elemtest.RequireSameBits(t, want, dst)
 				if encoding {

@@ -25,6 +25,6 @@ func encodeRoundHalf[F float](c codec.ID, dst []byte, src []F) {
 // through c.
 func roundHalf[F float](c codec.ID, buf []F) { roundHalfPortable(c, buf) }
 
-// sumDecodedBF16 fuses nothing without views: SumDecoded's callers decode
+// sumDecodedHalf fuses nothing without views: SumDecoded's callers decode
 // and reduce apart.
-func sumDecodedBF16(dst, mine []float32, src, encode []byte) bool { return false }
+func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool { return false }

@@ -8,7 +8,6 @@
 package kernel
 
 import (
-	"math"
 	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
@@ -110,10 +109,10 @@ func roundHalf[F float](c codec.ID, buf []F) {
 	}
 }
 
-// sumDecodedBF16 is SumDecoded's view of its payloads as words: false
+// sumDecodedHalf is SumDecoded's view of its payloads as words: false
 // where either is misaligned or no assembly kernel runs (on other
 // architectures the separate passes, each unrolled, are the faster way).
-func sumDecodedBF16(dst, mine []float32, src, encode []byte) bool {
+func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool {
 	w, ok := wordsOf(src)
 	var e []uint16
 	if ok && encode != nil {
@@ -122,16 +121,20 @@ func sumDecodedBF16(dst, mine []float32, src, encode []byte) bool {
 	if !ok {
 		return false
 	}
-	n, ok := sumDecodedBF16Asm(dst, mine, w, e)
+	n, ok := sumDecodedAsm(c, dst, mine, w, e)
 	if !ok {
 		return false
 	}
 	// The last elements, fewer than a kernel's pass.
 	for i := n; i < len(dst); i++ {
-		dst[i] = mine[i] + math.Float32frombits(uint32(w[i])<<16)
+		if c == codec.BF16 {
+			dst[i] = mine[i] + codec.BFloat16(w[i]).Float32()
+		} else {
+			dst[i] = mine[i] + codec.Float16(w[i]).Float32()
+		}
 	}
 	if e != nil {
-		encodeRoundBF16F32(e[n:], bitsOf[float32, uint32](dst[n:]))
+		encodeRoundHalf(c, encode[2*n:len(src)], dst[n:])
 	}
 	return true
 }

@@ -86,9 +86,9 @@ func decodeBF16F32AVX512(dst []uint32, src []uint16)
 func sumDecodedBF16F32AVX2(dst []float32, mine []float32, src []uint16)
 
 // sumDecodedEncodeBF16F32AVX2 is sumDecodedBF16F32AVX2 that also
-// rounds each sum as encodeRoundBF16F32 does: enc[i] takes its
-// bfloat16 and dst[i] what that decodes to. enc must be at least as
-// long as dst.
+// rounds each sum to bfloat16: enc[i] takes its encoding and dst[i]
+// what that decodes to, as encodeBF16F32 and decodeBF16F32 make them.
+// enc must be at least as long as dst.
 //
 //go:noescape
 func sumDecodedEncodeBF16F32AVX2(dst []float32, mine []float32, src []uint16, enc []uint16)
@@ -101,12 +101,42 @@ func sumDecodedEncodeBF16F32AVX2(dst []float32, mine []float32, src []uint16, en
 func sumDecodedBF16F32AVX512(dst []float32, mine []float32, src []uint16)
 
 // sumDecodedEncodeBF16F32AVX512 is sumDecodedBF16F32AVX512 that also
-// rounds each sum as encodeRoundBF16F32 does: enc[i] takes its
-// bfloat16 and dst[i] what that decodes to. enc must be at least as
-// long as dst.
+// rounds each sum to bfloat16: enc[i] takes its encoding and dst[i]
+// what that decodes to, as encodeBF16F32 and decodeBF16F32 make them.
+// enc must be at least as long as dst.
 //
 //go:noescape
 func sumDecodedEncodeBF16F32AVX512(dst []float32, mine []float32, src []uint16, enc []uint16)
+
+// sumDecodedFP16F32F16C sets dst[i] = mine[i] + the float32 of the binary16
+// src[i], as SumDecoded, for every i < len(dst) rounded down to a
+// multiple of 16. mine and src must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedFP16F32F16C(dst []float32, mine []float32, src []uint16)
+
+// sumDecodedEncodeFP16F32F16C is sumDecodedFP16F32F16C that also
+// rounds each sum to binary16: enc[i] takes its encoding and dst[i]
+// what that decodes to, as encodeFP16F32 and decodeFP16F32 make them.
+// enc must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedEncodeFP16F32F16C(dst []float32, mine []float32, src []uint16, enc []uint16)
+
+// sumDecodedFP16F32AVX512 sets dst[i] = mine[i] + the float32 of the binary16
+// src[i], as SumDecoded, for every i < len(dst) rounded down to a
+// multiple of 32. mine and src must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedFP16F32AVX512(dst []float32, mine []float32, src []uint16)
+
+// sumDecodedEncodeFP16F32AVX512 is sumDecodedFP16F32AVX512 that also
+// rounds each sum to binary16: enc[i] takes its encoding and dst[i]
+// what that decodes to, as encodeFP16F32 and decodeFP16F32 make them.
+// enc must be at least as long as dst.
+//
+//go:noescape
+func sumDecodedEncodeFP16F32AVX512(dst []float32, mine []float32, src []uint16, enc []uint16)
 
 // encodeFP16F32F16C sets dst[i] to the binary16 nearest to the float32
 // with bits src[i], as encodeFP16F32, for every i < len(src) rounded

@@ -794,6 +794,138 @@ done:
 	VZEROUPPER
 	RET
 
+// func sumDecodedFP16F32F16C(dst []float32, mine []float32, src []uint16)
+// Requires: AVX, F16C
+TEXT ·sumDecodedFP16F32F16C(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ dst_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000010
+	JB        done
+	VCVTPH2PS (DX), Y0
+	VMOVUPS   (CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VMOVUPS   Y1, (AX)
+	VCVTPH2PS 16(DX), Y0
+	VMOVUPS   32(CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VMOVUPS   Y1, 32(AX)
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000010, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedEncodeFP16F32F16C(dst []float32, mine []float32, src []uint16, enc []uint16)
+// Requires: AVX, F16C
+TEXT ·sumDecodedEncodeFP16F32F16C(SB), NOSPLIT, $0-96
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ enc_base+72(FP), BX
+	MOVQ dst_len+8(FP), SI
+
+loop:
+	CMPQ      SI, $0x00000010
+	JB        done
+	VCVTPH2PS (DX), Y0
+	VMOVUPS   (CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VCVTPH2PS X0, Y1
+	VMOVDQU   X0, (BX)
+	VMOVUPS   Y1, (AX)
+	VCVTPH2PS 16(DX), Y0
+	VMOVUPS   32(CX), Y1
+	VADDPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VCVTPH2PS X0, Y1
+	VMOVDQU   X0, 16(BX)
+	VMOVUPS   Y1, 32(AX)
+	ADDQ      $0x00000020, BX
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000010, SI
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedFP16F32AVX512(dst []float32, mine []float32, src []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumDecodedFP16F32AVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ dst_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000020
+	JB        done
+	VCVTPH2PS (DX), Z0
+	VMOVUPS   (CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, (AX)
+	VCVTPH2PS 32(DX), Z0
+	VMOVUPS   64(CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, 64(AX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumDecodedEncodeFP16F32AVX512(dst []float32, mine []float32, src []uint16, enc []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumDecodedEncodeFP16F32AVX512(SB), NOSPLIT, $0-96
+	MOVQ dst_base+0(FP), AX
+	MOVQ mine_base+24(FP), CX
+	MOVQ src_base+48(FP), DX
+	MOVQ enc_base+72(FP), BX
+	MOVQ dst_len+8(FP), SI
+
+loop:
+	CMPQ      SI, $0x00000020
+	JB        done
+	VCVTPH2PS (DX), Z0
+	VMOVUPS   (CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y0
+	VCVTPH2PS Y0, Z1
+	VMOVDQU   Y0, (BX)
+	VMOVUPS   Z1, (AX)
+	VCVTPH2PS 32(DX), Z0
+	VMOVUPS   64(CX), Z1
+	VADDPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y0
+	VCVTPH2PS Y0, Z1
+	VMOVDQU   Y0, 32(BX)
+	VMOVUPS   Z1, 64(AX)
+	ADDQ      $0x00000040, BX
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000040, DX
+	SUBQ      $0x00000020, SI
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func encodeFP16F32F16C(dst []uint16, src []uint32)
 // Requires: AVX, F16C
 TEXT ·encodeFP16F32F16C(SB), NOSPLIT, $0-48

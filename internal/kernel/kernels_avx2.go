@@ -161,19 +161,28 @@ func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kerne
 	return n
 }
 
-// sumDecodedBF16Asm sums the bfloat16 words src into mine, into dst, as
-// SumDecoded, with sumDecodedBF16F32AVX512 or sumDecodedBF16F32AVX2 (with
-// enc non-nil, their twins that also round and encode into enc): the
-// first len(dst) rounded down to 32 or 16 elements, at most chunkBytes of
-// dst a call, as reduceAsm does. It returns how many elements it summed,
-// and false, having done nothing, without AVX2. It tells the race
-// detector what the kernels read and write.
-func sumDecodedBF16Asm(dst, mine []float32, src, enc []uint16) (int, bool) {
-	group := 16
+// sumDecodedAsm sums the words src, in the lossy codec c, into mine,
+// into dst, as SumDecoded, with sumDecoded{BF16,FP16}F32{AVX512,AVX2,F16C}
+// (with enc non-nil, their twins that also round and encode into enc):
+// the first len(dst) rounded down to 32 elements (AVX-512) or 16, at most
+// chunkBytes of dst a call, as reduceAsm does. It returns how many
+// elements it summed, and false, having done nothing, where the CPU runs
+// none of them. It tells the race detector what the kernels read and
+// write.
+func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, bool) {
+	var sum func(dst, mine []float32, src []uint16)
+	var sumEncode func(dst, mine []float32, src, enc []uint16)
+	group := 32
 	switch {
+	case useAVX512 && c == codec.BF16:
+		sum, sumEncode = sumDecodedBF16F32AVX512, sumDecodedEncodeBF16F32AVX512
 	case useAVX512:
-		group = 32
-	case !useAVX2:
+		sum, sumEncode = sumDecodedFP16F32AVX512, sumDecodedEncodeFP16F32AVX512
+	case useAVX2 && c == codec.BF16:
+		sum, sumEncode, group = sumDecodedBF16F32AVX2, sumDecodedEncodeBF16F32AVX2, 16
+	case useF16C && c == codec.FP16:
+		sum, sumEncode, group = sumDecodedFP16F32F16C, sumDecodedEncodeFP16F32F16C, 16
+	default:
 		return 0, false
 	}
 	n := len(dst) &^ (group - 1)
@@ -188,16 +197,10 @@ func sumDecodedBF16Asm(dst, mine []float32, src, enc []uint16) (int, bool) {
 	const step = chunkBytes / 4 // float32 elements, a multiple of 32
 	for i := 0; i < n; i += step {
 		j := min(i+step, n)
-		d, m, s := dst[i:j], mine[i:j], src[i:j]
-		switch {
-		case enc == nil && useAVX512:
-			sumDecodedBF16F32AVX512(d, m, s)
-		case enc == nil:
-			sumDecodedBF16F32AVX2(d, m, s)
-		case useAVX512:
-			sumDecodedEncodeBF16F32AVX512(d, m, s, enc[i:j])
-		default:
-			sumDecodedEncodeBF16F32AVX2(d, m, s, enc[i:j])
+		if enc == nil {
+			sum(dst[i:j], mine[i:j], src[i:j])
+		} else {
+			sumEncode(dst[i:j], mine[i:j], src[i:j], enc[i:j])
 		}
 	}
 	return n, true

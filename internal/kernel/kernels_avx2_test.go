@@ -58,7 +58,8 @@ func TestBF16AsmSwitch(t *testing.T) {
 	require.Equal(t, want, encodeRoundBF16Asm(make([]uint16, n), make([]uint32, n)), "rounding encoding kernel")
 	require.Equal(t, want, decodeBF16Asm(make([]uint32, n), make([]uint16, n)), "decoding kernel")
 	for _, enc := range [][]byte{nil, make([]byte, 2*n)} {
-		require.Equal(t, useAVX2, SumDecoded(codec.BF16, make([]float32, n), make([]float32, n), make([]byte, 2*n), enc), "fused sum, encoding %v", enc != nil)
+		require.Equal(t, useAVX2, SumDecoded(codec.BF16, make([]float32, n), make([]float32, n), make([]byte, 2*n), enc), "fused bfloat16 sum, encoding %v", enc != nil)
+		require.Equal(t, useF16C || useAVX512, SumDecoded(codec.FP16, make([]float32, n), make([]float32, n), make([]byte, 2*n), enc), "fused binary16 sum, encoding %v", enc != nil)
 	}
 }
 

@@ -27,7 +27,7 @@ func encodeFP16Asm(dst []uint16, src []uint32) int { return 0 }
 // decodeFP16Asm decodes nothing: decodeFP16F32's Go loop does it all.
 func decodeFP16Asm(dst []uint32, src []uint16) int { return 0 }
 
-// sumDecodedBF16Asm has no kernel to run.
-func sumDecodedBF16Asm(dst, mine []float32, src, enc []uint16) (int, bool) { return 0, false }
+// sumDecodedAsm has no kernel to run.
+func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, bool) { return 0, false }
 
 func copyAroundAsm(dst, src []byte) bool { return false }

@@ -49,10 +49,18 @@ func TestRaceReports(t *testing.T) {
 		},
 		{
 			Name:  "sumdecoded/bf16",
-			Frame: "kernel.sumDecodedBF16Asm",
+			Frame: "kernel.sumDecodedAsm",
 			Prepare: func(*testing.T) (touch, hidden func()) {
 				dst, src, enc := make([]float32, n), make([]byte, 2*n), make([]byte, 2*n)
 				return func() { sink = dst[n/2] }, func() { SumDecoded(codec.BF16, dst, dst, src, enc) }
+			},
+		},
+		{
+			Name:  "sumdecoded/fp16",
+			Frame: "kernel.sumDecodedAsm",
+			Prepare: func(*testing.T) (touch, hidden func()) {
+				dst, src := make([]float32, n), make([]byte, 2*n)
+				return func() { sink = dst[n/2] }, func() { SumDecoded(codec.FP16, dst, dst, src, nil) }
 			},
 		},
 		{

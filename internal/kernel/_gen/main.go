@@ -77,9 +77,11 @@ func main() {
 	encodeBF16AVX512()
 	encodeRoundBF16AVX512()
 	decodeBF16AVX512()
-	for _, wide := range []bool{false, true} {
-		sumDecodedBF16(wide, false)
-		sumDecodedBF16(wide, true)
+	for _, format := range []string{"BF16", "FP16"} {
+		for _, wide := range []bool{false, true} {
+			sumDecoded(format, wide, false)
+			sumDecoded(format, wide, true)
+		}
 	}
 	encodeFP16()
 	decodeFP16()
@@ -382,34 +384,47 @@ func decodeBF16AVX512() {
 		})
 }
 
-// sumDecodedBF16 emits the kernels of SumDecoded: each element of
-// mine plus the float32 of the bfloat16 at the same index of src, stored
-// in dst, two vectors a pass (16 elements in 256-bit registers, 32 where
-// wide). With encode the sum is rounded to bfloat16 on the way, as
-// encodeRoundBF16F32 rounds it: its word goes to enc and what it decodes
-// to to dst. That is a ring's receiving reduce-scatter step in one pass
-// over its operands, where decoding into a scratch block, summing and
-// encoding took three. mine is the first operand of VADDPS, as dst is in
-// the add kernels, so that where dst is mine the sums, NaNs' payloads
-// included, are what decoding and then Reduce give.
-func sumDecodedBF16(wide, encode bool) {
-	lanes, vec, vmove, width := 8, YMM, VMOVUPS, "AVX2"
+// sumDecoded emits the kernels of SumDecoded for format, "BF16" or
+// "FP16": each element of mine plus the float32 of the 16-bit value at
+// the same index of src, stored in dst, two vectors a pass (16 elements
+// in 256-bit registers, 32 where wide). With encode the sum is rounded to
+// the format on the way, as encoding and decoding it would: its word goes
+// to enc and what it decodes to to dst. That is a ring's receiving
+// reduce-scatter step in one pass over its operands, where decoding into
+// a scratch block, summing and encoding took three. mine is the first
+// operand of VADDPS, as dst is in the add kernels, so that where dst is
+// mine the sums, NaNs' payloads included, are what decoding and then
+// Reduce give.
+//
+// bfloat16 widens by a shift and narrows by bf16Rounder. binary16 goes
+// through F16C's conversions (AVX-512F's in 512-bit registers), rounding
+// to nearest even as the instruction says. Where VCVTPH2PS makes a
+// signalling NaN quiet and decodeFP16 restores its bits, the sum here
+// needs no such care: adding makes the NaN quiet either way, and the
+// binary16 NaNs the encoding makes are quiet already.
+func sumDecoded(format string, wide, encode bool) {
+	lanes, vec, half, width := 8, YMM, XMM, "AVX2"
 	if wide {
-		lanes, vec, width = 16, ZMM, "AVX512"
+		lanes, vec, half, width = 16, ZMM, YMM, "AVX512"
 	}
-	name, sig := "sumDecodedBF16F32"+width, "func(dst, mine []float32, src []uint16)"
+	if format == "FP16" && !wide {
+		width = "F16C"
+	}
+	what := map[string]string{"BF16": "bfloat16", "FP16": "binary16"}[format]
+	base := "sumDecoded" + format + "F32" + width
+	name, sig := base, "func(dst, mine []float32, src []uint16)"
 	doc := []string{
-		name + " sets dst[i] = mine[i] + the float32 of the bfloat16",
+		name + " sets dst[i] = mine[i] + the float32 of the " + what,
 		"src[i], as SumDecoded, for every i < len(dst) rounded down to a",
 		fmt.Sprintf("multiple of %d. mine and src must be at least as long as dst.", 2*lanes),
 	}
 	if encode {
-		name, sig = "sumDecodedEncodeBF16F32"+width, "func(dst, mine []float32, src, enc []uint16)"
+		name, sig = "sumDecodedEncode"+format+"F32"+width, "func(dst, mine []float32, src, enc []uint16)"
 		doc = []string{
-			name + " is " + "sumDecodedBF16F32" + width + " that also",
-			"rounds each sum as encodeRoundBF16F32 does: enc[i] takes its",
-			"bfloat16 and dst[i] what that decodes to. enc must be at least as",
-			"long as dst.",
+			name + " is " + base + " that also",
+			"rounds each sum to " + what + ": enc[i] takes its encoding and dst[i]",
+			"what that decodes to, as encode" + format + "F32 and decode" + format + "F32 make them.",
+			"enc must be at least as long as dst.",
 		}
 	}
 	TEXT(name, NOSPLIT, sig)
@@ -422,35 +437,49 @@ func sumDecodedBF16(wide, encode bool) {
 	var rd bf16Rounder
 	if encode {
 		enc = Load(Param("enc").Base(), GP64())
-		rd = newBF16Rounder(wide)
+		if format == "BF16" {
+			rd = newBF16Rounder(wide)
+		}
 	}
 	n := Load(Param("dst").Len(), GP64())
 
 	Label("loop")
 	CMPQ(n, U32(2*lanes))
 	JB(LabelRef("done"))
-	var sums, words [2]reg.VecVirtual
-	for i := range sums {
-		d, m := vec(), vec()
-		VPMOVZXWD(Mem{Base: src, Disp: 2 * lanes * i}, d) // a word a lane
-		VPSLLD(U8(16), d, d)                              // into the float32's top half
-		vmove(Mem{Base: mine, Disp: 4 * lanes * i}, m)
+	var words [2]reg.VecVirtual
+	for i := range words {
+		d, m, from := vec(), vec(), Mem{Base: src, Disp: 2 * lanes * i}
+		if format == "BF16" {
+			VPMOVZXWD(from, d)   // a word a lane
+			VPSLLD(U8(16), d, d) // into the float32's top half
+		} else {
+			VCVTPH2PS(from, d)
+		}
+		VMOVUPS(Mem{Base: mine, Disp: 4 * lanes * i}, m)
 		VADDPS(d, m, m)
-		if encode {
+		switch {
+		case encode && format == "BF16":
 			words[i] = vec()
 			rd.round(m, words[i])
 			VPSLLD(U8(16), words[i], m)
+		case encode:
+			const toNearestEven = 0 // as in encodeFP16
+			h := half()
+			VCVTPS2PH(U8(toNearestEven), m, h)
+			VCVTPH2PS(h, m)
+			VMOVDQU(h, Mem{Base: enc, Disp: 2 * lanes * i})
 		}
-		vmove(m, Mem{Base: dst, Disp: 4 * lanes * i})
-		sums[i] = m
+		VMOVUPS(m, Mem{Base: dst, Disp: 4 * lanes * i})
 	}
-	if encode {
+	if encode && format == "BF16" {
 		if wide {
 			VPMOVDW(words[0], Mem{Base: enc})
 			VPMOVDW(words[1], Mem{Base: enc, Disp: 2 * lanes})
 		} else {
 			packBF16(words[0], words[1], Mem{Base: enc})
 		}
+	}
+	if encode {
 		ADDQ(U32(4*lanes), enc)
 	}
 	ADDQ(U32(8*lanes), dst)
