@@ -385,18 +385,32 @@ func (k *call[T]) recvReduce(peer, step int, dst, mine []T, off int, peerIsRight
 // is one of the two: mine when the peer's data was received apart, got
 // when it was received in place of an out-of-place call's own data.
 func (k *call[T]) reduceMine(dst, mine, got []T, peerIsRight bool) error {
+	k.t.Mark()
+	defer k.t.Lap(core.PartReduce)
+	return k.reduceMineUntimed(dst, mine, got, peerIsRight)
+}
+
+// reduceMineUntimed is reduceMine for a caller that times the larger step
+// it is part of.
+func (k *call[T]) reduceMineUntimed(dst, mine, got []T, peerIsRight bool) error {
 	if sameSlice(dst, mine) {
-		return k.reduce(dst, got, peerIsRight)
+		return k.reduceUntimed(dst, got, peerIsRight)
 	}
-	return k.reduce(dst, mine, !peerIsRight)
+	return k.reduceUntimed(dst, mine, !peerIsRight)
 }
 
 // reduce combines src into dst: dst = dst ∘ src when src is the right
 // operand, src ∘ dst when it is the left one.
-func (k *call[T]) reduce(dst, src []T, srcIsRight bool) (err error) {
-	defer k.recoverOp(&err)
+func (k *call[T]) reduce(dst, src []T, srcIsRight bool) error {
 	k.t.Mark()
 	defer k.t.Lap(core.PartReduce)
+	return k.reduceUntimed(dst, src, srcIsRight)
+}
+
+// reduceUntimed is reduce for a caller that times the larger step it is
+// part of.
+func (k *call[T]) reduceUntimed(dst, src []T, srcIsRight bool) (err error) {
+	defer k.recoverOp(&err)
 	if srcIsRight {
 		err = kernel.Reduce(k.op, dst, src)
 	} else {

@@ -225,10 +225,7 @@ func reduceScatterHalving[T codec.Elem](k *call[T], from, buf []T, step0 int) (l
 			if sameSlice(from, buf) {
 				got = tmp[:kb-ka]
 			}
-			if err := k.sendRecv(peer, step0+1+j, from[sa:sb], sa, peer, step0+1+j, got, ka); err != nil {
-				return 0, 0, err
-			}
-			if err := k.reduceMine(buf[ka:kb], from[ka:kb], got, pv > v); err != nil {
+			if err := k.sendRecvReduce(peer, step0+1+j, from[sa:sb], sa, buf[ka:kb], from[ka:kb], got, ka, pv > v); err != nil {
 				return 0, 0, err
 			}
 			wlo, whi = klo, khi

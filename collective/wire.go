@@ -245,15 +245,14 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 	if err != nil {
 		return err
 	}
-	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) {
-		// mine + got in one pass where a kernel fuses them (BF16 or
-		// FP16 on float32), timed as codec work: it is mostly conversion.
-		k.t.Mark()
-		fused := kernel.SumDecoded(h.Codec, dst, mine, in.b[:2*len(dst)], encode)
-		k.t.Lap(core.PartCodec)
-		if fused {
-			return nil
-		}
+	// The whole step is timed as codec work, which most of it is:
+	// timing each piece apart would read the clock several times for
+	// every few KiB.
+	k.t.Mark()
+	defer k.t.Lap(core.PartCodec)
+	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) &&
+		kernel.SumDecoded(h.Codec, dst, mine, in.b[:2*len(dst)], encode) {
+		return nil // mine + got in one pass (BF16 or FP16 on float32)
 	}
 	var blk []T
 	var sb scratchBuf
@@ -269,16 +268,12 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 		}
 		// check has held the payload to 2 bytes an element, so Decode
 		// cannot fail.
-		k.t.Mark()
 		_ = kernel.Decode(h.Codec, piece, in.b[2*lo:2*hi])
-		k.t.Lap(core.PartCodec)
-		if err := k.reduceMine(dst[lo:hi], mine[lo:hi], piece, peerIsRight); err != nil {
+		if err := k.reduceMineUntimed(dst[lo:hi], mine[lo:hi], piece, peerIsRight); err != nil {
 			return err
 		}
 		if encode != nil {
-			k.t.Mark()
 			kernel.EncodeRounding(h.Codec, encode[2*lo:2*hi], dst[lo:hi])
-			k.t.Lap(core.PartCodec)
 		}
 	}
 	return nil
@@ -312,6 +307,22 @@ func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 		return err
 	}
 	return k.await(&in, peer, dst, off)
+}
+
+// sendRecvReduce is sendRecv with peer both ways whose received
+// elements, landing in got, are combined with mine into dst as
+// recvReduce combines them (awaitReduce: with a lossy codec a piece at a
+// time, or in one fused pass).
+func (k *call[T]) sendRecvReduce(peer, step int, s []T, soff int, dst, mine, got []T, off int, peerIsRight bool) error {
+	in, err := k.irecv(peer, step, got)
+	if err != nil {
+		return err
+	}
+	if err := k.send(peer, step, s, soff); err != nil {
+		in.withdraw()
+		return err
+	}
+	return k.awaitReduce(&in, peer, dst, off, mine, got, peerIsRight, nil)
 }
 
 // sendRecv sends s to dst and receives into r from src at once, the

@@ -27,8 +27,8 @@ import "github.com/gocoll/gocoll/internal/core"
 //   - Copy: copying into, out of and across the shared segment.
 //   - Reduce: combining operands with the op.
 //   - Codec: encoding and decoding compressed payloads (WithCompression),
-//     and the sums of BF16 and FP16 Allreduces of float32, which their
-//     kernels add as they decode.
+//     and combining a BF16 or FP16 payload with this rank's elements,
+//     which happens piece by piece as it is decoded.
 //   - Other (a method): the rest, the call's own bookkeeping.
 //
 // Time / Timed is the mean time of a call; Calls × that estimates the

@@ -61,7 +61,8 @@ const (
 	// PartReduce is time spent combining operands.
 	PartReduce
 	// PartCodec is time spent encoding and decoding compressed payloads,
-	// and summing where a kernel sums as it decodes.
+	// and combining a lossy payload with a rank's own elements, which
+	// happens piece by piece as it is decoded.
 	PartCodec
 	numParts
 )
