@@ -230,9 +230,9 @@ func (k *call[T]) waitArrival(in *inbound, peer int) (int, wire.Header, error) {
 // block in, and the block as every rank will hold it. A sum whose peer's
 // data is its right operand takes one pass over its operands where a
 // kernel fuses decoding, adding and encoding (kernel.SumDecoded: BF16 or
-// FP16 on float32). Otherwise a lossy codec's payload is decoded a few KiB at a
-// time, each piece reduced, and encoded, while it is still in the cache,
-// instead of decoding it all and reading it back.
+// FP16 on float32). Otherwise a lossy codec's payload is decoded a few
+// KiB at a time, each piece reduced, and encoded, while it is still in
+// the cache, instead of decoding it all and reading it back.
 func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte) error {
 	if !k.cfg.codec.Lossy() {
 		if err := k.await(in, peer, got, off); err != nil {
