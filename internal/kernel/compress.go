@@ -222,11 +222,11 @@ func Round[T codec.Elem](c codec.ID, buf []T) {
 //
 // It runs only where a kernel fuses the steps: float32 in BF16 or FP16,
 // with the AVX2 (F16C for FP16) or AVX-512 kernels, payloads 2-byte
-// aligned. It reports whether
-// it ran; when it did not, nothing was written and the caller decodes and
-// reduces apart. src must hold 2·len(dst) bytes, encode (when not nil) at
-// least as many, mine len(dst) elements, and dst and mine must be the
-// same slice or not overlap. SumDecoded does not allocate.
+// aligned. It reports whether it ran; when it did not, nothing was
+// written and the caller decodes and reduces apart. src must hold
+// 2·len(dst) bytes, encode (when not nil) at least as many, mine
+// len(dst) elements, and dst and mine must be the same slice or not
+// overlap. SumDecoded does not allocate.
 func SumDecoded[T codec.Elem](c codec.ID, dst, mine []T, src, encode []byte) bool {
 	d, ok := any(dst).([]float32)
 	if !ok || !c.Lossy() || len(src) != 2*len(dst) || len(mine) != len(dst) || encode != nil && len(encode) < 2*len(dst) {

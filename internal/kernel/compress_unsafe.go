@@ -109,9 +109,9 @@ func roundHalf[F float](c codec.ID, buf []F) {
 	}
 }
 
-// sumDecodedHalf is SumDecoded's view of its payloads as words: false
-// where either is misaligned or no assembly kernel runs (on other
-// architectures the separate passes, each unrolled, are the faster way).
+// sumDecodedHalf is SumDecoded on its payloads viewed as words, false
+// where either is misaligned or no assembly kernel runs: the caller's
+// separate passes, unrolled Go loops, then do the work.
 func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool {
 	w, ok := wordsOf(src)
 	var e []uint16

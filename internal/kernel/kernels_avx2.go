@@ -161,10 +161,11 @@ func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kerne
 	return n
 }
 
-// sumDecodedAsm sums the words src, in the lossy codec c, into mine,
-// into dst, as SumDecoded, with sumDecoded{BF16,FP16}F32{AVX512,AVX2,F16C}
-// (with enc non-nil, their twins that also round and encode into enc):
-// the first len(dst) rounded down to 32 elements (AVX-512) or 16, at most
+// sumDecodedAsm sets dst to mine plus the values of the words src in the
+// lossy codec c, as SumDecoded, with
+// sumDecoded{BF16,FP16}F32{AVX512,AVX2,F16C} (with enc non-nil, their
+// twins that also round the sums and encode them into enc): the first
+// len(dst) elements rounded down to 32 (AVX-512) or 16, at most
 // chunkBytes of dst a call, as reduceAsm does. It returns how many
 // elements it summed, and false, having done nothing, where the CPU runs
 // none of them. It tells the race detector what the kernels read and
