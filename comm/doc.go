@@ -243,9 +243,11 @@
 // virtual machine are several microseconds each. The spin burns the core
 // it runs on, but only for the window: a rank that waits longer, for a
 // slower peer or between steps, parks and gives its core back. Where the
-// ranks of a host outnumber its CPUs, a spinning rank hands its CPU to
-// the host's other processes between looks, since the rank it waits for
-// may need that CPU. The sockets of TCP links are kept out of the Go
+// ranks of a machine outnumber its CPUs, a spinning rank hands its CPU to
+// the machine's other processes between looks, since the rank it waits
+// for may need that CPU. Containers of one machine count as one machine
+// here (they share a kernel, and its boot id), though each is a host of
+// its own. The sockets of TCP links are kept out of the Go
 // runtime's netpoller, so that arrivals a spinning call takes itself wake
 // no runtime thread: at GOMAXPROCS above one they did, and small calls
 // took up to 1.5 times as long.

@@ -55,7 +55,9 @@ func WithTransport(name string) Option { return Option(core.WithTransport(name))
 // the machine's identity (hostname plus machine id): ranks with equal
 // identities share memory, others talk over tcp. It lets one machine
 // stand in for several hosts, in tests and for trying hierarchical
-// algorithms; Init's ranks can do the same with GOCOLL_HOST.
+// algorithms; Init's ranks can do the same with GOCOLL_HOST. The ranks
+// still share the machine's CPUs: where they outnumber them, a spinning
+// rank hands its CPU over between looks (WithSpin).
 func WithHostIdentity(hostOf func(rank int) string) Option {
 	return Option(core.WithHostIdentity(hostOf))
 }
@@ -120,9 +122,10 @@ func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbe
 // default is DefaultSpin for Init's ranks (GOCOLL_SPIN sets it) and 0
 // for NewLocal's, which share one process: a spinning rank would keep the
 // runtime from polling the network for the peer it waits for. Where the
-// ranks of a host outnumber its CPUs, a spinning rank hands its CPU to
-// the host's other processes between looks (sched_yield), since the rank
-// it waits for may need that CPU. Links over TLS, shared memory and in
+// ranks of a machine (containers of one machine counting as one) outnumber
+// its CPUs, a spinning rank hands its CPU to the machine's other processes
+// between looks (sched_yield), since the rank it waits for may need that
+// CPU. Links over TLS, shared memory and in
 // memory do not spin.
 func WithSpin(d time.Duration) Option { return Option(core.WithSpin(d)) }
 

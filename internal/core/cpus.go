@@ -41,19 +41,43 @@ func parseCPUs(v string) cpuSet {
 	return s
 }
 
-// crowded reports whether the ranks of rank's host outnumber the CPUs
-// they may run on between them (cpusOnHost).
-func (p *peerTable) crowded(rank int) bool { return p.ranksOnHost(rank) > p.cpusOnHost(rank) }
+// crowded reports whether the ranks that share rank's CPUs outnumber
+// them (ranksOnMachine, cpusOnMachine).
+func (p *peerTable) crowded(rank int) bool { return p.ranksOnMachine(rank) > p.cpusOnMachine(rank) }
 
-// cpusOnHost counts the CPUs the ranks of rank's host may run on between
-// them: the union of the CPU sets they published. A launcher that binds
-// each rank to cores of its own (gocoll run, mpirun, srun) leaves each
-// rank's process one CPU, so counting one process's CPUs would find one
-// for all. When a rank's set is unknown, it is the CPUs of this process.
-func (p *peerTable) cpusOnHost(rank int) int {
+// sameMachine reports whether ranks a and b run on the same CPUs: under
+// one kernel where both published one (containers of one machine are
+// hosts of their own, with shared memory of their own, but share the
+// machine's CPUs), else on one host.
+func (p *peerTable) sameMachine(a, b int) bool {
+	if p.kernels != nil && p.kernels[a] != "" && p.kernels[b] != "" {
+		return p.kernels[a] == p.kernels[b]
+	}
+	return p.hosts[a] == p.hosts[b]
+}
+
+// ranksOnMachine counts the ranks that run on rank's machine, rank among
+// them.
+func (p *peerTable) ranksOnMachine(rank int) int {
+	n := 0
+	for r := range p.hosts {
+		if p.sameMachine(rank, r) {
+			n++
+		}
+	}
+	return n
+}
+
+// cpusOnMachine counts the CPUs the ranks of rank's machine may run on
+// between them: the union of the CPU sets they published. A launcher
+// that binds each rank to cores of its own (gocoll run, mpirun, srun)
+// leaves each rank's process one CPU, so counting one process's CPUs
+// would find one for all. When a rank's set is unknown, it is the CPUs of
+// this process.
+func (p *peerTable) cpusOnMachine(rank int) int {
 	var union cpuSet
-	for r, h := range p.hosts {
-		if h != p.hosts[rank] {
+	for r := range p.hosts {
+		if !p.sameMachine(rank, r) {
 			continue
 		}
 		s := p.cpus[r]

@@ -34,10 +34,14 @@ func TestCPUSetString(t *testing.T) {
 	require.Nil(t, parseCPUs("1.x"), "garbage is unknown")
 }
 
-// TestCrowded: the ranks of a host are crowded when they outnumber the
+// TestCrowded: the ranks of a machine are crowded when they outnumber the
 // CPUs of all their sets together, not those of one rank's: ranks that a
 // launcher bound to a core each are not (they spun handing the CPU over
 // while each had its own core, when one process's CPUs were counted).
+// Containers of one machine are hosts of their own that share its
+// kernel, and its CPUs: two containers of two ranks each on two CPUs
+// spun without handing the CPU over, and an 8 B Allreduce took 463 µs
+// (four such ranks on one host: 42).
 func TestCrowded(t *testing.T) {
 	cpu := func(ids ...int) cpuSet {
 		s := make(cpuSet, 1)
@@ -47,22 +51,31 @@ func TestCrowded(t *testing.T) {
 		return s
 	}
 	tests := []struct {
-		name  string
-		hosts []string
-		cpus  []cpuSet
-		want  []bool
-		cpusA int // CPUs of host a, for rank 0
+		name    string
+		hosts   []string
+		kernels []string
+		cpus    []cpuSet
+		want    []bool
+		cpusA   int // CPUs of rank 0's machine
 	}{
-		{"bound to a core each", []string{"a", "a"}, []cpuSet{cpu(0), cpu(1)}, []bool{false, false}, 2},
-		{"bound to one core", []string{"a", "a"}, []cpuSet{cpu(0), cpu(0)}, []bool{true, true}, 1},
-		{"unbound", []string{"a", "a", "a"}, []cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{true, true, true}, 2},
-		{"other hosts apart", []string{"a", "b", "b"}, []cpuSet{cpu(0), cpu(0), cpu(1)}, []bool{false, false, false}, 1},
-		{"a set unknown", []string{"a", "a"}, []cpuSet{cpu(0), nil}, []bool{2 > runtime.NumCPU(), 2 > runtime.NumCPU()}, runtime.NumCPU()},
+		{"bound to a core each", []string{"a", "a"}, nil, []cpuSet{cpu(0), cpu(1)}, []bool{false, false}, 2},
+		{"bound to one core", []string{"a", "a"}, nil, []cpuSet{cpu(0), cpu(0)}, []bool{true, true}, 1},
+		{"unbound", []string{"a", "a", "a"}, nil, []cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{true, true, true}, 2},
+		{"other hosts apart", []string{"a", "b", "b"}, nil, []cpuSet{cpu(0), cpu(0), cpu(1)}, []bool{false, false, false}, 1},
+		{"a set unknown", []string{"a", "a"}, nil, []cpuSet{cpu(0), nil}, []bool{2 > runtime.NumCPU(), 2 > runtime.NumCPU()}, runtime.NumCPU()},
+		{"containers of one machine", []string{"a", "a", "b", "b"}, []string{"k", "k", "k", "k"},
+			[]cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{true, true, true, true}, 2},
+		{"containers bound apart", []string{"a", "a", "b", "b"}, []string{"k", "k", "k", "k"},
+			[]cpuSet{cpu(0), cpu(1), cpu(2), cpu(3)}, []bool{false, false, false, false}, 4},
+		{"machines apart", []string{"a", "a", "b", "b"}, []string{"k", "k", "l", "l"},
+			[]cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{false, false, false, false}, 2},
+		{"kernels unknown", []string{"a", "a", "b", "b"}, []string{"", "", "", ""},
+			[]cpuSet{cpu(0, 1), cpu(0, 1), cpu(0, 1), cpu(0, 1)}, []bool{false, false, false, false}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := peerTable{hosts: tt.hosts, cpus: tt.cpus}
-			require.Equal(t, tt.cpusA, p.cpusOnHost(0))
+			p := peerTable{hosts: tt.hosts, cpus: tt.cpus, kernels: tt.kernels}
+			require.Equal(t, tt.cpusA, p.cpusOnMachine(0))
 			for r, want := range tt.want {
 				require.Equal(t, want, p.crowded(r), fmt.Sprint("rank ", r))
 			}

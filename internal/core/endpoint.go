@@ -116,11 +116,12 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 func newEndpoint(rank, size int, o Options, links, shm network,
 	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
-	// A rank that spins holds a CPU, and when the ranks of the host
+	// A rank that spins holds a CPU, and when the ranks of the machine
 	// outnumber its CPUs, that may be the CPU the rank it waits for
 	// needs: spinning then made small collectives two to three times
-	// slower (np=4 on 2 CPUs). Such ranks hand the CPU over between
-	// looks instead, as Open MPI's do when oversubscribed.
+	// slower (np=4 on 2 CPUs), and eight times in two containers of two
+	// ranks each on 2 CPUs. Such ranks hand the CPU over between looks
+	// instead, as Open MPI's do when oversubscribed.
 	o.yield = peers.crowded(rank)
 	ep := &endpoint{
 		rank: rank, size: size, opts: o, log: o.logger.With("rank", rank),
@@ -134,8 +135,8 @@ func newEndpoint(rank, size int, o Options, links, shm network,
 	for i := range ep.peers {
 		ep.peers[i].linked = make(chan struct{})
 	}
-	ep.log.Debug("waits spin", "ranks on this host", peers.ranksOnHost(rank),
-		"their CPUs", peers.cpusOnHost(rank), "spinning hands the CPU over", o.yield)
+	ep.log.Debug("waits spin", "ranks on this machine", peers.ranksOnMachine(rank),
+		"their CPUs", peers.cpusOnMachine(rank), "spinning hands the CPU over", o.yield)
 	ep.wg.Add(2)
 	go ep.acceptLoop(links.ln)
 	go ep.watchStore()

@@ -292,12 +292,12 @@ func start(ctx context.Context, rank, size int, o Options, cfg transport.Config,
 	if o.hostOf != nil {
 		host = o.hostOf(rank)
 	}
-	record := strings.Join([]string{host, strconv.Itoa(os.Getpid()), ownCPUs().String(), shm.addr}, "\n")
+	record := strings.Join([]string{host, strconv.Itoa(os.Getpid()), ownCPUs().String(), shm.addr, kernelIdentity()}, "\n")
 	if err := store.Set(ctx, hostKey(rank), []byte(record)); err != nil {
 		return nil, fmt.Errorf("publishing this rank's host: %w", err)
 	}
 	peers := peerTable{addrs: make([]string, size), shmAddrs: make([]string, size), hosts: make([]string, size),
-		pids: make([]int, size), cpus: make([]cpuSet, size)}
+		pids: make([]int, size), cpus: make([]cpuSet, size), kernels: make([]string, size)}
 	for r := range size {
 		v, err := store.Get(ctx, addrKey(r))
 		if err == nil {
@@ -310,12 +310,13 @@ func start(ctx context.Context, rank, size int, o Options, cfg transport.Config,
 			}
 			return nil, fmt.Errorf("looking up rank %d: %w", r, err)
 		}
-		fields := strings.SplitN(string(v), "\n", 4)
+		fields := strings.SplitN(string(v), "\n", 5)
 		peers.hosts[r] = fields[0]
-		if len(fields) == 4 {
+		if len(fields) == 5 {
 			peers.pids[r], _ = strconv.Atoi(fields[1])
 			peers.cpus[r] = parseCPUs(fields[2])
 			peers.shmAddrs[r] = fields[3]
+			peers.kernels[r] = fields[4]
 		}
 	}
 	if o.transport == "shm" {
@@ -342,17 +343,19 @@ type peerTable struct {
 	hosts    []string // host identity (hostIdentity)
 	pids     []int    // process id
 	cpus     []cpuSet // the CPUs the rank may run on
+	kernels  []string // the kernel the rank runs under (kernelIdentity), "" unknown
 }
 
-// ranksOnHost counts the ranks that run on rank's host, rank among them.
-func (p *peerTable) ranksOnHost(rank int) int {
-	n := 0
-	for _, h := range p.hosts {
-		if h == p.hosts[rank] {
-			n++
-		}
+// kernelIdentity names the kernel this process runs under, its boot id,
+// "" where there is none to read. Containers of one machine share it
+// where their host identities differ, and with it the CPUs their ranks
+// spin on (crowded).
+func kernelIdentity() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
 	}
-	return n
+	return strings.TrimSpace(string(b))
 }
 
 // hostIdentity names the machine this process runs on, so that ranks can

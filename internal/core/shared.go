@@ -258,7 +258,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
 	s.probeSingle()
-	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, n > ep.cpusOnHost(ep.rank))
+	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, ep.opts.yield)
 	return s, nil
 }
 
