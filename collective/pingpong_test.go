@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/comm"
-	"github.com/gocoll/gocoll/internal/launch"
 	"github.com/gocoll/gocoll/internal/testutil"
 )
 
@@ -112,27 +108,7 @@ func pingPongTrip(ctx context.Context, c *comm.Comm, peer int, way string, buf *
 // the benchmark ends. With bound, this process runs on CPU 0 and the
 // peer on CPU 1, each at GOMAXPROCS=1, until then.
 func startPingPongPeer(b *testing.B, tr string, bound bool) *comm.Comm {
-	exe, err := os.Executable()
-	require.NoError(b, err)
-	port, err := launch.FreePort()
-	require.NoError(b, err)
-	env := map[string]string{"GOCOLL_SIZE": "2", "GOCOLL_ADDR": "127.0.0.1:" + strconv.Itoa(port),
-		"GOCOLL_SECRET": launch.NewSecret(), "GOCOLL_TRANSPORT": tr}
-	peer := exec.Command(exe, "-test.run=^$")
-	peer.Env = append(os.Environ(), workerVar+"=pingpong", "GOCOLL_RANK=1")
-	for k, v := range env {
-		peer.Env = append(peer.Env, k+"="+v)
-	}
-	peer.Stderr = os.Stderr
-	if bound {
-		require.NoError(b, testutil.StartBound(b, peer))
-	} else {
-		require.NoError(b, peer.Start())
-	}
-	env["GOCOLL_RANK"] = "0"
-	for k, v := range env {
-		b.Setenv(k, v)
-	}
+	peer := testutil.StartPeer(b, workerVar+"=pingpong", tr, bound)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := comm.Init(ctx)

@@ -314,29 +314,37 @@ func (k *call[T]) recv(peer, step int, dst []T, off int) error {
 // recvReduce combines them (awaitReduce: with a lossy codec a piece at a
 // time, or in one fused pass).
 func (k *call[T]) sendRecvReduce(peer, step int, s []T, soff int, dst, mine, got []T, off int, peerIsRight bool) error {
-	in, err := k.irecv(peer, step, got)
+	in, err := k.postAndSend(peer, step, s, soff, peer, step, got)
 	if err != nil {
-		return err
-	}
-	if err := k.send(peer, step, s, soff); err != nil {
-		in.withdraw()
 		return err
 	}
 	return k.awaitReduce(&in, peer, dst, off, mine, got, peerIsRight, nil)
 }
 
-// sendRecv sends s to dst and receives into r from src at once, the
-// receive posted first so that neither side waits for the other's send.
+// sendRecv sends s to rank to and receives into r from rank from at
+// once.
 func (k *call[T]) sendRecv(to, sendStep int, s []T, soff int, from, recvStep int, r []T, roff int) error {
-	in, err := k.irecv(from, recvStep, r)
+	in, err := k.postAndSend(to, sendStep, s, soff, from, recvStep, r)
 	if err != nil {
 		return err
 	}
+	return k.await(&in, from, r, roff)
+}
+
+// postAndSend posts the receive into r from rank from and then sends s
+// to rank to, the receive first so that neither side waits for the
+// other's send. It returns the receive, for the caller to await; it is
+// withdrawn when the send fails.
+func (k *call[T]) postAndSend(to, sendStep int, s []T, soff int, from, recvStep int, r []T) (inbound, error) {
+	in, err := k.irecv(from, recvStep, r)
+	if err != nil {
+		return inbound{}, err
+	}
 	if err := k.send(to, sendStep, s, soff); err != nil {
 		in.withdraw()
-		return err
+		return inbound{}, err
 	}
-	return k.await(&in, from, r, roff)
+	return in, nil
 }
 
 // check turns the outcome of a receive into this call's error: a sender

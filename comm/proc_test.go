@@ -703,33 +703,12 @@ func BenchmarkTwoProcess(b *testing.B) {
 }
 
 func benchTwoProcess(b *testing.B, transport string, bound bool) {
-	exe, err := os.Executable()
-	require.NoError(b, err)
-	port, err := launch.FreePort()
-	require.NoError(b, err)
-	secret := launch.NewSecret()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	env := map[string]string{"GOCOLL_SIZE": "2", "GOCOLL_ADDR": addr, "GOCOLL_SECRET": secret, "GOCOLL_TRANSPORT": transport}
-	peer := exec.Command(exe, "-test.run=^$")
-	peer.Env = append(os.Environ(), workerVar+"=peer", "GOCOLL_RANK=1")
-	for k, v := range env {
-		peer.Env = append(peer.Env, k+"="+v)
-	}
-	peer.Stderr = os.Stderr
-	if bound {
-		require.NoError(b, testutil.StartBound(b, peer))
-	} else {
-		require.NoError(b, peer.Start())
-	}
+	peer := testutil.StartPeer(b, workerVar+"=peer", transport, bound)
 	defer func() {
 		if err := peer.Wait(); err != nil {
 			b.Errorf("peer: %v", err)
 		}
 	}()
-	env["GOCOLL_RANK"] = "0"
-	for k, v := range env {
-		b.Setenv(k, v)
-	}
 	ctx := context.Background()
 	c, err := comm.Init(ctx)
 	if err != nil {

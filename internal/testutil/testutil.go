@@ -1,6 +1,7 @@
 // Package testutil holds what the tests of several packages need: a
-// buffer that goroutines write logs and output into, binding processes to
-// CPUs for benchmarks that compare with programs a launcher binds, and
+// buffer that goroutines write logs and output into, the second process of
+// a two-process benchmark (StartPeer), bound to a CPU of its own where it
+// compares with programs a launcher binds, and
 // the state of a goroutine that went to sleep (Asleep). (Goroutine leaks
 // are go.uber.org/goleak's job.)
 package testutil
