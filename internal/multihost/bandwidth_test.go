@@ -3,6 +3,7 @@ package multihost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -117,6 +118,32 @@ func iperf3(t *testing.T, server, client []string, addr string) string {
 	}
 	defer srv.Wait()
 	defer srv.Process.Kill()
+	var last error
+	for range 50 { // the server takes a moment to listen
+		out, err := run(client, "-c", addr, "-p", "5299", "-t", "5", "-P", "1", "-J").Output()
+		rate, rerr := iperf3Rate(out)
+		if err == nil && rerr == nil {
+			return fmt.Sprintf("%.2f GB/s", rate/8e9)
+		}
+		if last = rerr; last == nil {
+			last = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("iperf3 client to %s: %v", addr, last)
+	return ""
+}
+
+// iperf3Rate is the rate in bits per second that the report of an
+// iperf3 -J client says the server received, or the error it reports.
+// Each report is decoded into a value of its own: a report without an
+// error says nothing of the field, so a value that an earlier attempt's
+// error ("unable to connect to server", before the server listened) had
+// filled would keep that error through every later success.
+func iperf3Rate(report []byte) (float64, error) {
 	var res struct {
 		Error string
 		End   struct {
@@ -125,18 +152,13 @@ func iperf3(t *testing.T, server, client []string, addr string) string {
 			} `json:"sum_received"`
 		}
 	}
-	for range 50 { // the server takes a moment to listen
-		out, err := run(client, "-c", addr, "-p", "5299", "-t", "5", "-P", "1", "-J").Output()
-		if jerr := json.Unmarshal(out, &res); jerr != nil {
-			t.Fatalf("iperf3 client to %s: %v, %v\n%s", addr, err, jerr, out)
-		}
-		if err == nil && res.Error == "" {
-			return fmt.Sprintf("%.2f GB/s", res.End.SumReceived.BitsPerSecond/8e9)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := json.Unmarshal(report, &res); err != nil {
+		return 0, fmt.Errorf("%w in %q", err, report)
 	}
-	t.Fatalf("iperf3 client to %s: %s", addr, res.Error)
-	return ""
+	if res.Error != "" {
+		return 0, errors.New(res.Error)
+	}
+	return res.End.SumReceived.BitsPerSecond, nil
 }
 
 // compareMedians formats the median bus bandwidth of both sets of
@@ -211,4 +233,32 @@ func localGocoll(t *testing.T) string {
 		t.Fatalf("building gocoll: %v\n%s", err, out)
 	}
 	return path
+}
+
+func TestIperf3Rate(t *testing.T) {
+	refused := []byte(`{"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}`)
+	good := []byte(`{"start": {}, "end": {"sum_received": {"bits_per_second": 8e9}}}`)
+	// The reports of one run's attempts, in order: the server was not
+	// listening yet for the first.
+	attempts := []struct {
+		report  []byte
+		rate    float64
+		wantErr string
+	}{
+		{refused, 0, "unable to connect to server"},
+		{good, 8e9, ""},
+		{[]byte(""), 0, "unexpected end of JSON input"},
+		{good, 8e9, ""},
+	}
+	for i, a := range attempts {
+		rate, err := iperf3Rate(a.report)
+		switch {
+		case a.wantErr == "" && err != nil:
+			t.Errorf("attempt %d: %v, want a rate", i, err)
+		case a.wantErr != "" && (err == nil || !strings.Contains(err.Error(), a.wantErr)):
+			t.Errorf("attempt %d: error %v, want one saying %q", i, err, a.wantErr)
+		case rate != a.rate:
+			t.Errorf("attempt %d: rate %v, want %v", i, rate, a.rate)
+		}
+	}
 }
