@@ -10,6 +10,7 @@ import (
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -426,17 +427,18 @@ func (k *call[T]) endOp(op *core.SegmentOp) {
 
 // put copies src into dst, this rank's place in the segment, where the
 // other ranks read it: bytes the call sends. It writes around the caches
-// where the segment's Copier chose so for the call.
+// where the segment's Copier chose so for the call, and otherwise with
+// shmem.Copy, whose stores do not wait for the lines the readers hold.
 func (k *call[T]) put(dst, src []T) {
 	k.t.Mark()
 	if k.copier == nil {
-		copy(dst, src)
+		shmem.Copy(asBytes(dst), asBytes(src))
 	} else {
 		start := core.Now()
 		if k.around {
 			kernel.CopyAround(asBytes(dst), asBytes(src))
 		} else {
-			copy(dst, src)
+			shmem.Copy(asBytes(dst), asBytes(src))
 		}
 		k.putNanos += core.Now() - start
 		k.putBytes += int64(len(src) * k.size)

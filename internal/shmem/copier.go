@@ -6,7 +6,7 @@ import (
 )
 
 // A Copier chooses how a rank copies into shared memory that other
-// processes read next: through the caches (copy) or around them
+// processes read next: through the caches (Copy) or around them
 // (kernel.CopyAround's non-temporal stores).
 //
 // Through the caches is the faster way where the cores hand lines to
@@ -17,7 +17,10 @@ import (
 // a 64 KiB handoff between two processes takes 21-30 µs through the
 // caches, the writer's copy alone 16 µs, against 3-8 µs otherwise, while
 // around the caches it takes 8-10 µs in either state, the copy 3 µs
-// (bench/reference/limits.c, shm_handoff_*, 2026-11-26). So each rank
+// (bench/reference/limits.c, shm_handoff_*, 2026-11-26). (Those copies
+// through the caches were Go's copy, whose vector stores each wait for
+// their line; Copy's string moves do not, which takes much of the slow
+// state's cost away: see Copy.) So each rank
 // times its own copies both ways, per kind of operation and size class,
 // and goes around the caches only while that copies at least aroundGain
 // times faster, which it does in the slow state alone: that margin

@@ -85,10 +85,11 @@ func newRing(reg *shmem.Region, r, size int) ring {
 }
 
 // put copies p into the ring at position pos, wrapping around its end.
-// len(p) is at most the ring's size.
+// len(p) is at most the ring's size. The reader's core holds the ring's
+// lines, which shmem.Copy writes without waiting for each.
 func (r *ring) put(pos uint64, p []byte) {
-	n := copy(r.data[pos&r.mask:], p)
-	copy(r.data, p[n:])
+	n := shmem.Copy(r.data[pos&r.mask:], p)
+	shmem.Copy(r.data, p[n:])
 }
 
 // get copies len(p) bytes from position pos into p, wrapping around the

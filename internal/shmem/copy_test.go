@@ -1,0 +1,82 @@
+package shmem
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// TestCopy: lengths around copyMin and copyPiece, every alignment of dst
+// to 16 bytes, the shorter of the two slices, and overlapping slices in
+// both directions: the result is copy's, and nothing beyond dst changes.
+func TestCopy(t *testing.T) {
+	pattern := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + 1)
+		}
+		return b
+	}
+	for _, n := range []int{0, 1, copyMin - 1, copyMin, copyMin + 1, 65536 + 37, copyPiece, 3*copyPiece + 5, 1<<20 + 5} {
+		for _, off := range []int{0, 1, 3, 15} {
+			t.Run(fmt.Sprintf("%dB/at%d", n, off), func(t *testing.T) {
+				src := pattern(n)
+				mem := bytes.Repeat([]byte{0xee}, n+off+64)
+				dst := mem[off : off+n]
+				if got := Copy(dst, src); got != n {
+					t.Fatalf("copied %d bytes, want %d", got, n)
+				}
+				if !bytes.Equal(dst, src) {
+					t.Fatal("dst differs from src")
+				}
+				for i, b := range append(mem[:off:off], mem[off+n:]...) {
+					if b != 0xee {
+						t.Fatalf("byte %d outside dst changed", i)
+					}
+				}
+			})
+		}
+	}
+	t.Run("shorter", func(t *testing.T) {
+		if got := Copy(make([]byte, 8192), make([]byte, 5000)); got != 5000 {
+			t.Fatalf("copied %d of 5000 bytes into 8192", got)
+		}
+		if got := Copy(make([]byte, 5000), make([]byte, 8192)); got != 5000 {
+			t.Fatalf("copied %d of 8192 bytes into 5000", got)
+		}
+	})
+	for _, shift := range []int{-100, 100} {
+		t.Run(fmt.Sprintf("overlap%+d", shift), func(t *testing.T) {
+			const n = 16 << 10
+			mem, want := pattern(n+200), pattern(n+200)
+			dst, src := mem[100+shift:100+shift+n], mem[100:100+n]
+			copy(want[100+shift:100+shift+n], want[100:100+n])
+			if got := Copy(dst, src); got != n {
+				t.Fatalf("copied %d bytes, want %d", got, n)
+			}
+			if !bytes.Equal(mem, want) {
+				t.Fatal("an overlapping copy differs from copy's")
+			}
+		})
+	}
+}
+
+// BenchmarkCopy: Copy against copy within one process, where no other
+// core holds the lines: what the string moves cost where they gain
+// nothing.
+func BenchmarkCopy(b *testing.B) {
+	for _, n := range []int{4 << 10, 64 << 10, 1 << 20} {
+		dst, src := make([]byte, n), make([]byte, n)
+		for _, way := range []struct {
+			name string
+			copy func(dst, src []byte) int
+		}{{"Copy", Copy}, {"copy", func(dst, src []byte) int { return copy(dst, src) }}} {
+			b.Run(fmt.Sprintf("%dKiB/%s", n>>10, way.name), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for b.Loop() {
+					way.copy(dst, src)
+				}
+			})
+		}
+	}
+}
