@@ -235,6 +235,8 @@ func localGocoll(t *testing.T) string {
 	return path
 }
 
+// TestIperf3Rate: each report decodes on its own, so that a good report
+// after a failed attempt's is a rate, not the earlier error.
 func TestIperf3Rate(t *testing.T) {
 	refused := []byte(`{"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}`)
 	good := []byte(`{"start": {}, "end": {"sum_received": {"bits_per_second": 8e9}}}`)

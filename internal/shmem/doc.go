@@ -25,6 +25,11 @@
 // (Waiter.SetPark), and their bells knock on the link's socket
 // (Bell.Knock).
 //
+// Copy writes into a mapping that other processes read: with string
+// moves, which do not wait for each line to come back from the reader's
+// core as a vector loop's stores do. A Copier chooses, by timing, between
+// it and stores that go around the caches.
+//
 // Shared memory is a Linux feature here; elsewhere every function returns
 // ErrUnsupported.
 package shmem
