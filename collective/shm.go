@@ -37,23 +37,16 @@ import (
 const shmOneShot = 16 << 10
 
 // bcastRound is the largest round, in bytes, of a Bcast through the
-// slots (bcastShm).
+// slots (bcastShm). Bcasts of 256 KiB to 4 MiB once went in rounds of 64
+// KiB, which overlapped the reader's copy of a round with root's of the
+// next one sooner, while root's copies waited for every line the reader
+// held (1 MiB 83 µs against 106 in rounds of 256 KiB, 2026-11-28). Since
+// root writes with string moves (shmem.Copy), which do not wait, the
+// fewer rounds win: two ranks, GOCOLL_SINGLE_COPY=none, three alternating
+// runs, mean µs, rounds of 64 / 128 / 256 KiB (2026-11-29): 1 MiB
+// 54-58 / 48-58 / 48-51, 2 MiB 102-111 / 94-101 / 85-95, 4 MiB 203-223
+// / 185-219 / 161-188.
 const bcastRound = 256 << 10
-
-// bcastSmallRound is the round of a Bcast of at most bcastSmallMax bytes
-// on a host with a CPU for each rank: the reader's copy of a round then
-// overlaps the root's of the next one sooner. Two ranks, 2026-11-28
-// (GOCOLL_SINGLE_COPY=none, five alternating runs, medians, µs, in
-// rounds of 256 / 32 / 64 KiB): 64 KiB 8.4 / 7.9 / 8.4, 256 KiB 31.5 /
-// 25.4 / 24.0, 1 MiB 106 / 88 / 83, 2 MiB 213 / 171 / 148, 4 MiB 413 /
-// 343 / 300. At 16 MiB, streaming from memory, 64 KiB rounds lost (2.15
-// ms against 1.9), and so did they at every size on four ranks of two
-// CPUs, where each round's wait costs a turn of the scheduler (1 MiB 189
-// µs against 140).
-const (
-	bcastSmallRound = 64 << 10
-	bcastSmallMax   = 4 << 20
-)
 
 // bcastShortRound is the round of a Bcast of at most bcastShortMax
 // bytes on a host with a CPU for each rank: the reader's copy of the
@@ -62,9 +55,10 @@ const (
 // Two ranks on an AMD EPYC host, 2026-11-28 (GOCOLL_SINGLE_COPY=none,
 // three alternating runs, medians, µs, in rounds of 32 / 64 / 128 KiB):
 // 64 KiB 7.0 / 9.0 / 8.8, 128 KiB 11.5 / 14.2 / 12.8, 256 KiB 20.2 /
-// 19.6 / 19.5; the reader's median 64 KiB call 5.6 µs against 7.4. On
-// the host of bcastSmallRound's figures 32 KiB rounds were level at 64
-// KiB (7.9 against 8.4).
+// 19.6 / 19.5; the reader's median 64 KiB call 5.6 µs against 7.4. With
+// root's string moves (2026-11-29, rounds of 16 / 32 / 64 KiB, mean µs):
+// 64 KiB 7.3-7.7 / 6.0-6.9 / 7.2-7.9, 128 KiB 9.9-10.7 / 9.7-10.3 /
+// 9.5-10.6.
 const (
 	bcastShortRound = 32 << 10
 	bcastShortMax   = 128 << 10
@@ -497,8 +491,6 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	case s.Crowded():
 	case n <= bcastShortMax:
 		round = bcastShortRound
-	case n <= bcastSmallMax:
-		round = bcastSmallRound
 	}
 	per := min(s.Size()*s.SlotBytes(), round) / k.size
 	me := k.c.Rank()
