@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // TestCopy: lengths around copyMin and copyPiece, every alignment of dst
 // to 16 bytes, the shorter of the two slices, and overlapping slices in
 // both directions: the result is copy's, and nothing beyond dst changes.
 func TestCopy(t *testing.T) {
+	testutil.CheckCopies(t, Copy, []int{0, 1, copyMin - 1, copyMin, copyMin + 1, 65536 + 37, copyPiece, 3*copyPiece + 5, 1<<20 + 5}, []int{0, 1, 3, 15})
 	pattern := func(n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
@@ -17,34 +20,6 @@ func TestCopy(t *testing.T) {
 		}
 		return b
 	}
-	for _, n := range []int{0, 1, copyMin - 1, copyMin, copyMin + 1, 65536 + 37, copyPiece, 3*copyPiece + 5, 1<<20 + 5} {
-		for _, off := range []int{0, 1, 3, 15} {
-			t.Run(fmt.Sprintf("%dB/at%d", n, off), func(t *testing.T) {
-				src := pattern(n)
-				mem := bytes.Repeat([]byte{0xee}, n+off+64)
-				dst := mem[off : off+n]
-				if got := Copy(dst, src); got != n {
-					t.Fatalf("copied %d bytes, want %d", got, n)
-				}
-				if !bytes.Equal(dst, src) {
-					t.Fatal("dst differs from src")
-				}
-				for i, b := range append(mem[:off:off], mem[off+n:]...) {
-					if b != 0xee {
-						t.Fatalf("byte %d outside dst changed", i)
-					}
-				}
-			})
-		}
-	}
-	t.Run("shorter", func(t *testing.T) {
-		if got := Copy(make([]byte, 8192), make([]byte, 5000)); got != 5000 {
-			t.Fatalf("copied %d of 5000 bytes into 8192", got)
-		}
-		if got := Copy(make([]byte, 5000), make([]byte, 8192)); got != 5000 {
-			t.Fatalf("copied %d of 8192 bytes into 5000", got)
-		}
-	})
 	for _, shift := range []int{-100, 100} {
 		t.Run(fmt.Sprintf("overlap%+d", shift), func(t *testing.T) {
 			const n = 16 << 10
