@@ -467,10 +467,9 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 		return bcastFast(k, s, buf, root)
 	}
 	var op core.SegmentOp
-	// A direct Bcast between registered buffers may be split
-	// (bcastDirect), for which root maps every rank's buffer, the others
-	// only root's. Every rank finds the same: Crowded is what rank 0
-	// found.
+	// A split direct Bcast (bcastDirect) has root map every rank's
+	// buffer, the others only root's. Every rank finds the same split:
+	// Crowded is what rank 0 found.
 	split := bcastSplits(s.Crowded(), len(buf)*k.size)
 	peer := root
 	if split && k.c.Rank() == root {
@@ -482,7 +481,7 @@ func bcastShm[T codec.Elem](k *call[T], buf []T, root int) error {
 	}
 	defer k.endOp(&op)
 	if direct {
-		return bcastDirect(k, p, buf, root, split && p.mapped != nil)
+		return bcastDirect(k, p, buf, root, split)
 	}
 	// Every rank finds the same round: the size is the call's, and
 	// Crowded what rank 0 found.

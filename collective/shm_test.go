@@ -228,9 +228,8 @@ func TestDirectFrom(t *testing.T) {
 	}
 }
 
-// TestBcastSplits: a direct Bcast between registered buffers is split
-// wherever each rank has a CPU, and on a crowded host up to
-// crowdedSplitMax.
+// TestBcastSplits: a direct Bcast is split wherever each rank has a CPU,
+// and on a crowded host up to crowdedSplitMax.
 func TestBcastSplits(t *testing.T) {
 	tests := []struct {
 		crowded bool

@@ -72,12 +72,13 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 
 // WithSingleCopy sets how the collectives of a communicator's segment
 // move data between ordinary Go slices (not from Alloc, which ranks
-// share outright): "auto", the default, copies once for the calls up to
-// 2 MiB where that has been faster (the root of each call times both
-// ways as it goes), else twice, through the segment; "cma" copies once,
-// each rank reading what it needs out of the others' slices with
-// process_vm_readv, wherever the kernel allows it, as Open MPI's vader
-// does; "none" always copies twice, through the segment. Which is faster
+// share outright): "auto", the default, copies once where that has been
+// faster (the root of each call times both ways as it goes), else twice,
+// through the segment; "cma" copies once, each rank reading what it
+// needs out of the others' slices with process_vm_readv (as Open MPI's
+// vader does) or writing into them with process_vm_writev (a Bcast's
+// root its share, a Gather's ranks their parts), wherever the kernel
+// allows it; "none" always copies twice, through the segment. Which is faster
 // depends on the host: on one of this project's machines two copies
 // matched or beat one everywhere, on another one copy took a third of
 // the time of a handoff through shared memory (64 KiB: 3.4 µs against

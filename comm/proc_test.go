@@ -290,10 +290,17 @@ func singleWorker(ctx context.Context, c *comm.Comm) error {
 	}
 	fmt.Println("ready")
 	start := time.Now()
-	for {
-		if err := collective.Allgather(ctx, c, send, recv); err != nil {
+	// Allgathers read the others' buffers; Bcasts and Gathers, split
+	// between root and the others, also write into them.
+	calls := []func(root int) error{
+		func(int) error { return collective.Allgather(ctx, c, send, recv) },
+		func(root int) error { return collective.Bcast(ctx, c, send, root) },
+		func(root int) error { return collective.Gather(ctx, c, send, recv, root) },
+	}
+	for i := 0; ; i++ {
+		if err := calls[i%len(calls)](i / len(calls) % c.Size()); err != nil {
 			if s.SingleOps() == 0 {
-				return fmt.Errorf("no Allgather copied once: %w", err)
+				return fmt.Errorf("no call copied once: %w", err)
 			}
 			return checkLoss(err, victims(c.Size()), start)
 		}
@@ -407,9 +414,9 @@ func TestKilledStreamerIsNamed(t *testing.T) {
 }
 
 // TestKilledDirectRankIsNamed: a rank killed while the ranks reduce
-// directly between their registered buffers, or read each other's
-// ordinary ones (single copies), is named by every survivor, and nothing
-// is left in /dev/shm.
+// directly between their registered buffers, or read and write each
+// other's ordinary ones (single copies), is named by every survivor, and
+// nothing is left in /dev/shm.
 func TestKilledDirectRankIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")

@@ -84,7 +84,7 @@ type Segment struct {
 	cookie    *uint64
 	allRead   atomic.Int32
 	single    shmem.SingleCopy
-	vm        shmem.VMReader
+	vm        shmem.VM
 	singleOps atomic.Uint64
 	timing    timedOp // the last timed operation this rank decided, until it learns from it
 }

@@ -56,20 +56,35 @@ const (
 
 // Settings of GOCOLL_SINGLE_COPY (WithSingleCopy).
 const (
-	SingleCopyAuto = "auto" // copy once where that has been faster, up to singleMax on a host that is not crowded (the default)
+	SingleCopyAuto = "auto" // copy once where that has been faster, on a host that is not crowded (the default)
 	SingleCopyCMA  = "cma"  // copy once wherever the kernel allows it
 	SingleCopyNone = "none" // always through the slots
 )
 
 // The policies of a segment, as rank 0 records it.
 const (
-	singleNever  = iota // SingleCopyNone, or SingleCopyAuto on a crowded host
-	singleAuto          // by timing, up to singleMax
+	singleNever  = iota // SingleCopyNone, or SingleCopyAuto on a crowded host (see singlePolicy)
+	singleAuto          // by timing
 	singleAlways        // SingleCopyCMA
 )
 
 // singlePolicy is the policy of a segment that rank 0 makes with the
-// setting mode, on a host that is crowded or not.
+// setting mode, on a host that is crowded or not. Where ranks outnumber
+// the CPUs (Crowded), no operation copies once by choice: a rank whose
+// buffer is read must wait for its readers, each wait a turn of the
+// scheduler, while through the slots it leaves once its data is in (four
+// ranks on two CPUs: Scatter, Gather and Alltoall 1.3-1.9 times as slow
+// at 16 MiB, no gain below). Elsewhere operations of every size may:
+// until 2026-11-29 those above 2 MiB did not, since on an AMD EPYC host
+// process_vm_readv of a buffer no longer in the caches ran at 5-6 GB/s
+// and a 16 MiB Bcast took 3.0 ms against 1.8 through the slots
+// (2026-11-28). Once a Bcast's root copied a share and a Gather's ranks
+// wrote into root's buffer, on an Intel Xeon host copying once won up to
+// 64 MiB (two ranks, µs through the slots / once: Bcast 4 MiB 375 / 231,
+// 16 MiB 1418 / 1087; Gather 350 / 257, 1302 / 1122, and 64 MiB 9.6 / 8.2
+// ms; Scatter 16 MiB 1352 / 1136; 2026-11-29), and the timing that
+// chooses the way costs a few operations of a size class, at its start
+// and now and then.
 func singlePolicy(mode string, crowded bool) uint64 {
 	switch {
 	case mode == SingleCopyCMA:
@@ -79,20 +94,6 @@ func singlePolicy(mode string, crowded bool) uint64 {
 	}
 	return singleAuto
 }
-
-// singleMax is the largest operation, in bytes of its call's count, that
-// may copy once by choice (SingleCopyAuto), on a host with a CPU for each
-// of its ranks. Larger ones lost every time they were tried:
-// process_vm_readv of a buffer that is no longer in the caches ran at
-// 5-6 GB/s, where the segment's rounds overlap their two copies (two
-// ranks, 16 MiB Bcast 3.0 ms against 1.8 through the slots, 2026-11-28),
-// and learning so costs a few operations each time. Where ranks
-// outnumber the CPUs (Crowded), none does: a rank whose buffer is read
-// must wait for its readers, each wait a turn of the scheduler, while
-// through the slots it leaves once its data is in (four ranks on two
-// CPUs: Scatter, Gather and Alltoall 1.3-1.9 times as slow at 16 MiB, no
-// gain below).
-const singleMax = 2 << 20
 
 // WithSingleCopy sets how the collectives of a segment copy between
 // ordinary buffers: SingleCopyAuto, SingleCopyCMA or SingleCopyNone.
@@ -170,7 +171,7 @@ func (s *Segment) everyoneReads() bool {
 // policy lets it copy once, and records on the decider the way it takes.
 func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	s := op.s
-	if decider < 0 || s.policy == singleNever || s.policy == singleAuto && op.bytes() > singleMax {
+	if decider < 0 || s.policy == singleNever {
 		return
 	}
 	op.decider = decider
@@ -249,27 +250,62 @@ func (op *SegmentOp) Read(r, i, off int, dst []byte) error {
 	if len(dst) == 0 {
 		return nil
 	}
+	addr, err := op.remote(r, i, off, len(dst), "reads")
+	if err != nil {
+		return err
+	}
+	return op.copied(r, "reading", len(dst), op.s.vm.Read(op.s.pids[r], op.s.cookieOf(r), addr, dst))
+}
+
+// Write copies src into rank r's buffer i, from byte off, with
+// process_vm_writev, once r has recorded its call, as Read copies out of
+// it: r waits, before it returns, until every rank that writes its
+// buffer is done. Writing lets a rank that would only wait for others
+// to read its buffer copy a share of the data itself (a Bcast's root).
+func (op *SegmentOp) Write(r, i, off int, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	addr, err := op.remote(r, i, off, len(src), "writes")
+	if err != nil {
+		return err
+	}
+	return op.copied(r, "writing", len(src), op.s.vm.Write(op.s.pids[r], op.s.cookieOf(r), addr, src))
+}
+
+// remote is the address of byte off of rank r's buffer i, once r has
+// recorded its call, where n bytes from there lie in the buffer; verb
+// says what this rank does with them, for the error.
+func (op *SegmentOp) remote(r, i, off, n int, verb string) (uint64, error) {
 	s := op.s
 	if err := op.recorded(r); err != nil {
-		return err
+		return 0, err
 	}
 	rec := s.record(r, op.ticket)
 	addr := binary.LittleEndian.Uint64(rec[recAddrs+16*i:])
-	n := int(binary.LittleEndian.Uint64(rec[recAddrs+16*i+8:]))
-	if off < 0 || off+len(dst) > n {
-		err := fmt.Errorf("%w: rank %d's buffer of the shared-memory %s holds %d bytes, and rank %d reads %d from byte %d",
-			ErrMismatch, s.c.group[r], op.call, n, s.c.group[s.c.rank], len(dst), off)
+	size := int(binary.LittleEndian.Uint64(rec[recAddrs+16*i+8:]))
+	if off < 0 || off+n > size {
+		err := fmt.Errorf("%w: rank %d's buffer of the shared-memory %s holds %d bytes, and rank %d %s %d from byte %d",
+			ErrMismatch, s.c.group[r], op.call, size, s.c.group[s.c.rank], verb, n, off)
 		s.c.ep.abort(err)
-		return err
+		return 0, err
 	}
-	err := s.vm.Read(s.pids[r], s.cookieOf(r), addr+uint64(off), dst)
+	return addr + uint64(off), nil
+}
+
+// copied is the outcome of a copy of n bytes out of or into rank r's
+// buffer that ended with err: a process that is gone is a lost rank, and
+// any other failure fails the job, since the others would wait for this
+// rank.
+func (op *SegmentOp) copied(r int, doing string, n int, err error) error {
+	s := op.s
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, syscall.ESRCH) || errors.Is(err, shmem.ErrNotPeer):
 		return s.c.ep.loseAndWait(s.c.group[r], fmt.Errorf("process %d exited during a shared-memory %s", s.pids[r], op.call))
 	default:
-		err = fmt.Errorf("reading %d bytes of rank %d's buffer of the shared-memory %s: %w", len(dst), s.c.group[r], op.call, err)
+		err = fmt.Errorf("%s %d bytes of rank %d's buffer of the shared-memory %s: %w", doing, n, s.c.group[r], op.call, err)
 		s.c.ep.abort(err)
 		return err
 	}

@@ -3,7 +3,7 @@ package shmem
 // A SingleCopy chooses how the collectives of a segment move data
 // between ranks' ordinary buffers: through the segment, copied into a
 // slot and out again, or once, read straight out of the other rank's
-// buffer with process_vm_readv (VMReader). Which is faster depends on
+// buffer with process_vm_readv (VM). Which is faster depends on
 // the host and changes with its state: on this project's two-vCPU
 // machine the two copies won in 2026-11-23's runs (a single copy made
 // two-rank Bcast 1.3-3.5 times slower) and lost in 2026-11-28's, where a

@@ -20,22 +20,22 @@ func NewCookie() (w *uint64, c Cookie) {
 	return w, Cookie{Addr: uint64(uintptr(unsafe.Pointer(w))), Value: *w}
 }
 
-// maxVMRead bounds one process_vm_readv. The call is raw, which the
-// runtime does not see: one it sees hands the thread's processor to
-// another thread when it seems slow to the runtime's monitor (20 µs),
-// and the call waits for the processor when it returns, two context
-// switches. Two ranks' 64 KiB Bcasts copying once had 2.6-3.5 % of their
-// calls take over 20 µs, a fifth of their time; with raw calls 1.1-1.5 %
-// (2026-11-28). But a garbage collection that stops the world waits for
-// a raw call to end, so one copies at most this much, about 50 µs, as the
-// tcp transport's raw writes do.
-const maxVMRead = 1 << 20
+// maxVMCopy bounds one process_vm_readv or process_vm_writev. The call
+// is raw, which the runtime does not see: one it sees hands the thread's
+// processor to another thread when it seems slow to the runtime's
+// monitor (20 µs), and the call waits for the processor when it returns,
+// two context switches. Two ranks' 64 KiB Bcasts copying once had
+// 2.6-3.5 % of their calls take over 20 µs, a fifth of their time; with
+// raw calls 1.1-1.5 % (2026-11-28). But a garbage collection that stops
+// the world waits for a raw call to end, so one copies at most this
+// much, about 50 µs, as the tcp transport's raw writes do.
+const maxVMCopy = 1 << 20
 
-// A VMReader copies memory out of other processes with process_vm_readv
-// (cross-memory attach). It holds the system call's scratch, so that a
-// read allocates nothing, and is not safe for concurrent use. Its zero
-// value is ready.
-type VMReader struct {
+// A VM copies memory out of and into other processes with
+// process_vm_readv and process_vm_writev (cross-memory attach). It holds
+// the system calls' scratch, so that a copy allocates nothing, and is
+// not safe for concurrent use. Its zero value is ready.
+type VM struct {
 	liov [2]unix.Iovec
 	riov [2]unix.RemoteIovec
 	got  [8]byte // the cookie as read
@@ -47,35 +47,100 @@ type VMReader struct {
 // the error is the system call's: EPERM when this process may not read
 // pid's memory (ptrace(2), "Ptrace access mode checking"), ENOSYS without
 // CMA, ESRCH when pid is gone, EFAULT when the range is not mapped.
-func (r *VMReader) Read(pid int, c Cookie, addr uint64, dst []byte) error {
-	r.liov[1].Base = &r.got[0]
-	r.liov[1].SetLen(len(r.got))
-	r.riov[1] = unix.RemoteIovec{Base: uintptr(c.Addr), Len: len(r.got)}
+func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error {
+	v.cookieIovec(c, 1)
 	for off := 0; off < len(dst); {
-		n := min(len(dst)-off, maxVMRead)
-		r.liov[0].Base = &dst[off]
-		r.liov[0].SetLen(n)
-		r.riov[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(off), Len: n}
-		r0, _, errno := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
-			uintptr(unsafe.Pointer(&r.liov[0])), uintptr(len(r.liov)), uintptr(unsafe.Pointer(&r.riov[0])), uintptr(len(r.riov)), 0)
-		r.liov[0].Base = nil
-		switch {
-		case errno == unix.EINTR:
+		n := min(len(dst)-off, maxVMCopy)
+		v.liov[0].Base = &dst[off]
+		v.liov[0].SetLen(n)
+		v.riov[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(off), Len: n}
+		got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 2)
+		if err == unix.EINTR {
 			continue
-		case errno != 0:
-			return errno
 		}
-		got := int(r0)
+		if err != nil {
+			return err
+		}
 		if race.Enabled {
 			race.WriteSlice(dst[off : off+min(got, n)]) // the cookie comes after
 		}
-		switch {
-		case got != n+len(r.got):
-			return fmt.Errorf("process_vm_readv read %d of %d bytes", got, n+len(r.got))
-		case binary.NativeEndian.Uint64(r.got[:]) != c.Value:
-			return ErrNotPeer
+		if err := v.checkCookie(c, got, n); err != nil {
+			return err
 		}
 		off += n
+	}
+	return nil
+}
+
+// Write copies src to addr in process pid's memory, as Read copies out
+// of it. A write cannot fetch the cookie in the same call, so each piece
+// reads it first: a process that took over pid's number would have to
+// appear between the two calls, which takes the kernel handing out every
+// other PID in between, and a write never lands in its memory after a
+// check that found the cookie gone. Errors are Read's, with EFAULT also
+// for a range that is not writable.
+func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
+	for off := 0; off < len(src); {
+		v.cookieIovec(c, 0)
+		got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := v.checkCookie(c, got, 0); err != nil {
+			return err
+		}
+		n := min(len(src)-off, maxVMCopy)
+		v.liov[0].Base = &src[off]
+		v.liov[0].SetLen(n)
+		v.riov[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(off), Len: n}
+		if got, err = v.call(unix.SYS_PROCESS_VM_WRITEV, pid, 1); err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if race.Enabled {
+			race.ReadSlice(src[off : off+n])
+		}
+		if got != n {
+			return fmt.Errorf("process_vm_writev wrote %d of %d bytes", got, n)
+		}
+		off += n
+	}
+	return nil
+}
+
+// cookieIovec sets the iovecs at i to fetch the cookie c.
+func (v *VM) cookieIovec(c Cookie, i int) {
+	v.liov[i].Base = &v.got[0]
+	v.liov[i].SetLen(len(v.got))
+	v.riov[i] = unix.RemoteIovec{Base: uintptr(c.Addr), Len: len(v.got)}
+}
+
+// call makes the system call trap on pid with the first iovecs of v,
+// and returns how many bytes it copied. It leaves no pointer to the
+// caller's memory behind in v.
+func (v *VM) call(trap uintptr, pid, iovecs int) (int, error) {
+	r0, _, errno := unix.RawSyscall6(trap, uintptr(pid),
+		uintptr(unsafe.Pointer(&v.liov[0])), uintptr(iovecs), uintptr(unsafe.Pointer(&v.riov[0])), uintptr(iovecs), 0)
+	v.liov[0].Base = nil
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r0), nil
+}
+
+// checkCookie checks a read of n bytes and the cookie after them, which
+// copied got bytes in all.
+func (v *VM) checkCookie(c Cookie, got, n int) error {
+	switch {
+	case got != n+len(v.got):
+		return fmt.Errorf("process_vm_readv read %d of %d bytes", got, n+len(v.got))
+	case binary.NativeEndian.Uint64(v.got[:]) != c.Value:
+		return ErrNotPeer
 	}
 	return nil
 }

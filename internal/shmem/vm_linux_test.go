@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"runtime"
@@ -9,52 +10,79 @@ import (
 	"unsafe"
 )
 
-// TestVMReaderRead reads this process's own memory, which
-// process_vm_readv allows: a buffer longer than one call reads in pieces
-// of maxVMRead, each checked against the cookie; a cookie that is not the
-// process's word is ErrNotPeer, and an address that is not mapped the
-// kernel's EFAULT.
-func TestVMReaderRead(t *testing.T) {
+// TestVM copies this process's own memory, which cross-memory attach
+// allows, both ways: a buffer longer than one call copies in pieces of
+// maxVMCopy, each checked against the cookie; a cookie that is not the
+// process's word is ErrNotPeer, and writes nothing; an address that is
+// not mapped is the kernel's EFAULT.
+func TestVM(t *testing.T) {
 	word, cookie := NewCookie()
 	defer runtime.KeepAlive(word)
-	src := make([]byte, 2*maxVMRead+maxVMRead/2+3)
-	for i := range src {
-		src[i] = byte(i*7 + i>>12)
+	const n = 2*maxVMCopy + maxVMCopy/2 + 3
+	pattern := make([]byte, n)
+	for i := range pattern {
+		pattern[i] = byte(i*7 + i>>12)
 	}
-	addr := uint64(uintptr(unsafe.Pointer(&src[0])))
 	tests := []struct {
 		name   string
 		cookie Cookie
-		addr   uint64
+		off    int // into the remote buffer; -1 for an unmapped address
 		n      int
 		want   error
 	}{
-		{"a few bytes", cookie, addr + 5, 11, nil},
-		{"in pieces", cookie, addr, len(src), nil},
-		{"another process's cookie", Cookie{Addr: cookie.Addr, Value: cookie.Value + 1}, addr, 4096, ErrNotPeer},
-		{"nothing mapped", cookie, 8, 4096, syscall.EFAULT},
+		{"a few bytes", cookie, 5, 11, nil},
+		{"in pieces", cookie, 0, n, nil},
+		{"another process's cookie", Cookie{Addr: cookie.Addr, Value: cookie.Value + 1}, 0, 4096, ErrNotPeer},
+		{"nothing mapped", cookie, -1, 4096, syscall.EFAULT},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var r VMReader
-			dst := make([]byte, tc.n)
-			err := r.Read(os.Getpid(), tc.cookie, tc.addr, dst)
-			if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EPERM) {
-				t.Skipf("process_vm_readv is not allowed here: %v", err)
+	for _, write := range []bool{false, true} {
+		for _, tc := range tests {
+			name := "read/" + tc.name
+			if write {
+				name = "write/" + tc.name
 			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Read = %v, want %v", err, tc.want)
-			}
-			if tc.want != nil {
-				return
-			}
-			off := int(tc.addr - addr)
-			for i, b := range dst {
-				if b != src[off+i] {
-					t.Fatalf("byte %d is %d, want %d", i, b, src[off+i])
+			t.Run(name, func(t *testing.T) {
+				remote := make([]byte, n)
+				local := make([]byte, tc.n)
+				want := make([]byte, n) // remote as it must be after the copy
+				if write {
+					copy(local, pattern[:tc.n])
+				} else {
+					copy(remote, pattern)
+					copy(want, pattern)
 				}
-			}
-		})
+				addr := uint64(8)
+				if tc.off >= 0 {
+					addr = uint64(uintptr(unsafe.Pointer(&remote[0]))) + uint64(tc.off)
+				}
+				var v VM
+				var err error
+				if write {
+					err = v.Write(os.Getpid(), tc.cookie, addr, local)
+				} else {
+					err = v.Read(os.Getpid(), tc.cookie, addr, local)
+				}
+				runtime.KeepAlive(remote)
+				if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EPERM) {
+					t.Skipf("cross-memory attach is not allowed here: %v", err)
+				}
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("err = %v, want %v", err, tc.want)
+				}
+				switch {
+				case tc.want != nil:
+					if write && !bytes.Equal(remote, want) {
+						t.Fatal("a failed write changed the remote buffer")
+					}
+				case write:
+					copy(want[tc.off:], local)
+					if !bytes.Equal(remote, want) {
+						t.Fatalf("the remote buffer differs from what was written at byte %d", tc.off)
+					}
+				case !bytes.Equal(local, pattern[tc.off:tc.off+tc.n]):
+					t.Fatalf("read bytes differ from the remote buffer's from byte %d", tc.off)
+				}
+			})
+		}
 	}
-	runtime.KeepAlive(src)
 }

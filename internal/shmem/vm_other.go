@@ -5,8 +5,11 @@ package shmem
 // NewCookie makes a cookie of this process; see the Linux build.
 func NewCookie() (w *uint64, c Cookie) { return new(uint64), Cookie{} }
 
-// VMReader is not available on this system; see the Linux build.
-type VMReader struct{}
+// VM is not available on this system; see the Linux build.
+type VM struct{}
 
 // Read fails with ErrUnsupported.
-func (r *VMReader) Read(pid int, c Cookie, addr uint64, dst []byte) error { return ErrUnsupported }
+func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error { return ErrUnsupported }
+
+// Write fails with ErrUnsupported.
+func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error { return ErrUnsupported }

@@ -124,7 +124,7 @@ type link struct {
 	cmaAddr   uint64 // nonzero: the current payload ends with a CMA part in the writer's memory, here
 	cmaOff    uint64 // bytes of the CMA part already read by CMA
 	refuseCMA bool   // test hook: act as if process_vm_readv were refused
-	vm        shmem.VMReader
+	vm        shmem.VM
 	// Polling (poll.go): Wake's mark, and WaitReadable's stop as a
 	// method value made once.
 	woken        atomic.Bool
