@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/gocoll/gocoll/internal/shmem"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // Single copies. Where the ranks' buffers are ordinary Go memory, a
@@ -63,36 +64,62 @@ const (
 
 // The policies of a segment, as rank 0 records it.
 const (
-	singleNever  = iota // SingleCopyNone, or SingleCopyAuto on a crowded host (see singlePolicy)
+	singleNever  = iota // SingleCopyNone
 	singleAuto          // by timing
 	singleAlways        // SingleCopyCMA
+	singleRooted        // by timing, Gathers and Scatters only: SingleCopyAuto on a crowded host (see singlePolicy)
 )
 
 // singlePolicy is the policy of a segment that rank 0 makes with the
-// setting mode, on a host that is crowded or not. Where ranks outnumber
-// the CPUs (Crowded), no operation copies once by choice: a rank whose
-// buffer is read must wait for its readers, each wait a turn of the
-// scheduler, while through the slots it leaves once its data is in (four
-// ranks on two CPUs: Scatter, Gather and Alltoall 1.3-1.9 times as slow
-// at 16 MiB, no gain below). Elsewhere operations of every size may:
-// until 2026-11-29 those above 2 MiB did not, since on an AMD EPYC host
-// process_vm_readv of a buffer no longer in the caches ran at 5-6 GB/s
-// and a 16 MiB Bcast took 3.0 ms against 1.8 through the slots
-// (2026-11-28). Once a Bcast's root copied a share and a Gather's ranks
-// wrote into root's buffer, on an Intel Xeon host copying once won up to
-// 64 MiB (two ranks, µs through the slots / once: Bcast 4 MiB 375 / 231,
-// 16 MiB 1418 / 1087; Gather 350 / 257, 1302 / 1122, and 64 MiB 9.6 / 8.2
-// ms; Scatter 16 MiB 1352 / 1136; 2026-11-29), and the timing that
+// setting mode, on a host that is crowded or not.
+//
+// Where ranks outnumber the CPUs (Crowded), only Gathers and Scatters
+// may copy once by choice. In the others, every rank's buffer is read
+// by others, and a rank whose buffer is read must wait for its readers,
+// each wait a turn of the scheduler, while through the slots it leaves
+// once its data is in; and every rank would wait for the decider's
+// record, which through the slots only some do. In a Gather each rank
+// but root writes its part into root's buffer and leaves, in a Scatter
+// each reads its block out of root's, which it waits for anyway. Four
+// ranks on two CPUs of an Intel Xeon host, µs through the slots / once
+// (2026-11-29): Scatter 1 MiB 99 / 30, 16 MiB 1838 / 1096; Gather 87 /
+// 37, 1860 / 1068; but Bcast 188 / 243, 4648 / 5594, Allgather 163 / 304
+// at 1 MiB and Alltoall 276 / 327 (on an AMD EPYC host, before Gathers
+// wrote, Scatter, Gather and Alltoall were 1.3-1.9 times as slow at 16
+// MiB once, 2026-11-28).
+//
+// Elsewhere operations of every size may: until 2026-11-29 those above
+// 2 MiB did not, since on that AMD host process_vm_readv of a buffer no
+// longer in the caches ran at 5-6 GB/s and a 16 MiB Bcast took 3.0 ms
+// against 1.8 through the slots. Once a Bcast's root copied a share and
+// a Gather's ranks wrote into root's buffer, copying once won up to 64
+// MiB on the Intel host (two ranks, µs through the slots / once: Bcast 4
+// MiB 375 / 231, 16 MiB 1418 / 1087; Gather 350 / 257, 1302 / 1122, and
+// 64 MiB 9.6 / 8.2 ms; Scatter 16 MiB 1352 / 1136), and the timing that
 // chooses the way costs a few operations of a size class, at its start
 // and now and then.
 func singlePolicy(mode string, crowded bool) uint64 {
 	switch {
 	case mode == SingleCopyCMA:
 		return singleAlways
-	case mode == SingleCopyNone || crowded:
+	case mode == SingleCopyNone:
 		return singleNever
+	case crowded:
+		return singleRooted
 	}
 	return singleAuto
+}
+
+// maySingle reports whether an operation of kind may copy once under
+// the segment's policy.
+func (s *Segment) maySingle(kind wire.Kind) bool {
+	switch s.policy {
+	case singleNever:
+		return false
+	case singleRooted:
+		return kind == wire.KindGather || kind == wire.KindScatter
+	}
+	return true
 }
 
 // WithSingleCopy sets how the collectives of a segment copy between
@@ -171,11 +198,11 @@ func (s *Segment) everyoneReads() bool {
 // policy lets it copy once, and records on the decider the way it takes.
 func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	s := op.s
-	if decider < 0 || s.policy == singleNever {
+	if decider < 0 || !s.maySingle(op.call.Kind) {
 		return
 	}
 	op.decider = decider
-	if s.policy == singleAuto {
+	if s.policy != singleAlways {
 		op.began = Now() // in case the decider times it
 	}
 	if decider != s.c.rank {
@@ -338,7 +365,7 @@ type timedOp struct {
 // learned reports whether the decider learns from the operation's time:
 // it chose its way by timing (SingleCopyAuto), and times this one.
 func (op *SegmentOp) learned() bool {
-	return op.decider >= 0 && op.s.policy == singleAuto && op.way != slotsUntimed
+	return op.decider >= 0 && op.s.policy != singleAlways && op.way != slotsUntimed
 }
 
 // recordTook ends this rank's part of a timed operation: it records how
