@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -85,4 +86,45 @@ func TestVM(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestVMWriteChecksCookiesOnceFresh: a write trusts a cookie found in
+// the process within cookieFresh, and checks it again after that: here
+// the word changes after a read found it, as if another process had
+// taken the PID, and a write fails with ErrNotPeer once the read is
+// cookieFresh old, writing nothing.
+func TestVMWriteChecksCookiesOnceFresh(t *testing.T) {
+	word, cookie := NewCookie()
+	defer runtime.KeepAlive(word)
+	var clock time.Duration
+	v := VM{clock: func() time.Duration { return clock }}
+	remote := make([]byte, 64)
+	addr := uint64(uintptr(unsafe.Pointer(&remote[0])))
+	if err := v.Read(os.Getpid(), cookie, addr, make([]byte, 8)); err != nil {
+		t.Skipf("cross-memory attach is not allowed here: %v", err)
+	}
+	*word++
+	tests := []struct {
+		name  string
+		after time.Duration // since the read
+		want  error
+	}{
+		{"fresh", cookieFresh - 1, nil},
+		{"stale", cookieFresh, ErrNotPeer},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock = tc.after
+			clear(remote)
+			err := v.Write(os.Getpid(), cookie, addr, []byte{1, 2, 3})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			wrote := remote[0] == 1
+			if wrote != (tc.want == nil) {
+				t.Fatalf("the write wrote %v, want %v", wrote, tc.want == nil)
+			}
+		})
+	}
+	runtime.KeepAlive(remote)
 }
