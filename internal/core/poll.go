@@ -169,8 +169,12 @@ const (
 // drain takes the messages of src's link that have arrived, the holder of
 // p.mu reading. With block (the reading goroutine), it takes every message
 // whose header has arrived and waits for the rest of its payload and for
-// room. Without (a caller), it takes only whole messages, and says when it
-// left one for the reading goroutine.
+// room. Without (a caller), it takes only whole messages and those
+// streaming in (transport.Streaming), whose copies out then overlap the
+// writer's copies in (two processes over shared memory, 64 KiB ping-pong
+// 20.6-21.0 µs a round trip waiting for whole messages, 15.9-16.2 taking
+// them as they stream in 16 KiB chunks, 2026-11-29), and says when it left
+// one for the reading goroutine.
 func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, error) {
 	if p.hasPending {
 		if err := ep.receive(src, ib, p.link, &p.pending, block); err != nil {

@@ -182,6 +182,11 @@ const (
 	// Partial: the header; the payload is still arriving, and will fit in
 	// what the link buffers.
 	Partial
+	// Streaming: the header; the payload is still arriving, from a writer
+	// in the middle of copying it into what the link buffers (shared
+	// memory), so that a reader that takes it now (ReadPayload waits for
+	// the rest) copies out while the writer copies in.
+	Streaming
 	// Whole: the header and the whole payload, which ReadPayload then
 	// takes without blocking, however large.
 	Whole

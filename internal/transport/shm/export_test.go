@@ -32,3 +32,10 @@ func SetPublished(t testing.TB, f func()) {
 	published = f
 	t.Cleanup(func() { published = nil })
 }
+
+// SetStreamed makes f run after every write publishes a chunk of a
+// message it has not finished (see streamed) until the test ends.
+func SetStreamed(t testing.TB, f func()) {
+	streamed = f
+	t.Cleanup(func() { streamed = nil })
+}

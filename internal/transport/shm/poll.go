@@ -30,7 +30,8 @@ var errWoken = errors.New("woken")
 // Poll tells how much of the next message has arrived, without blocking;
 // see transport.Poller. A message whose ring bytes have all arrived is
 // Whole, its part in the writer's memory (CMA) included, which
-// process_vm_readv reads at once.
+// process_vm_readv reads at once; one whose first chunks have is
+// Streaming.
 func (l *link) Poll(h *wire.Header) (transport.Arrival, error) {
 	if !l.enter(&l.rusers) {
 		return transport.Nothing, l.closedErr("read")
@@ -69,7 +70,8 @@ func (l *link) Poll(h *wire.Header) (transport.Arrival, error) {
 	case recordSize+inline > l.size:
 		return transport.Large, nil
 	}
-	return transport.Partial, nil
+	// The writer publishes what it has copied every chunk: it is at it.
+	return transport.Streaming, nil
 }
 
 // Holds reports whether bytes of a next message are in the ring, which

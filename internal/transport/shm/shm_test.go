@@ -221,6 +221,47 @@ func TestLargerThanRing(t *testing.T) {
 	}
 }
 
+// TestPollStreaming: a message that fits in the ring but is longer than
+// a chunk is Streaming from its first published chunk, here while the
+// writer is held there, and a reader that takes it then waits for the
+// rest and gets it whole; a message within a chunk goes from Nothing to
+// Whole.
+func TestPollStreaming(t *testing.T) {
+	a, b := linktest.Pair(t, shm.New(shm.WithRingSize(1<<20)))
+	p := b.(transport.Poller)
+	tests := []struct {
+		name string
+		size int
+		want transport.Arrival
+	}{
+		{"within a chunk", 1000, transport.Whole},
+		{"chunks", 200 << 10, transport.Streaming},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			var first sync.Once
+			shm.SetStreamed(t, func() { first.Do(func() { <-hold }) })
+			payload := fill(make([]byte, tc.size), uint64(i))
+			done := async(func() error { return a.WriteMessage(context.Background(), header(int64(i), tc.size), payload) })
+			var h wire.Header
+			arrival := transport.Nothing
+			for arrival == transport.Nothing {
+				var err error
+				arrival, err = p.Poll(&h)
+				require.NoError(t, err)
+				if arrival == transport.Nothing {
+					require.NoError(t, p.WaitReadable())
+				}
+			}
+			require.Equal(t, tc.want, arrival)
+			close(hold)
+			require.NoError(t, readWhole(b, payload))
+			require.NoError(t, result(t, done, 10*time.Second))
+		})
+	}
+}
+
 // TestConcurrentWriters has many goroutines write messages of many
 // tags and sizes, CMA ones included, on one link: every message arrives
 // whole and each writer's in order.
