@@ -186,6 +186,11 @@ func (k *call[T]) lent(op *core.SegmentOp) error {
 	if _, err := op.Next(); err != nil {
 		return k.wrap(-1, err)
 	}
+	return k.lentInRound(op)
+}
+
+// lentInRound is lent for an operation that has begun its one round.
+func (k *call[T]) lentInRound(op *core.SegmentOp) error {
 	op.Done()
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
@@ -247,6 +252,78 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 		k.copyOutDirect(bufs, lo, hi)
 	}
 	return nil
+}
+
+// allreduceSingle is allreduceDirect between ordinary buffers, copying
+// once (core.SegmentOp.Single): rank me combines its share of the
+// elements, in rank order, reading the others' parts of it out of their
+// send buffers, and puts the result into every rank's receive buffer,
+// its own with a copy and the others' with process_vm_writev; each
+// element is read once from each send buffer and written once into each
+// receive buffer, where through the slots it is copied in and out of
+// them besides. A share goes chunk by chunk through this rank's slot of
+// the operation's round, which nobody reads once Next has returned it:
+// the partial result in its first half, another rank's part in the
+// second.
+func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf []T) (err error) {
+	ranks, me := s.Size(), s.Rank()
+	half, err := p.op.Next()
+	if err != nil {
+		return k.wrap(-1, err)
+	}
+	defer func() {
+		if err == nil {
+			err = k.lentInRound(p.op)
+		}
+	}()
+	defer k.recoverOp(&err)
+	slot := s.Slot(me, half)
+	acc, part := segView[T](slot[:len(slot)/2]), segView[T](slot[len(slot)/2:])
+	step := max(1, min(directChunk, len(slot)/2)/k.size)
+	lo, hi := segShare(len(buf), ranks, me, k.size)
+	for c0 := lo; c0 < hi; c0 += step {
+		c1 := min(hi, c0+step)
+		a := acc[:c1-c0]
+		if me == 0 {
+			copy(a, send[c0:c1])
+		} else if err := k.read(p, a, 0, 0, c0); err != nil {
+			return err
+		}
+		for q := 1; q < ranks; q++ {
+			x := send[c0:c1]
+			if q != me {
+				x = part[:c1-c0]
+				if err := k.read(p, x, q, 0, c0); err != nil {
+					return err
+				}
+			}
+			k.t.Mark()
+			kernel.Reduce(k.op, a, x)
+			k.t.Lap(core.PartReduce)
+		}
+		copy(buf[c0:c1], a)
+		for i := 1; i < ranks; i++ {
+			r := (me + i) % ranks
+			into, err := k.recvIndex(p, r)
+			if err == nil {
+				err = k.write(p, a, r, into, c0)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recvIndex is which of rank r's buffers of a single-copy Allreduce
+// receives: its second, or its first where it reduces in place.
+func (k *call[T]) recvIndex(p peers, r int) (int, error) {
+	n, err := k.length(p, r, 1)
+	if n > 0 {
+		return 1, err
+	}
+	return 0, err
 }
 
 // recvOf is a rank's receive buffer in a direct Allreduce: its second

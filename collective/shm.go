@@ -137,13 +137,19 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	}
 	var op core.SegmentOp
 	var err error
+	// An Allreduce on one host can copy once between ordinary buffers,
+	// as rank 0 chooses (allreduceSingle).
+	decider := -1
+	if root < 0 && h == nil {
+		decider = 0
+	}
 	switch {
 	case root >= 0:
 		err = k.segBeginDirect(&op, s, nil, nil, -1)
 	case sameSlice(send, buf):
-		err = k.segBeginDirect(&op, s, buf, nil, -1)
+		err = k.segBeginDirect(&op, s, buf, nil, decider)
 	default:
-		err = k.segBeginDirect(&op, s, send, buf, -1)
+		err = k.segBeginDirect(&op, s, send, buf, decider)
 	}
 	if err != nil {
 		return err
@@ -157,6 +163,11 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	}
 	if direct {
 		return allreduceDirect(k, &op, bufs, me, h, per)
+	}
+	if single, err := op.Single(); err != nil {
+		return k.wrap(-1, err)
+	} else if single {
+		return allreduceSingle(k, peers{op: &op}, s, send, buf)
 	}
 	owned := h == nil && root < 0 && k.op.Commutative()
 	for off := 0; ; {

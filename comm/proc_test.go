@@ -290,10 +290,11 @@ func singleWorker(ctx context.Context, c *comm.Comm) error {
 	}
 	fmt.Println("ready")
 	start := time.Now()
-	// Allgathers read the others' buffers; Bcasts and Gathers, split
-	// between root and the others, also write into them.
+	// Bcasts read the others' buffers and write into them, Gathers,
+	// Allgathers and Allreduces write into them.
 	calls := []func(root int) error{
 		func(int) error { return collective.Allgather(ctx, c, send, recv) },
+		func(int) error { return collective.Allreduce(ctx, c, send, codec.Sum) },
 		func(root int) error { return collective.Bcast(ctx, c, send, root) },
 		func(root int) error { return collective.Gather(ctx, c, send, recv, root) },
 	}

@@ -110,17 +110,31 @@ func singlePolicy(mode string, crowded bool) uint64 {
 	return singleAuto
 }
 
-// maySingle reports whether an operation of kind may copy once under
-// the segment's policy.
-func (s *Segment) maySingle(kind wire.Kind) bool {
-	switch s.policy {
-	case singleNever:
+// maySingle reports whether an operation of kind and bytes may copy
+// once under the segment's policy.
+func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
+	switch {
+	case s.policy == singleNever:
 		return false
-	case singleRooted:
+	case s.policy == singleRooted:
 		return kind == wire.KindGather || kind == wire.KindScatter
+	case kind == wire.KindAllreduce && s.policy == singleAuto:
+		return bytes <= allreduceSingleMax
 	}
 	return true
 }
+
+// allreduceSingleMax is the largest Allreduce, in bytes, that may copy
+// once by choice (SingleCopyAuto). Each rank then reads its share of every other rank's buffer,
+// combines it and writes the result into every other rank's buffer, a
+// system call per 32 KiB piece of each, which won up to 4 MiB and lost
+// from 16 MiB, where the reads and writes of memory no longer in the
+// caches cost more than the slots' copies (two ranks on an Intel Xeon
+// host, µs through the slots / once, 2026-11-29: 64 KiB 9.4-9.9 / 7.4,
+// 1 MiB 188-190 / 155-175, 4 MiB 754-769 / 653-687, 16 MiB 3302-3350 /
+// 3997-4134, 64 MiB 18.6 / 25.9-26.5 ms); where a way always loses, the
+// timing that would find it out costs calls for nothing.
+const allreduceSingleMax = 4 << 20
 
 // WithSingleCopy sets how the collectives of a segment copy between
 // ordinary buffers: SingleCopyAuto, SingleCopyCMA or SingleCopyNone.
@@ -198,7 +212,7 @@ func (s *Segment) everyoneReads() bool {
 // policy lets it copy once, and records on the decider the way it takes.
 func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	s := op.s
-	if decider < 0 || !s.maySingle(op.call.Kind) {
+	if decider < 0 || !s.maySingle(op.call.Kind, op.bytes()) {
 		return
 	}
 	op.decider = decider

@@ -15,7 +15,7 @@ import (
 // crowded host only Gathers and Scatters, whose ranks other than root
 // need not wait for root's buffer longer than through the slots.
 func TestSinglePolicy(t *testing.T) {
-	kinds := []wire.Kind{wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
+	kinds := []wire.Kind{wire.KindAllreduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
 		mode    string
 		crowded bool
@@ -32,8 +32,29 @@ func TestSinglePolicy(t *testing.T) {
 		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded)}
 		for _, kind := range kinds {
 			t.Run(fmt.Sprintf("%s/crowded=%v/%s", tt.mode, tt.crowded, kind), func(t *testing.T) {
-				require.Equal(t, slices.Contains(tt.may, kind), s.maySingle(kind))
+				require.Equal(t, slices.Contains(tt.may, kind), s.maySingle(kind, 1<<20))
 			})
 		}
+	}
+}
+
+// TestAllreduceSingleMax: an Allreduce may copy once by choice up to
+// allreduceSingleMax bytes, and at every size where the setting says
+// always.
+func TestAllreduceSingleMax(t *testing.T) {
+	tests := []struct {
+		mode  string
+		above bool // whether one larger than allreduceSingleMax may
+	}{
+		{SingleCopyAuto, false},
+		{SingleCopyCMA, true},
+	}
+	for _, tt := range tests {
+		s := &Segment{policy: singlePolicy(tt.mode, false)}
+		t.Run(tt.mode, func(t *testing.T) {
+			require.True(t, s.maySingle(wire.KindAllreduce, allreduceSingleMax))
+			require.Equal(t, tt.above, s.maySingle(wire.KindAllreduce, allreduceSingleMax+1))
+			require.True(t, s.maySingle(wire.KindBcast, allreduceSingleMax+1))
+		})
 	}
 }
