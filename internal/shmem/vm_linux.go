@@ -108,9 +108,7 @@ func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error {
 	v.cookieIovec(c, 1)
 	for off := 0; off < len(dst); {
 		n := min(len(dst)-off, maxVMCopy)
-		v.liov[0].Base = &dst[off]
-		v.liov[0].SetLen(n)
-		v.riov[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(off), Len: n}
+		v.aim(dst[off:off+n], addr+uint64(off))
 		got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 2)
 		if err == unix.EINTR {
 			continue
@@ -154,9 +152,7 @@ func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 			v.found(pid, c)
 		}
 		n := min(len(src)-off, maxVMCopy)
-		v.liov[0].Base = &src[off]
-		v.liov[0].SetLen(n)
-		v.riov[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(off), Len: n}
+		v.aim(src[off:off+n], addr+uint64(off))
 		got, err := v.call(unix.SYS_PROCESS_VM_WRITEV, pid, 1)
 		if err == unix.EINTR {
 			continue
@@ -173,6 +169,14 @@ func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 		off += n
 	}
 	return nil
+}
+
+// aim sets the first iovecs to p in this process and as many bytes at
+// addr in the other.
+func (v *VM) aim(p []byte, addr uint64) {
+	v.liov[0].Base = &p[0]
+	v.liov[0].SetLen(len(p))
+	v.riov[0] = unix.RemoteIovec{Base: uintptr(addr), Len: len(p)}
 }
 
 // cookieIovec sets the iovecs at i to fetch the cookie c.
