@@ -79,7 +79,7 @@ type Segment struct {
 	// process's cookie (its word, which the others read with each
 	// copy), whether every rank can read every other's memory, what
 	// chooses between a single copy and the slots, and what reads.
-	policy    uint64 // singleNever, singleAuto, singleAlways or singleRooted, as rank 0 set it
+	policy    uint64 // singleNever, singleAuto, singleAlways or singleCrowded, as rank 0 set it
 	crowded   bool   // Crowded, as rank 0 found it
 	cookie    *uint64
 	allRead   atomic.Int32

@@ -12,8 +12,7 @@ import (
 
 // TestSinglePolicy: which operations may copy once under each setting,
 // on a host that is crowded and on one that is not: with auto on a
-// crowded host only Gathers and Scatters, whose ranks other than root
-// need not wait for root's buffer longer than through the slots.
+// crowded host only Gathers, Scatters and Alltoalls.
 func TestSinglePolicy(t *testing.T) {
 	kinds := []wire.Kind{wire.KindAllreduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
@@ -22,7 +21,7 @@ func TestSinglePolicy(t *testing.T) {
 		may     []wire.Kind
 	}{
 		{SingleCopyAuto, false, kinds},
-		{SingleCopyAuto, true, []wire.Kind{wire.KindGather, wire.KindScatter}},
+		{SingleCopyAuto, true, []wire.Kind{wire.KindGather, wire.KindScatter, wire.KindAlltoall}},
 		{SingleCopyCMA, false, kinds},
 		{SingleCopyCMA, true, kinds},
 		{SingleCopyNone, false, nil},
