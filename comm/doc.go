@@ -189,10 +189,10 @@
 // context and the timeout and end with a *PeerError when a rank waited
 // for dies. Through the segment, data moves between ordinary slices in two
 // copies (into the segment and out), or, as WithSingleCopy allows, in one
-// where a rank reads another rank's slice with process_vm_readv; between
-// slices from collective.Alloc
-// it moves directly. A message over a shared-memory link is read by the
-// receive that waits for it, as over tcp.
+// where a rank reads another rank's slice with process_vm_readv or writes
+// into it with process_vm_writev; between slices from collective.Alloc it
+// moves directly. A message over a shared-memory link is read by the
+// receive that waits for it, as over tcp, even while it still streams in.
 //
 // # Sub-communicators
 //

@@ -77,8 +77,11 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // through the segment; "cma" copies once, each rank reading what it
 // needs out of the others' slices with process_vm_readv (as Open MPI's
 // vader does) or writing into them with process_vm_writev (a Bcast's
-// root its share, a Gather's ranks their parts), wherever the kernel
-// allows it; "none" always copies twice, through the segment. Which is faster
+// root its share, the ranks of a Gather, an Allgather, an Alltoall and
+// an Allreduce their parts), wherever the kernel allows it; "none"
+// always copies twice, through the segment. Auto tries one copy in
+// Allreduces up to 4 MiB only, and on a host whose ranks outnumber its
+// CPUs in Gathers, Scatters and Alltoalls only. Which is faster
 // depends on the host: on one of this project's machines two copies
 // matched or beat one everywhere, on another one copy took a third of
 // the time of a handoff through shared memory (64 KiB: 3.4 µs against
