@@ -416,9 +416,11 @@ func bcastDirect[T codec.Elem](k *call[T], p peers, buf []T, root int, split boo
 // rootShare is where root's share begins of the n elements of a split
 // direct Bcast among ranks ranks: root copies the last n/ranks elements
 // into every other rank's buffer, and each of them the rest out of
-// root's, so that root and every other rank each copy (ranks-1)·n/ranks. Two ranks, 2026-11-28, registered Bcasts, three
-// alternating runs, µs, whole against split: 1 MiB 37-50 / 15.5-20.4, 16
-// MiB 1163-1390 / 661-788, 64 MiB 9090-11463 / 3727-4205.
+// root's, so that root and every other rank each copy (ranks-1)·n/ranks.
+// Two ranks, three alternating runs, µs, whole against split: registered
+// Bcasts 1 MiB 37-50 / 15.5-20.4, 16 MiB 1163-1390 / 661-788, 64 MiB
+// 9090-11463 / 3727-4205 (2026-11-28); ordinary ones copying once 64 KiB
+// 4.2 / 3.4, 1 MiB 70 / 22, 4 MiB 492 / 266 (2026-11-29).
 func rootShare(n, ranks int) int { return n - n/ranks }
 
 // bcastSplits reports whether a direct Bcast of the given bytes is

@@ -13,21 +13,22 @@ import (
 // Single copies. Where the ranks' buffers are ordinary Go memory, a
 // collective through the segment copies every byte twice, into a slot
 // and out of it; a rank can instead read another's buffer straight into
-// its own with process_vm_readv, once, as Open MPI's vader does. Which
-// is faster depends on the host's state (shmem.SingleCopy), so one rank
-// of each operation, its decider (a rooted call's root), chooses, times
-// the operation and learns, and records its choice in its call record,
-// where the others read it before they move any data (Single): all of
-// them take the same way. Which operations may copy once at all every
-// rank knows alike, from their size and the segment's policy, which rank
-// 0 sets when it makes the segment (WithSingleCopy, and whether the host
-// is crowded): the others need not wait for the decider's record in an
-// operation that cannot.
+// its own with process_vm_readv, once, as Open MPI's vader does, or
+// write its own into another's with process_vm_writev (Read, Write).
+// Which is faster depends on the host's state (shmem.SingleCopy), so one
+// rank of each operation, its decider (a rooted call's root, else rank
+// 0), chooses, times the operation and learns, and records its choice in
+// its call record, where the others read it before they move any data
+// (Single): all of them take the same way. Which operations may copy
+// once at all every rank knows alike, from their kind and size and the
+// segment's policy, which rank 0 sets when it makes the segment
+// (WithSingleCopy, and whether the host is crowded): the others need
+// not wait for the decider's record in an operation that cannot.
 //
 // A rank records its buffers' addresses in its call record (Begin) and
-// keeps them until every reader is done (WaitDone): the collectives'
-// buffers live in Go's heap (a call keeps them, so they escape there),
-// which does not move objects.
+// keeps them until every reader and writer is done (WaitDone): the
+// collectives' buffers live in Go's heap (a call keeps them, so they
+// escape there), which does not move objects.
 //
 // The kernel allows the copy only where the reader may ptrace the other
 // process, which the ranks find out when the segment is made: each puts
@@ -127,10 +128,10 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 }
 
 // allreduceSingleMax is the largest Allreduce, in bytes, that may copy
-// once by choice (SingleCopyAuto). Each rank then reads its share of every other rank's buffer,
-// combines it and writes the result into every other rank's buffer, a
-// system call per 32 KiB piece of each, which won up to 4 MiB and lost
-// from 16 MiB, where the reads and writes of memory no longer in the
+// once by choice (SingleCopyAuto). Each rank then reads its share of
+// every other rank's buffer, combines it and writes the result into
+// every other rank's buffer, a system call per 32 KiB piece of each,
+// which won up to 4 MiB and lost from 16 MiB, where the reads and writes of memory no longer in the
 // caches cost more than the slots' copies (two ranks on an Intel Xeon
 // host, µs through the slots / once, 2026-11-29: 64 KiB 9.4-9.9 / 7.4,
 // 1 MiB 188-190 / 155-175, 4 MiB 754-769 / 653-687, 16 MiB 3302-3350 /
