@@ -34,16 +34,17 @@ const maxVMCopy = 1 << 20
 
 // A VM copies memory out of and into other processes with
 // process_vm_readv and process_vm_writev (cross-memory attach). It holds
-// the system calls' scratch, so that a copy allocates nothing, and is
-// not safe for concurrent use. Its zero value is ready.
+// the system calls' scratch, so that a copy allocates nothing but the
+// first with each process, and is not safe for concurrent use. Its zero
+// value is ready.
 type VM struct {
 	liov [2]unix.Iovec
 	riov [2]unix.RemoteIovec
 	got  [8]byte // the cookie as read
-	// The cookies found last, each in its process, and when: a write
-	// within cookieFresh of a check needs none of its own.
-	seen  [4]seenCookie
-	next  int                  // the entry of seen that the next cookie found takes
+	// The cookie found last in each process copied with, and when: a
+	// write within cookieFresh of a check needs none of its own. One
+	// entry per process, a job's peers, made on the first copy.
+	seen  []seenCookie
 	clock func() time.Duration // nil: time since the VM's process started; tests set it
 }
 
@@ -77,10 +78,9 @@ func (v *VM) now() time.Duration {
 
 // fresh reports whether c was found in pid within cookieFresh.
 func (v *VM) fresh(pid int, c Cookie) bool {
-	now := v.now()
 	for _, e := range v.seen {
-		if e.pid == pid && e.c == c && now-e.at < cookieFresh {
-			return true
+		if e.pid == pid {
+			return e.c == c && v.now()-e.at < cookieFresh
 		}
 	}
 	return false
@@ -88,14 +88,14 @@ func (v *VM) fresh(pid int, c Cookie) bool {
 
 // found records that c was found in pid just now.
 func (v *VM) found(pid int, c Cookie) {
-	for i, e := range v.seen {
-		if e.pid == pid && e.c == c {
-			v.seen[i].at = v.now()
+	e := seenCookie{pid: pid, c: c, at: v.now()}
+	for i := range v.seen {
+		if v.seen[i].pid == pid {
+			v.seen[i] = e
 			return
 		}
 	}
-	v.seen[v.next] = seenCookie{pid: pid, c: c, at: v.now()}
-	v.next = (v.next + 1) % len(v.seen)
+	v.seen = append(v.seen, e)
 }
 
 // Read copies len(dst) bytes at addr in process pid's memory into dst,
@@ -138,18 +138,9 @@ func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error {
 func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 	for off := 0; off < len(src); {
 		if !v.fresh(pid, c) {
-			v.cookieIovec(c, 0)
-			got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 1)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
+			if err := v.check(pid, c); err != nil {
 				return err
 			}
-			if err := v.checkCookie(c, got, 0); err != nil {
-				return err
-			}
-			v.found(pid, c)
 		}
 		n := min(len(src)-off, maxVMCopy)
 		v.aim(src[off:off+n], addr+uint64(off))
@@ -169,6 +160,26 @@ func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 		off += n
 	}
 	return nil
+}
+
+// check reads the cookie c of process pid, and fails as Read does when
+// it is not there.
+func (v *VM) check(pid int, c Cookie) error {
+	for {
+		v.cookieIovec(c, 0) // call clears the first local iovec
+		got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		}
+		if err := v.checkCookie(c, got, 0); err != nil {
+			return err
+		}
+		v.found(pid, c)
+		return nil
+	}
 }
 
 // aim sets the first iovecs to p in this process and as many bytes at

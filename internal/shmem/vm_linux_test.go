@@ -128,3 +128,34 @@ func TestVMWriteChecksCookiesOnceFresh(t *testing.T) {
 	}
 	runtime.KeepAlive(remote)
 }
+
+// TestVMKnowsEveryPeersCookie: a VM that copies with many processes, as
+// a segment's with every other rank, keeps each one's cookie fresh for
+// cookieFresh, however many there are, and a PID that shows another
+// cookie (another process took it) is not fresh for the old one.
+func TestVMKnowsEveryPeersCookie(t *testing.T) {
+	var clock time.Duration
+	v := VM{clock: func() time.Duration { return clock }}
+	const peers = 16
+	cookie := func(pid int) Cookie { return Cookie{Addr: 0x1000, Value: uint64(pid) * 7} }
+	for pid := 1; pid <= peers; pid++ {
+		v.found(pid, cookie(pid))
+	}
+	for pid := 1; pid <= peers; pid++ {
+		if !v.fresh(pid, cookie(pid)) {
+			t.Fatalf("process %d's cookie is not fresh after %d others were found", pid, peers-1)
+		}
+	}
+	reused := Cookie{Addr: 0x2000, Value: 99}
+	v.found(3, reused)
+	if v.fresh(3, cookie(3)) || !v.fresh(3, reused) {
+		t.Fatal("a PID's new cookie did not replace its old one")
+	}
+	if len(v.seen) != peers {
+		t.Fatalf("%d cookies kept for %d processes", len(v.seen), peers)
+	}
+	clock = cookieFresh
+	if v.fresh(1, cookie(1)) {
+		t.Fatal("a cookie stays fresh past cookieFresh")
+	}
+}
