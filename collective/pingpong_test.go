@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +32,9 @@ const pingPongCtlTag = 1 << 20
 // also runs two processes. An operation is one round trip. Each
 // transport runs twice, as comm's BenchmarkTwoProcess does: with the
 // processes where the kernel puts them, at the default GOMAXPROCS, and
-// "bound", each on a CPU of its own at GOMAXPROCS=1, as gocoll run and
-// mpirun place two ranks on a host of two CPUs, and as mpi4py's
-// processes run under mpirun. Unbound on such a host, the threads of
+// "bound", each started on a CPU of its own at GOMAXPROCS=1, as gocoll
+// run and mpirun start two ranks on a host of two CPUs, and as mpi4py's
+// processes run under mpirun (testutil.RunBound). Unbound on such a host, the threads of
 // both processes share its two CPUs, and the garbage collections that a
 // RecvObject loop runs every few messages stop the world for longer:
 // of 64 KiB trips' collections (GODEBUG=gctrace=1), 64 of 89 stopped it
@@ -44,21 +43,32 @@ func BenchmarkObjectPingPongProcesses(b *testing.B) {
 	for _, tr := range []string{"shm", "tcp", "shm/bound", "tcp/bound"} {
 		b.Run(tr, func(b *testing.B) {
 			tr, bound := strings.CutSuffix(tr, "/bound")
-			if bound && runtime.NumCPU() < 2 {
-				b.Skip("binding two processes needs two CPUs")
+			if !bound && testutil.InBoundRun() {
+				return // a bound case's child: the pattern that picks it picks this level too
 			}
+			// Bound, each case runs in a child started bound, which
+			// starts the echoing rank.
+			delegate := bound && !testutil.InBoundRun()
 			ctx := context.Background()
-			c := startPingPongPeer(b, tr, bound)
+			var c *comm.Comm
 			ask := func(way, size, iters int) {
 				req := binary.LittleEndian.AppendUint64(nil, uint64(way))
 				req = binary.LittleEndian.AppendUint64(req, uint64(size))
 				req = binary.LittleEndian.AppendUint64(req, uint64(iters))
 				require.NoError(b, c.Send(ctx, 1, pingPongCtlTag, req))
 			}
-			defer ask(-1, 0, 0)
+			if !delegate {
+				c = startPingPongPeer(b, tr, bound)
+				defer ask(-1, 0, 0)
+			}
 			for _, bytes := range []int{64 << 10, 1 << 20} {
 				for way, name := range pingPongWays {
-					b.Run(fmt.Sprintf("%s/%dKiB", name, bytes>>10), func(b *testing.B) {
+					caseName := fmt.Sprintf("%s/%dKiB", name, bytes>>10)
+					if delegate {
+						b.Run(caseName, testutil.RunBound)
+						continue
+					}
+					b.Run(caseName, func(b *testing.B) {
 						buf := make([]float32, bytes/4)
 						ask(way, bytes, b.N+1) // one untimed trip warms links and pools
 						b.SetBytes(int64(bytes))
@@ -105,8 +115,8 @@ func pingPongTrip(ctx context.Context, c *comm.Comm, peer int, way string, buf *
 // startPingPongPeer starts this test binary again as rank 1 of a job of
 // two over transport tr, echoing what rank 0 asks (pingPongPeer), and
 // returns rank 0's communicator, closed, and the peer waited for, when
-// the benchmark ends. With bound, this process runs on CPU 0 and the
-// peer on CPU 1, each at GOMAXPROCS=1, until then.
+// the benchmark ends. With bound, the peer starts on CPU 1 at
+// GOMAXPROCS=1, beside this process, which RunBound started so on CPU 0.
 func startPingPongPeer(b *testing.B, tr string, bound bool) *comm.Comm {
 	peer := testutil.StartPeer(b, workerVar+"=pingpong", tr, bound)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
