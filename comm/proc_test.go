@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ var workers = map[string]func(ctx context.Context, c *comm.Comm) error{
 	"segment":   segmentSurvivorWorker,
 	"unsettled": unsettledSurvivorWorker,
 	"peer":      benchPeerWorker,
+	"procs":     procsWorker,
 	"step":      stepWorker,
 	"busy":      busyWorker,
 	"streamer":  streamerWorker,
@@ -155,6 +157,83 @@ func TestMultiProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startProcs is the GOMAXPROCS this process started with, before Init
+// could change it.
+var startProcs = runtime.GOMAXPROCS(0)
+
+// procsWorker says what GOMAXPROCS the process started with and what
+// Init left it.
+func procsWorker(ctx context.Context, c *comm.Comm) error {
+	fmt.Printf("rank %d GOMAXPROCS %d then %d\n", c.Rank(), startProcs, runtime.GOMAXPROCS(0))
+	return nil
+}
+
+// TestInitSharesCPUs starts two ranks as a launcher that neither binds
+// them nor sets GOMAXPROCS would, and sees Init lower each one's
+// GOMAXPROCS from the runtime's default to its share of the CPUs, as
+// gocoll run sets it; and leave a GOMAXPROCS the environment sets.
+func TestInitSharesCPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("two ranks have a share of more than one CPU to lose only on two CPUs or more")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			env = append(env, kv)
+		}
+	}
+	for _, tc := range []struct {
+		name, procs string
+	}{{"unset", ""}, {"set", "GOMAXPROCS=2"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			port, err := launch.FreePort()
+			require.NoError(t, err)
+			secret := launch.NewSecret()
+			outs := make([]bytes.Buffer, 2)
+			cmds := make([]*exec.Cmd, 2)
+			for r := range cmds {
+				cmd := exec.Command(exe, "-test.run=^$")
+				cmd.Env = append(slices.Clone(env), workerVar+"=procs", "GOCOLL_RANK="+strconv.Itoa(r), "GOCOLL_SIZE=2",
+					"GOCOLL_ADDR=127.0.0.1:"+strconv.Itoa(port), "GOCOLL_SECRET="+secret, "GOCOLL_TIMEOUT=30s")
+				if tc.procs != "" {
+					cmd.Env = append(cmd.Env, tc.procs)
+				}
+				cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
+				require.NoError(t, cmd.Start())
+				t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+				cmds[r] = cmd
+			}
+			for r, cmd := range cmds {
+				require.NoError(t, cmd.Wait(), "rank %d:\n%s", r, outs[r].String())
+				var rank, start, after int
+				_, err := fmt.Sscanf(lastLine(outs[r].String(), "GOMAXPROCS"), "rank %d GOMAXPROCS %d then %d", &rank, &start, &after)
+				require.NoError(t, err, "rank %d:\n%s", r, outs[r].String())
+				want := start
+				if tc.procs == "" && start == runtime.NumCPU() {
+					want = runtime.NumCPU() / 2
+				}
+				require.Equal(t, want, after, "rank %d's GOMAXPROCS, which started at %d", r, start)
+			}
+		})
+	}
+}
+
+// lastLine is the last line of out that contains s, "" where none does.
+func lastLine(out, s string) string {
+	var last string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, s) {
+			last = strings.TrimSpace(line)
+		}
+	}
+	return last
 }
 
 // victims are the ranks that a survivor test kills or stops, from

@@ -45,6 +45,45 @@ func parseCPUs(v string) cpuSet {
 // them (ranksOnMachine, cpusOnMachine).
 func (p *peerTable) crowded(rank int) bool { return p.ranksOnMachine(rank) > p.cpusOnMachine(rank) }
 
+// procsShare is the GOMAXPROCS that Init leaves rank's process, which
+// runs at procs on a machine of numCPU CPUs (runtime.NumCPU): its share
+// of the CPUs the ranks of its machine may run on between them, at
+// least 1, where it runs at the runtime's default (procs == numCPU) with
+// more than that; else procs. gocoll run gives each rank that share
+// (launch.ProcsPerRank), mpirun and srun bind each rank to cores of its
+// own, which the runtime's default then follows, and torchrun sets
+// OMP_NUM_THREADS=1; under a launcher that does none of these, two ranks
+// on two CPUs each ran two Ps, whose threads took turns on the CPUs:
+// RecvObject round trips of 64 KiB over shared memory took 78-121 µs at
+// GOMAXPROCS=2 against 20-32 at 1, typed ones 14.3 against 10.3, and 1
+// MiB RecvObject round trips 1.46 ms against 0.30 (two-vCPU AMD EPYC
+// host, 2026-11-29). A GOMAXPROCS other than the default is the
+// program's choice, and stays; so does that of a process that is more
+// than one rank (its ranks' records name the same process), whose ranks
+// share its Ps.
+func (p *peerTable) procsShare(rank, procs, numCPU int) int {
+	share := max(1, p.cpusOnMachine(rank)/p.ranksOnMachine(rank))
+	if procs != numCPU || procs <= share {
+		return procs
+	}
+	for r := range p.hosts {
+		if r != rank && p.sameMachine(rank, r) && p.pids[r] == p.pids[rank] {
+			return procs
+		}
+	}
+	return share
+}
+
+// firstOnMachine is the lowest rank that runs on rank's machine.
+func (p *peerTable) firstOnMachine(rank int) int {
+	for r := range p.hosts {
+		if p.sameMachine(rank, r) {
+			return r
+		}
+	}
+	return rank
+}
+
 // sameMachine reports whether ranks a and b run on the same CPUs: under
 // one kernel where both published one (containers of one machine are
 // hosts of their own, with shared memory of their own, but share the

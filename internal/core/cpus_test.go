@@ -82,3 +82,35 @@ func TestCrowded(t *testing.T) {
 		})
 	}
 }
+
+// TestProcsShare checks the GOMAXPROCS that Init leaves a rank's process
+// where the environment does not set it: its share of its machine's
+// CPUs when it runs at the runtime's default with more, else what it
+// runs at.
+func TestProcsShare(t *testing.T) {
+	cpus := func(n int) cpuSet { return cpuSet{1<<n - 1} }
+	tests := []struct {
+		name        string
+		hosts       []string
+		pids        []int
+		cpus        []cpuSet
+		procs, ncpu int
+		want        int
+	}{
+		{"two ranks on two CPUs", []string{"a", "a"}, []int{10, 11}, []cpuSet{cpus(2), cpus(2)}, 2, 2, 1},
+		{"four ranks on two CPUs", []string{"a", "a", "a", "a"}, []int{10, 11, 12, 13}, []cpuSet{cpus(2), cpus(2), cpus(2), cpus(2)}, 2, 2, 1},
+		{"two ranks on eight CPUs", []string{"a", "a"}, []int{10, 11}, []cpuSet{cpus(8), cpus(8)}, 8, 8, 4},
+		{"three ranks on eight CPUs", []string{"a", "a", "a"}, []int{10, 11, 12}, []cpuSet{cpus(8), cpus(8), cpus(8)}, 8, 8, 2},
+		{"one rank a host", []string{"a", "b"}, []int{10, 10}, []cpuSet{cpus(2), cpus(2)}, 2, 2, 2},
+		{"bound by the launcher", []string{"a", "a"}, []int{10, 11}, []cpuSet{{1}, {2}}, 1, 1, 1},
+		{"the program's choice", []string{"a", "a"}, []int{10, 11}, []cpuSet{cpus(8), cpus(8)}, 6, 8, 6},
+		{"a choice below the share", []string{"a", "a"}, []int{10, 11}, []cpuSet{cpus(8), cpus(8)}, 2, 8, 2},
+		{"ranks of one process", []string{"a", "a"}, []int{10, 10}, []cpuSet{cpus(2), cpus(2)}, 2, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := peerTable{hosts: tt.hosts, pids: tt.pids, cpus: tt.cpus}
+			require.Equal(t, tt.want, p.procsShare(0, tt.procs, tt.ncpu))
+		})
+	}
+}

@@ -114,6 +114,27 @@ type outLink struct{ transport.Link }
 // closedChan is a ready channel for waits that need not wait.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
+// shareCPUs lowers this process's GOMAXPROCS to its share of its
+// machine's CPUs where it runs at the runtime's default with more
+// (procsShare), and says so: at Info on the machine's first rank, as
+// torchrun says that it set OMP_NUM_THREADS, at Debug on the others.
+// Init calls it where the environment does not set GOMAXPROCS.
+func (ep *endpoint) shareCPUs() {
+	procs := runtime.GOMAXPROCS(0)
+	share := ep.procsShare(ep.rank, procs, runtime.NumCPU())
+	if share == procs {
+		return
+	}
+	runtime.GOMAXPROCS(share)
+	log := ep.log.Debug
+	if ep.firstOnMachine(ep.rank) == ep.rank {
+		log = ep.log.Info
+	}
+	log("GOMAXPROCS lowered to each rank's share of the machine's CPUs, as gocoll run sets it; set GOMAXPROCS to choose",
+		"GOMAXPROCS", share, "was", procs, "ranks on this machine", ep.ranksOnMachine(ep.rank),
+		"their CPUs", ep.cpusOnMachine(ep.rank))
+}
+
 func newEndpoint(rank, size int, o Options, links, shm network,
 	cfg transport.Config, store *rendezvous.Client, peers peerTable) *endpoint {
 	// A rank that spins holds a CPU, and when the ranks of the machine

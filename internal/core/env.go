@@ -35,6 +35,7 @@ type jobSpec struct {
 	trace         string // GOCOLL_TRACE, "" when unset
 	dump          string // GOCOLL_DUMP, "" when unset
 	debug         bool
+	procsChosen   bool // GOMAXPROCS is set, which Init then leaves as it is (shareCPUs)
 
 	// singleton: no launcher's variables are set, and the job is this
 	// process alone (singleton start), unless singletonOff forbids it.
@@ -240,6 +241,7 @@ func settingsFromEnv(env func(string) (string, bool), spec jobSpec) (jobSpec, er
 	}
 	spec.trace, _ = env("GOCOLL_TRACE")
 	spec.dump, _ = env("GOCOLL_DUMP")
+	_, spec.procsChosen = env("GOMAXPROCS")
 	if s, ok := env("GOCOLL_DEBUG"); ok && s != "" && s != "0" {
 		spec.debug = true
 	}

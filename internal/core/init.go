@@ -228,6 +228,9 @@ func join(ctx context.Context, spec jobSpec, o Options) (*Comm, error) {
 	if err == nil {
 		ep, err = start(ctx, spec.rank, spec.size, o, cfg, store, links, shm)
 	}
+	if err == nil && !spec.procsChosen {
+		ep.shareCPUs()
+	}
 	if err != nil {
 		links.close()
 		shm.close()

@@ -56,6 +56,11 @@ func StartPeer(tb testing.TB, worker, transport string, bound bool) *exec.Cmd {
 	for k, v := range env {
 		tb.Setenv(k, v)
 	}
+	// Init lowers this process's GOMAXPROCS to its share of the CPUs where
+	// the environment does not set it, as it does a rank's; what runs
+	// after tb gets it back.
+	procs := runtime.GOMAXPROCS(0)
+	tb.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 	return peer
 }
 
