@@ -31,14 +31,11 @@ const pingPongCtlTag = 1 << 20
 // send and recv (bench/reference/mpi4py_bench.py -c pingpong), which
 // also runs two processes. An operation is one round trip. Each
 // transport runs twice, as comm's BenchmarkTwoProcess does: with the
-// processes where the kernel puts them, at the default GOMAXPROCS, and
-// "bound", each started on a CPU of its own at GOMAXPROCS=1, as gocoll
-// run and mpirun start two ranks on a host of two CPUs, and as mpi4py's
-// processes run under mpirun (testutil.RunBound). Unbound on such a host, the threads of
-// both processes share its two CPUs, and the garbage collections that a
-// RecvObject loop runs every few messages stop the world for longer:
-// of 64 KiB trips' collections (GODEBUG=gctrace=1), 64 of 89 stopped it
-// for over 0.1 ms unbound (up to 1.7 ms), 22 of 74 bound.
+// processes where the kernel puts them, at the GOMAXPROCS that Init
+// leaves them (their share of the CPUs), and "bound", each started on a
+// CPU of its own at GOMAXPROCS=1, as gocoll run and mpirun start two
+// ranks on a host of two CPUs, and as mpi4py's processes run under
+// mpirun (testutil.RunBound).
 func BenchmarkObjectPingPongProcesses(b *testing.B) {
 	for _, tr := range []string{"shm", "tcp", "shm/bound", "tcp/bound"} {
 		b.Run(tr, func(b *testing.B) {

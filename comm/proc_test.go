@@ -773,7 +773,8 @@ func benchPeer(ctx context.Context, c *comm.Comm, size, iters int, stream bool) 
 // stream: rank 0 sends b.N messages back to back and waits for one
 // acknowledgement, like OSU's bandwidth test; MB/s is the bandwidth.
 // Each runs twice: with the processes where the kernel puts them, at the
-// default GOMAXPROCS, and "bound", each process started on a CPU of its
+// GOMAXPROCS that Init leaves them (their share of the CPUs), and
+// "bound", each process started on a CPU of its
 // own at GOMAXPROCS=1, as gocoll run and mpirun start two ranks on a host
 // of two CPUs, and as ../shared/anchors/limits.c runs its C ping-pongs
 // (testutil.RunBound).
