@@ -78,8 +78,8 @@ func InBoundRun() bool { return os.Getenv(boundVar) != "" }
 // InBoundRun is true: it does the work, with StartPeer's peer bound.
 //
 // A process that binds itself and sets GOMAXPROCS=1 only once it runs,
-// as this package's bound benchmarks once did, does not run as a rank
-// started so: its 64 KiB RecvObject round trips over shared memory took
+// as the bound benchmarks once did (StartPeer bound this one), does not
+// run as a rank started so: its 64 KiB RecvObject round trips over shared memory took
 // 40-55 µs against 19-22 in a process started at GOMAXPROCS=1 (two-vCPU
 // AMD EPYC host, 2026-11-29; typed 1 MiB ones 86 against 76), with five
 // times the voluntary context switches.
