@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func BenchmarkObjectPingPongProcesses(b *testing.B) {
 				c = startPingPongPeer(b, tr, bound)
 				defer ask(-1, 0, 0)
 			}
+			procs := runtime.GOMAXPROCS(0) // what Init left this rank
 			for _, bytes := range []int{64 << 10, 1 << 20} {
 				for way, name := range pingPongWays {
 					caseName := fmt.Sprintf("%s/%dKiB", name, bytes>>10)
@@ -66,6 +68,7 @@ func BenchmarkObjectPingPongProcesses(b *testing.B) {
 						continue
 					}
 					b.Run(caseName, func(b *testing.B) {
+						defer testutil.SetProcs(procs)()
 						buf := make([]float32, bytes/4)
 						ask(way, bytes, b.N+1) // one untimed trip warms links and pools
 						b.SetBytes(int64(bytes))

@@ -826,6 +826,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 		b.Fatal(err)
 	}
 	defer c.Close()
+	procs := runtime.GOMAXPROCS(0) // what Init left this rank
 	ask := func(size, iters int, stream bool) {
 		req := make([]byte, 24)
 		binary.LittleEndian.PutUint64(req, uint64(size))
@@ -846,6 +847,7 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 
 	for _, tc := range twoProcessCases {
 		b.Run(tc.name(), func(b *testing.B) {
+			defer testutil.SetProcs(procs)()
 			buf := make([]byte, tc.size)
 			ack := make([]byte, 8)
 			// One untimed exchange warms up links and pools.

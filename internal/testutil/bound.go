@@ -64,6 +64,18 @@ func StartPeer(tb testing.TB, worker, transport string, bound bool) *exec.Cmd {
 	return peer
 }
 
+// SetProcs sets GOMAXPROCS to procs and returns what sets it back. The
+// testing package sets GOMAXPROCS to its -test.cpu value before every
+// benchmark it runs, sub-benchmarks too, which undoes the share that
+// comm.Init gave a two-process benchmark's process, as it gives a rank
+// (two ranks on two CPUs: one P each); so each case sets that share
+// again, and sets testing's value back before testing looks (it reports
+// a benchmark that leaves GOMAXPROCS changed).
+func SetProcs(procs int) (undo func()) {
+	was := runtime.GOMAXPROCS(procs)
+	return func() { runtime.GOMAXPROCS(was) }
+}
+
 // boundVar marks the child process of RunBound.
 const boundVar = "GOCOLL_TEST_BOUND"
 
@@ -77,12 +89,12 @@ func InBoundRun() bool { return os.Getenv(boundVar) != "" }
 // child's figures as b's. The child runs the same benchmark, in which
 // InBoundRun is true: it does the work, with StartPeer's peer bound.
 //
-// A process that binds itself and sets GOMAXPROCS=1 only once it runs,
-// as the bound benchmarks once did (StartPeer bound this one), does not
-// run as a rank started so: its 64 KiB RecvObject round trips over shared memory took
-// 40-55 µs against 19-22 in a process started at GOMAXPROCS=1 (two-vCPU
-// AMD EPYC host, 2026-11-29; typed 1 MiB ones 86 against 76), with five
-// times the voluntary context switches.
+// The bound benchmarks once bound their own process and set GOMAXPROCS=1
+// as they ran, which testing undid before each case (see SetProcs): rank
+// 0 then ran two Ps on one CPU, and its 64 KiB RecvObject round trips
+// over shared memory took 40-55 µs against 19-22 in a process started at
+// GOMAXPROCS=1 (two-vCPU AMD EPYC host, 2026-11-29; typed 1 MiB ones 86
+// against 76), with five times the voluntary context switches.
 func RunBound(b *testing.B) {
 	b.Helper()
 	if runtime.NumCPU() < 2 {

@@ -89,3 +89,11 @@ func TestRunBound(t *testing.T) {
 	assert.Equal(t, 1.0, got["procs"], "GOMAXPROCS")
 	assert.Equal(t, 1.0, got["cpus"], "CPUs when the process started")
 }
+
+func TestSetProcs(t *testing.T) {
+	was := runtime.GOMAXPROCS(0)
+	undo := SetProcs(1)
+	assert.Equal(t, 1, runtime.GOMAXPROCS(0))
+	undo()
+	assert.Equal(t, was, runtime.GOMAXPROCS(0))
+}
