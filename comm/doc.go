@@ -251,4 +251,11 @@
 // runtime's netpoller, so that arrivals a spinning call takes itself wake
 // no runtime thread: at GOMAXPROCS above one they did, and small calls
 // took up to 1.5 times as long.
+//
+// Each rank runs with its share of its machine's CPUs: gocoll run sets
+// GOMAXPROCS to it, mpirun and srun bind ranks to cores of their own,
+// and where the environment sets no GOMAXPROCS and a rank runs at the
+// runtime's default, Init lowers it to that share (see Init). Ranks
+// whose Ps outnumber their CPUs take turns on them, and a garbage
+// collection's workers take another rank's CPU.
 package comm
