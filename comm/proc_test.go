@@ -212,14 +212,17 @@ func TestInitSharesCPUs(t *testing.T) {
 			}
 			for r, cmd := range cmds {
 				require.NoError(t, cmd.Wait(), "rank %d:\n%s", r, outs[r].String())
+				out := outs[r].String()
 				var rank, start, after int
-				_, err := fmt.Sscanf(lastLine(outs[r].String(), "GOMAXPROCS"), "rank %d GOMAXPROCS %d then %d", &rank, &start, &after)
-				require.NoError(t, err, "rank %d:\n%s", r, outs[r].String())
+				_, err := fmt.Sscanf(lastLine(out, fmt.Sprintf("rank %d GOMAXPROCS ", r)), "rank %d GOMAXPROCS %d then %d", &rank, &start, &after)
+				require.NoError(t, err, "rank %d:\n%s", r, out)
 				want := start
 				if tc.procs == "" && start == runtime.NumCPU() {
 					want = runtime.NumCPU() / 2
 				}
 				require.Equal(t, want, after, "rank %d's GOMAXPROCS, which started at %d", r, start)
+				// Init says so, at Info on the machine's first rank only.
+				require.Equal(t, after != start && r == 0, strings.Contains(out, "GOMAXPROCS lowered"), "rank %d's log:\n%s", r, out)
 			}
 		})
 	}

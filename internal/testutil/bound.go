@@ -59,8 +59,7 @@ func StartPeer(tb testing.TB, worker, transport string, bound bool) *exec.Cmd {
 	// Init lowers this process's GOMAXPROCS to its share of the CPUs where
 	// the environment does not set it, as it does a rank's; what runs
 	// after tb gets it back.
-	procs := runtime.GOMAXPROCS(0)
-	tb.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	tb.Cleanup(SetProcs(runtime.GOMAXPROCS(0)))
 	return peer
 }
 
