@@ -144,6 +144,7 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, yield Yield
 	var start time.Time
 	polls := 0 // since the last yield
 	nap := timerSleepMin
+	pause := yield&(ToGoroutines|Beside) == 0
 	for i := 1; ; i++ {
 		if v := idx.Load(); v-base >= need {
 			return v, nil
@@ -151,11 +152,17 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, yield Yield
 		// Polls back to back made small calls slower: 8 B Bcasts of two
 		// ranks took 0.64 µs at the median and 0.54 with a pause between
 		// polls, Allreduces 0.77 and 0.68 (a Zen 5 VM, eight alternating
-		// runs, 2026-11-29); 64 KiB calls and links' ping-pongs did not
-		// move. A PAUSE took 19 ns there, so stop's checks, every
-		// checkEvery polls, now come about a microsecond apart, and a
-		// short wait makes none.
-		spinPause()
+		// runs, 2026-11-29); 64 KiB calls did not move. A PAUSE took 19
+		// ns there, so stop's checks, every checkEvery polls, come about
+		// a microsecond apart, and a short wait makes none. A waiter that
+		// yields to goroutines does not pause: its bursts between yields
+		// are counted in polls, and a goroutine of its process waits out
+		// a burst (1 MiB ping-pongs over a link, whose reader and caller
+		// share the processor at GOMAXPROCS=1, took 170 µs a round trip
+		// with the pause and 120 without).
+		if pause {
+			spinPause()
+		}
 		if i%checkEvery == 0 {
 			if err := stop(); err != nil {
 				v := idx.Load()
