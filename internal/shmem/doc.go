@@ -17,10 +17,10 @@
 // offsets.
 //
 // A Waiter waits for a counter in a mapping that another process
-// advances, with one policy for every such wait: poll (with a PAUSE
-// between polls on amd64, the spin-wait hint), yield, then sleep on a
-// Bell (a futex word and a count of its sleepers) that the other side
-// rings. The shared-memory links and the communicator's segment both
+// advances, with one policy for every such wait: poll (on amd64 with a
+// PAUSE, the spin-wait hint, between polls, where the waiter yields to
+// other processes only), yield, then sleep on a Bell (a futex word and a
+// count of its sleepers) that the other side rings. The shared-memory links and the communicator's segment both
 // wait with it, each with its own spinning budget. The links' waiters
 // park their goroutines instead of sleeping on the futex
 // (Waiter.SetPark), and their bells knock on the link's socket
