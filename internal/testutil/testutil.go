@@ -1,11 +1,10 @@
 // Package testutil holds what the tests of several packages need: a
-// buffer that goroutines write logs and output into, the second process of
-// a two-process benchmark (StartPeer), and the run of such a benchmark in
-// processes started on CPUs of their own, as a launcher that binds ranks
-// starts them (RunBound), the checks every copy routine
-// with copy's contract takes (CheckCopies), and
-// the state of a goroutine that went to sleep (Asleep). (Goroutine leaks
-// are go.uber.org/goleak's job.)
+// buffer that goroutines write logs and output into; the second process
+// of a two-process benchmark (StartPeer) and the run of such a benchmark
+// in processes started on CPUs of their own, as a launcher that binds
+// ranks starts them (RunBound); the checks every copy routine with
+// copy's contract takes (CheckCopies); and the state of a goroutine that
+// went to sleep (Asleep). (Goroutine leaks are go.uber.org/goleak's job.)
 package testutil
 
 import (
