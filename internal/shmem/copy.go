@@ -24,9 +24,10 @@ const copyPiece = 64 << 10
 // project's two-vCPU AMD EPYC host, in its slow state (2026-11-29, a C
 // ping-pong, round trips): 10.4 µs with REP MOVSB on the writer's side
 // against 29.4 with a 32-byte vector loop; the reader's side made no
-// difference. Copies shorter than copyMin, and copies between
-// overlapping slices, which a forward string move would garble, are
-// copy's.
+// difference. Copies shorter than copyMin, copies between overlapping
+// slices, which a forward string move would garble, and copies whose
+// destination begins just after the source's offset in a page, where
+// string moves are slow on other AMD CPUs (shortDistance), are copy's.
 func Copy(dst, src []byte) int {
 	n := min(len(dst), len(src))
 	if n < copyMin || overlap(dst[:n], src[:n]) || !copyMoves(dst[:n], src[:n]) {
