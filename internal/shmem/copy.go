@@ -36,9 +36,12 @@ func Copy(dst, src []byte) int {
 	return n
 }
 
+// addrOf is the address of b's first byte; b is not empty.
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
 // overlap reports whether a and b, which are as long and not empty,
 // share bytes.
 func overlap(a, b []byte) bool {
-	pa, pb := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	pa, pb := addrOf(a), addrOf(b)
 	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
 }

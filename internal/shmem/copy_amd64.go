@@ -3,8 +3,6 @@
 package shmem
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/cpu"
 
 	"github.com/gocoll/gocoll/internal/race"
@@ -21,7 +19,7 @@ func repMovsb(dst, src *byte, n int)
 // with string moves of copyPiece bytes at most, and reports whether it
 // could.
 func copyMoves(dst, src []byte) bool {
-	if !fastStrings || shortDistance(dst, src) {
+	if !fastStrings || shortDistance(addrOf(dst), addrOf(src)) {
 		return false
 	}
 	if race.Enabled {
@@ -36,14 +34,17 @@ func copyMoves(dst, src []byte) bool {
 }
 
 // shortDistance reports whether dst begins less than a cache line after
-// src within a page, but not at src's offset: string moves then run many
-// times slower on AMD's Zen 3 and Zen 4 (glibc's bug 30994). On this
-// project's Zen 3 host (2026-11-29), a 64 KiB REP MOVSB within one process
-// moved 1.5–2.7 GB/s at distances of 1 to 31 bytes and 18 at 33 to 63,
-// against 27–38 at 0 and from 65 on, where copy moves 23–40. A source
-// and a destination at such distances are as common as any others: a
-// ring's messages fall where the one before ended.
-func shortDistance(dst, src []byte) bool {
-	d := (uintptr(unsafe.Pointer(&dst[0])) - uintptr(unsafe.Pointer(&src[0]))) % 4096
-	return d != 0 && d < 64
+// src within a page, but not at src's offset, where the CPU moves
+// strings: string moves then run many times slower on AMD's Zen 3 and
+// Zen 4 (glibc's bug 30994). On this project's Zen 3 host (2026-11-29), a
+// 64 KiB REP MOVSB within one process moved 1.5–2.7 GB/s at distances of
+// 1 to 31 bytes and 18 at 33 to 63, against 27–38 at 0 and from 65 on,
+// where copy moves 23–40. The kernel copies with string moves too: a
+// process_vm_readv of 1 MiB there took 595–622 µs at distances of 8 and
+// 16 bytes, 114–128 at the others. A source and a destination at such
+// distances are as common as any others: a ring's messages fall where
+// the one before ended, a Gather's parts at multiples of their size.
+func shortDistance(dst, src uintptr) bool {
+	d := (dst - src) % 4096
+	return fastStrings && d != 0 && d < 64
 }
