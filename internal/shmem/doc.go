@@ -28,8 +28,13 @@
 //
 // Copy writes into a mapping that other processes read: with string
 // moves, which do not wait for each line to come back from the reader's
-// core as a vector loop's stores do. A Copier chooses, by timing, between
-// it and stores that go around the caches.
+// core as a vector loop's stores do, except where the destination lies
+// just after the source in their pages, where AMD's Zen 3 and Zen 4 move
+// strings many times slower. A Copier chooses, by timing, between it and
+// stores that go around the caches. A VM copies another process's memory
+// once, with cross-memory attach (process_vm_readv and
+// process_vm_writev), through a bounce buffer at those distances: the
+// kernel moves strings too.
 //
 // Shared memory is a Linux feature here; elsewhere every function returns
 // ErrUnsupported.
