@@ -27,7 +27,8 @@ const copyPiece = 64 << 10
 // difference. Copies shorter than copyMin, copies between overlapping
 // slices, which a forward string move would garble, and copies whose
 // destination begins just after the source's offset in a page, where
-// string moves are slow on other AMD CPUs (shortDistance), are copy's.
+// string moves are slow on AMD's Zen 3 and Zen 4 (shortDistance), are
+// copy's.
 func Copy(dst, src []byte) int {
 	n := min(len(dst), len(src))
 	if n < copyMin || overlap(dst[:n], src[:n]) || !copyMoves(dst[:n], src[:n]) {

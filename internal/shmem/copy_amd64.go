@@ -33,10 +33,10 @@ func copyMoves(dst, src []byte) bool {
 	return true
 }
 
-// shortDistance reports whether dst begins less than a cache line after
-// src within a page, but not at src's offset, where the CPU moves
-// strings: string moves then run many times slower on AMD's Zen 3 and
-// Zen 4 (glibc's bug 30994). On this project's Zen 3 host (2026-11-29), a
+// shortDistance reports whether string moves from src to dst would be
+// slow: on a CPU that has fast ones (ERMS), when dst begins 1 to 63
+// bytes after src's offset in a page. They then run many times slower on
+// AMD's Zen 3 and Zen 4 (glibc's bug 30994). On this project's Zen 3 host (2026-11-29), a
 // 64 KiB REP MOVSB within one process moved 1.5–2.7 GB/s at distances of
 // 1 to 31 bytes and 18 at 33 to 63, against 27–38 at 0 and from 65 on,
 // where copy moves 23–40. The kernel copies with string moves too: a

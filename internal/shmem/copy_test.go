@@ -45,8 +45,9 @@ func TestCopy(t *testing.T) {
 func BenchmarkCopy(b *testing.B) {
 	for _, n := range []int{4 << 10, 64 << 10, 1 << 20} {
 		for _, distance := range []int{0, 16} {
-			// Both slices start a page apart in one allocation, which
-			// puts the distance between their offsets in a page.
+			// dst starts a whole number of pages after src in one
+			// allocation, plus distance: the distance between their
+			// offsets in a page.
 			mem := make([]byte, 2*n+8192)
 			src := mem[:n]
 			dst := mem[n+4096-n%4096+distance:][:n]
