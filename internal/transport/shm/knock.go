@@ -30,16 +30,18 @@ const (
 // knocks holds what a link's waiters park on and the peer knocks with.
 type knocks struct {
 	reader, writer chan struct{} // buffered, 1: a knock that came before its park ends it at once
-	rtimer, wtimer *time.Timer
-	raw            syscall.RawConn          // the link's socket
-	send           [2]func(fd uintptr) bool // knockReader's, knockWriter's write
+	// The parks' timers: the reading side's, WaitReadable's (which may
+	// park beside it, on the same knocks) and the writers'.
+	rtimer, ptimer, wtimer *time.Timer
+	raw                    syscall.RawConn          // the link's socket
+	send                   [2]func(fd uintptr) bool // knockReader's, knockWriter's write
 }
 
 // initKnocks makes the link's waiters park and its bells knock.
 func (l *link) initKnocks() {
 	k := &l.knocks
 	k.reader, k.writer = make(chan struct{}, 1), make(chan struct{}, 1)
-	k.rtimer, k.wtimer = stoppedTimer(), stoppedTimer()
+	k.rtimer, k.ptimer, k.wtimer = stoppedTimer(), stoppedTimer(), stoppedTimer()
 	k.raw, _ = l.conn.SyscallConn() // a *net.UnixConn's never fails
 	for i, b := range [2]byte{knockReader, knockWriter} {
 		buf := []byte{b}
@@ -60,6 +62,7 @@ func (l *link) initKnocks() {
 	l.out.consumer.Knock = func() { l.knock(0) }
 	l.in.producer.Knock = func() { l.knock(1) }
 	l.rwait.SetPark(func(d time.Duration) { park(k.reader, k.rtimer, d) })
+	l.pwait.SetPark(func(d time.Duration) { park(k.reader, k.ptimer, d) })
 	l.wwait.SetPark(func(d time.Duration) {
 		l.writeBlocked()
 		park(k.writer, k.wtimer, d)

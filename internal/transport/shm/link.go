@@ -130,10 +130,12 @@ type link struct {
 	cmaOff    uint64 // bytes of the CMA part already read by CMA
 	refuseCMA bool   // test hook: act as if process_vm_readv were refused
 	vm        shmem.VM
-	// Polling (poll.go): Wake's mark, and WaitReadable's stop as a
-	// method value made once.
+	// Polling (poll.go): Wake's mark, WaitReadable's waiter (it runs
+	// beside whoever holds the reading side, and a Waiter belongs to one
+	// goroutine at a time), and its stop as a method value made once.
 	woken        atomic.Bool
 	seen         atomic.Uint64 // rtail, for WaitReadable, which does not hold the reading side
+	pwait        shmem.Waiter
 	readableStop func() error
 	onWriteBlock func()
 
@@ -190,6 +192,7 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 		wsem:       writelock.New(),
 		wwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
 		rwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
+		pwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
 	}
 	l.readableStop = l.stopReadable
 	l.initKnocks()

@@ -91,7 +91,7 @@ func (l *link) WaitReadable() error {
 	// may be at it): seen is their copy of what it saw last. Bytes that
 	// a spinning caller has seen, it takes; waking for them would only
 	// have the reading goroutine contend with it for the link.
-	_, err := l.rwait.Wait(l.in.tail, l.seen.Load(), 1, l.in.consumer, shmem.ToGoroutines, l.readableStop)
+	_, err := l.pwait.Wait(l.in.tail, l.seen.Load(), 1, l.in.consumer, shmem.ToGoroutines, l.readableStop)
 	// A Wake is spent once a wait returns, whatever ended it: the
 	// reading side looks at the ring next. (The Waiter may ask stop
 	// more than once before it returns, so stop leaves the mark.)
@@ -121,8 +121,11 @@ func (l *link) Wake() {
 // payload.
 func (l *link) OnWriteBlock(f func()) { l.onWriteBlock = f }
 
-// SetSpin sets how long a read that waits for more of a message polls
-// before it parks: never less than the link's own spinFor, the
+// SetSpin sets how long a read that waits for more of a message, and
+// WaitReadable, poll before they park: never less than the link's own spinFor, the
 // microseconds in which a running peer answers. The Waiter finds out by
 // itself whether it must yield the CPU to other processes.
-func (l *link) SetSpin(d time.Duration, yield bool) { l.rwait.SetSpin(max(d, spinFor)) }
+func (l *link) SetSpin(d time.Duration, yield bool) {
+	l.rwait.SetSpin(max(d, spinFor))
+	l.pwait.SetSpin(max(d, spinFor))
+}
