@@ -17,11 +17,8 @@ func RefuseCMA(l transport.Link) { l.(*link).refuseCMA = true }
 // CMA is refused. Call it while no WriteMessage of l runs.
 func CMARefused(l transport.Link) bool { return l.(*link).cmaRefused }
 
-// ReaderParked reports whether the reader of l sleeps on its bell.
-func ReaderParked(l transport.Link) bool { return l.(*link).in.consumer.Sleepers.Load() != 0 }
-
 // ReaderSleepers is how many goroutines sleep on l's reader's bell: the
-// one that reads and one in WaitReadable.
+// one that reads, and one in WaitReadable.
 func ReaderSleepers(l transport.Link) int { return int(l.(*link).in.consumer.Sleepers.Load()) }
 
 // WriterParked reports whether a writer of l sleeps on its bell.

@@ -538,7 +538,7 @@ func TestWakeAfterIdle(t *testing.T) {
 		{
 			"reader waits for data", nil,
 			func(a, b transport.Link) error { return readWhole(b, []byte("late")) },
-			func(a, b transport.Link) bool { return shm.ReaderParked(b) },
+			func(a, b transport.Link) bool { return shm.ReaderSleepers(b) > 0 },
 			func(a, b transport.Link) error {
 				return a.WriteMessage(context.Background(), header(0, 4), []byte("late"))
 			},
