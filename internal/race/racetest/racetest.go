@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Case is a hidden access and a plain Go access that conflicts with it.
@@ -26,16 +27,19 @@ type Case struct {
 	Prepare func(t *testing.T) (touch, hidden func())
 }
 
+// touchEvery is how often a racy child touches while hidden runs.
+const touchEvery = 50 * time.Microsecond
+
 // env names the mode and case that a child runs: "racy:name" or
 // "ordered:name".
 const env = "GOCOLL_RACETEST"
 
 // Run is the whole test of a package's cases. In the test binary that go
 // test started it runs every case twice, each time in a child: with touch
-// on another goroutine at the same time as hidden, which must be
-// reported as a race naming the case's Frame, and with touch over before
-// hidden starts, which must not. In a child it runs the case its
-// environment names. t must be a top-level test.
+// on another goroutine at the same time as hidden (and again while hidden
+// runs), which must be reported as a race naming the case's Frame, and
+// with touch over before hidden starts, which must not. In a child it
+// runs the case its environment names. t must be a top-level test.
 func Run(t *testing.T, cases []Case) {
 	if want, ok := os.LookupEnv(env); ok {
 		child(t, cases, want)
@@ -72,9 +76,15 @@ func runChild(t *testing.T, want string) (string, error) {
 	return string(out), err
 }
 
-// child runs the case and mode that want names: touch on a goroutine of
-// its own, and hidden either at once (racy) or once touch is over
-// (ordered), when the channel's close orders the two.
+// child runs the case and mode that want names. Ordered runs touch once,
+// on a goroutine of its own, and hidden once touch is over, when the
+// channel's close orders the two. Racy runs hidden while that goroutine
+// touches again and again until hidden returns. One touch before hidden
+// would do in principle, but the detector forgets: it keeps a bounded
+// history, and the synchronisation of a call that waits (a link's
+// spinning, its parking) can wear it out before the hidden access is
+// reported, leaving a race with an access it no longer remembers
+// unreported. A touch after the report meets an access that is fresh.
 func child(t *testing.T, cases []Case, want string) {
 	mode, name, _ := strings.Cut(want, ":")
 	for _, c := range cases {
@@ -82,15 +92,36 @@ func child(t *testing.T, cases []Case, want string) {
 			continue
 		}
 		touch, hidden := c.Prepare(t)
-		done := make(chan struct{})
+		if mode == "ordered" {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				touch()
+			}()
+			<-done
+			hidden()
+			return
+		}
+		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			touch()
+			// Not in a tight loop: the detector must still hold the
+			// history of the touch it finds in its shadow memory, and a
+			// goroutine that touches without pause soon writes that
+			// history out of its bounded trace.
+			tick := time.NewTicker(touchEvery)
+			defer tick.Stop()
+			for {
+				touch()
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
 		}()
-		if mode == "ordered" {
-			<-done
-		}
 		hidden()
+		close(stop)
 		<-done
 		return
 	}
