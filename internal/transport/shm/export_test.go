@@ -4,6 +4,7 @@ package shm
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/internal/transport"
 )
@@ -23,6 +24,17 @@ func ReaderSleepers(l transport.Link) int { return int(l.(*link).in.consumer.Sle
 
 // WriterParked reports whether a writer of l sleeps on its bell.
 func WriterParked(l transport.Link) bool { return l.(*link).out.producer.Sleepers.Load() != 0 }
+
+// MaxChunk is the most a write publishes of a message at a time.
+const MaxChunk = maxChunk
+
+// SetParkTimeout makes the links dialled from now on park for at most d
+// at a time, until the test ends.
+func SetParkTimeout(t testing.TB, d time.Duration) {
+	old := parkTimeout
+	parkTimeout = d
+	t.Cleanup(func() { parkTimeout = old })
+}
 
 // RingSize is the ring size of the links that t dials.
 func RingSize(t *Transport) int { return t.o.ringBytes() }

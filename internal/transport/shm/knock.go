@@ -29,9 +29,14 @@ const (
 
 // knocks holds what a link's waiters park on and the peer knocks with.
 type knocks struct {
-	reader, writer chan struct{} // buffered, 1: a knock that came before its park ends it at once
-	// The parks' timers: the reading side's, WaitReadable's (which may
-	// park beside it, on the same knocks) and the writers'.
+	// What the reading side, WaitReadable and the writers park on, each
+	// buffered (1), so that a knock that came before its park ends it at
+	// once. The reading side and WaitReadable may sleep on the reader's
+	// bell together, and a knock on it goes to both: with one channel,
+	// one knock woke one of them and left the other asleep until its
+	// park timed out.
+	reader, readable, writer chan struct{}
+	// The parks' timers, in the same order.
 	rtimer, ptimer, wtimer *time.Timer
 	raw                    syscall.RawConn          // the link's socket
 	send                   [2]func(fd uintptr) bool // knockReader's, knockWriter's write
@@ -40,7 +45,7 @@ type knocks struct {
 // initKnocks makes the link's waiters park and its bells knock.
 func (l *link) initKnocks() {
 	k := &l.knocks
-	k.reader, k.writer = make(chan struct{}, 1), make(chan struct{}, 1)
+	k.reader, k.readable, k.writer = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	k.rtimer, k.ptimer, k.wtimer = stoppedTimer(), stoppedTimer(), stoppedTimer()
 	k.raw, _ = l.conn.SyscallConn() // a *net.UnixConn's never fails
 	for i, b := range [2]byte{knockReader, knockWriter} {
@@ -56,13 +61,13 @@ func (l *link) initKnocks() {
 	// This side sleeps on its reader's and its writer's bells, which the
 	// peer knocks on, and this side's Close and the watcher knock
 	// locally.
-	l.in.consumer.Knock = func() { signal(k.reader) }
+	l.in.consumer.Knock = k.knockReader
 	l.out.producer.Knock = func() { signal(k.writer) }
 	// The peer sleeps on the other two, which this side knocks on.
 	l.out.consumer.Knock = func() { l.knock(0) }
 	l.in.producer.Knock = func() { l.knock(1) }
 	l.rwait.SetPark(func(d time.Duration) { park(k.reader, k.rtimer, d) })
-	l.pwait.SetPark(func(d time.Duration) { park(k.reader, k.ptimer, d) })
+	l.pwait.SetPark(func(d time.Duration) { park(k.readable, k.ptimer, d) })
 	l.wwait.SetPark(func(d time.Duration) {
 		l.writeBlocked()
 		park(k.writer, k.wtimer, d)
@@ -77,11 +82,18 @@ func (l *link) knocked(p []byte) {
 	for _, b := range p {
 		switch b {
 		case knockReader:
-			signal(l.knocks.reader)
+			l.knocks.knockReader()
 		case knockWriter:
 			signal(l.knocks.writer)
 		}
 	}
+}
+
+// knockReader wakes whoever sleeps on the reader's bell: the reading side
+// and WaitReadable.
+func (k *knocks) knockReader() {
+	signal(k.reader)
+	signal(k.readable)
 }
 
 func signal(c chan struct{}) {

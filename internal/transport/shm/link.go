@@ -64,10 +64,10 @@ const maxChunk = 16 << 10
 // BenchmarkTwoProcess/shm/bound/pingpong, three alternating runs: 1 MiB
 // 177-191 µs against 230-237). parkTimeout also bounds how late a writer
 // notices that its context ended, since nothing rings a bell for that.
-const (
-	spinFor     = 200 * time.Microsecond
-	parkTimeout = 100 * time.Millisecond
-)
+// (A variable only so that a test can make a missed knock a hang.)
+const spinFor = 200 * time.Microsecond
+
+var parkTimeout = 100 * time.Millisecond
 
 // Reasons for a wait to end other than its condition.
 var (

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,16 +265,21 @@ func TestPollStreaming(t *testing.T) {
 // TestWaitReadableBesideAReader: WaitReadable, which may run without the
 // reading side (transport.Poller), waits beside a reader that waits for
 // the rest of a streaming message, both asleep on the reader's bell at
-// once: the message arrives whole, and both waits end. They shared the
-// reading side's Waiter once, which the race detector caught in CI
-// (2026-11-29, TestPolledLinkDelivers in core).
+// once. The rest comes in one piece, which rings the bell once: the
+// message arrives whole, and both waits end. They shared the reading
+// side's Waiter once, which the race detector caught in CI (2026-11-29,
+// TestPolledLinkDelivers in core), and then its knock channel, so that
+// the one knock woke one of them and the other slept out its park; with
+// the parks unbounded here, that is a hang.
 func TestWaitReadableBesideAReader(t *testing.T) {
+	shm.SetParkTimeout(t, time.Hour)
 	a, b := linktest.Pair(t, shm.New(shm.WithRingSize(1<<20)))
 	p := b.(transport.Poller)
 	hold := make(chan struct{})
 	var first sync.Once
 	shm.SetStreamed(t, func() { first.Do(func() { <-hold }) })
-	payload := fill(make([]byte, 200<<10), 7)
+	// A first chunk, and a rest that is shorter than a chunk.
+	payload := fill(make([]byte, shm.MaxChunk+shm.MaxChunk/2), 7)
 	written := async(func() error { return a.WriteMessage(context.Background(), header(7, len(payload)), payload) })
 	var h wire.Header
 	for arrival := transport.Nothing; arrival != transport.Streaming; {
@@ -287,26 +291,16 @@ func TestWaitReadableBesideAReader(t *testing.T) {
 		}
 	}
 	read := async(func() error { return readWhole(b, payload) })
-	var stop atomic.Bool
-	waited := async(func() error {
-		for !stop.Load() {
-			if err := p.WaitReadable(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waited := async(p.WaitReadable)
 	// Both sleep once each has polled for its spin window.
 	for i := 0; shm.ReaderSleepers(b) < 2; i++ {
 		require.Less(t, i, 10000, "the reader and WaitReadable never slept at once")
 		time.Sleep(time.Millisecond)
 	}
 	close(hold)
-	require.NoError(t, result(t, read, 10*time.Second))
 	require.NoError(t, result(t, written, 10*time.Second))
-	stop.Store(true)
-	p.Wake()
-	require.NoError(t, result(t, waited, 10*time.Second))
+	require.NoError(t, result(t, read, 10*time.Second), "the reader slept on")
+	require.NoError(t, result(t, waited, 10*time.Second), "WaitReadable slept on")
 }
 
 // TestConcurrentWriters has many goroutines write messages of many
