@@ -52,17 +52,19 @@
 // segment uses too: it polls the word it waits for, yielding to the
 // process's other goroutines every so many polls (the goroutine a
 // message is for must run before the peer hears back), for 200 µs, or
-// the communicator's spin window where that is longer. Then it sleeps: it announces itself in its bell's
-// sleeper count (a word in the region), checks its condition again and
-// parks its goroutine on a channel for at most 100 ms before it looks
-// again. The other side knocks, writing a byte on the link's Unix
-// socket, only when the count says that it sleeps, so a busy link sends
-// no knocks; the sleeper's watcher, which reads the socket anyway to see
-// the peer go, passes the knock on to the channel. Since the waker stores
-// its index before it reads the count and the sleeper counts itself
-// before it checks the index (all sequentially consistent), and a knock
-// waits in the channel for a park that comes after it, no wake-up is
-// lost. A sleeper parks rather than sleeping on a futex, because a
+// the communicator's spin window where that is longer. Then it sleeps:
+// it announces itself in its bell's sleeper count (a word in the
+// region), checks its condition again and parks its goroutine on a
+// channel of its own for at most 100 ms before it looks again. The other
+// side knocks, writing a byte on the link's Unix socket, only when the
+// count says that someone sleeps, so a busy link sends no knocks; the
+// sleeper's watcher, which reads the socket anyway to see the peer go,
+// passes the knock on to the channel of every waiter of that bell (the
+// reader's has two: the reading side and WaitReadable). Since the waker
+// stores its index before it reads the count and the sleeper counts
+// itself before it checks the index (all sequentially consistent), and a
+// knock waits in the channel for a park that comes after it, no wake-up
+// is lost. A sleeper parks rather than sleeping on a futex, because a
 // goroutine in a system call keeps its processor until the runtime's
 // monitor takes it back, up to 20 ms later (see knock.go). The bounded
 // sleep also bounds how late a writer notices that its context ended.
