@@ -95,7 +95,9 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // ranks find out when the segment is made, and where one may not, none
 // copies once. Rank 0's setting holds for a communicator's ranks, which
 // all take the way that the root of each call (rank 0 for the others)
-// chooses.
+// chooses. The setting also governs point to point over shared-memory
+// links: unless it is "none", each rank's links send messages of 64 KiB
+// and more by one copy, the reader and the writer each copying half.
 func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
 
 // WithTimeout bounds every blocking call of the communicator, on top of the

@@ -93,26 +93,37 @@
 //
 // On a link made WithCMA, a payload of CMAThreshold bytes or more skips
 // the ring: the writer puts the record with the payload's address into
-// the ring and waits until the reader acknowledges it. The reader's ReadPayload copies
-// the part that it asks for from the writer's process into the caller's
-// buffer with process_vm_readv, one copy in all, and acknowledges once
-// the whole payload is read, or when ReadHeader skips what is left. So a
-// CMA WriteMessage returns only when the reader is done with the payload,
-// as a mem link's does. Each read also fetches a random word (the
-// cookie) from the writer's memory, so that a reader never delivers the
-// memory of another process that took over the PID of a writer that
-// died.
+// the ring and waits until the reader acknowledges it. The reader's
+// ReadPayload copies the part that it asks for from the writer's process
+// into the caller's buffer with process_vm_readv, one copy in all, and
+// acknowledges once the whole payload is read, or when ReadHeader skips
+// what is left. So a CMA WriteMessage returns only when the reader is
+// done with the payload, as a mem link's does. Each read also fetches a
+// random word (the cookie) from the writer's memory, so that a reader
+// never delivers the memory of another process that took over the PID of
+// a writer that died.
 //
-// Links do not use CMA by default. One copy by one core is not faster
-// than two by two cores that overlap, which also free the writer at
-// once: on the machine this was measured on, a session that found the
-// ring's copies slow chose CMA (9.7-11 GB/s against 6.6-6.8 at 1 MiB),
-// and on 2026-11-28 the ring moved 23.5 GB/s at 1 MiB and 18.3 at 16 MiB
-// against CMA's 9.4 and 4.9, and a 1 MiB ping-pong between processes
+// The writer, which only waits meanwhile, helps: a reader that takes the
+// whole rest of a payload into one buffer asks the writer (the ack word
+// says ackHelp, beside the offset in the payload and the address in the
+// reader's buffer) to write the second half into it with
+// process_vm_writev while it reads the first, and waits for the writer's
+// answer before it acknowledges. Each side then copies the half that it
+// copies fastest, and both copy at once. A writer that cannot write
+// (ptrace rules) answers that it failed, the reader copies the half
+// itself and asks no more. A writer that dies or gives up before it
+// answers closes its side, which ends the reader's wait.
+//
+// Links use CMA where the communicator's single copies are not off
+// (core's linkOptions). One copy by one core had not been faster than the
+// ring's two by two cores that overlap, which also free the writer at
+// once: on 2026-11-28 the ring moved 23.5 GB/s at 1 MiB and 18.3 at 16
+// MiB against CMA's 9.4 and 4.9, and a 1 MiB ping-pong between processes
 // took 106-164 µs a round trip through the ring against 320-350 by CMA.
-// A writer that chose between the two by timing both (as the segment's
-// collectives can, shmem.SingleCopy) picked the ring for all but its
-// tries of CMA, and still ran 20-90 % slower than the ring alone.
+// With the writer's half, on 2026-11-29's Intel Xeon host, a stream of 1
+// MiB messages took 24-29 µs a message against the ring's 71-76, 16 MiB
+// 0.98-1.30 ms against 1.39-1.45, and ping-pongs of 1 and 16 MiB 1.3 and
+// 1.5 times as fast; 64 KiB stayed level.
 //
 // A payload given in two parts (WriteParts) lies in two places, so only
 // its body goes by CMA, when it is CMAThreshold bytes or more: the head,

@@ -18,6 +18,20 @@ func RefuseCMA(l transport.Link) { l.(*link).refuseCMA = true }
 // CMA is refused. Call it while no WriteMessage of l runs.
 func CMARefused(l transport.Link) bool { return l.(*link).cmaRefused }
 
+// RefuseHelp makes the writing side of l act from now on as if
+// process_vm_writev were refused. Call it while no WriteMessage of l
+// runs.
+func RefuseHelp(l transport.Link) { l.(*link).refuseHelp = true }
+
+// Helped reports whether the writing side of l wrote its share of the
+// last CMA payload it sent into the reader's memory. Call it while no
+// WriteMessage of l runs.
+func Helped(l transport.Link) bool { return l.(*link).out.helped.Load() == helpDone }
+
+// Unhelped reports whether the reading side of l has stopped asking the
+// writer for help. Call it from the goroutine that reads l.
+func Unhelped(l transport.Link) bool { return l.(*link).unhelped }
+
 // ReaderSleepers is how many goroutines sleep on l's reader's bell: the
 // one that reads, and one in WaitReadable.
 func ReaderSleepers(l transport.Link) int { return int(l.(*link).in.consumer.Sleepers.Load()) }

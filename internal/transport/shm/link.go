@@ -117,6 +117,8 @@ type link struct {
 	wwait      shmem.Waiter
 	wcma       []byte // the CMA part of the write in progress
 	cmaRefused bool   // the reader refused a CMA read: use the ring from now on
+	wvm        shmem.VM
+	refuseHelp bool // test hook: act as if process_vm_writev were refused
 
 	// Read side, owned by the reading goroutine.
 	rusers    users  // ReadHeader, ReadPayload and the watcher
@@ -129,6 +131,7 @@ type link struct {
 	cmaAddr   uint64 // nonzero: the current payload ends with a CMA part in the writer's memory, here
 	cmaOff    uint64 // bytes of the CMA part already read by CMA
 	refuseCMA bool   // test hook: act as if process_vm_readv were refused
+	unhelped  bool   // the writer could not write its share of a CMA copy: stop asking
 	vm        shmem.VM
 	// Polling (poll.go): Wake's mark, WaitReadable's waiter (it runs
 	// beside whoever holds the reading side, and a Waiter belongs to one
@@ -354,6 +357,7 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(body))))
 		inline = uint64(len(head))
 		l.out.ack.Store(ackPending)
+		l.out.helped.Store(helpPending)
 		if race.Enabled {
 			// The reader's process_vm_readv reads it while this
 			// goroutine waits for the ack.
@@ -381,12 +385,17 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		// receive, and copy it twice.
 		l.publish()
 		l.wwait.SetSpin(ackSpin(len(body)))
-		_, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, 1, ctxDone)
+		ack, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackHelp, ctxDone)
+		if err == nil && ack == ackHelp {
+			if err = l.help(body); err == nil {
+				ack, err = l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackDone, ctxDone)
+			}
+		}
 		l.wwait.SetSpin(spinFor)
 		if err != nil {
 			return err
 		}
-		if l.out.ack.Load() == ackDone {
+		if ack == ackDone {
 			return nil
 		}
 		// Refused: send the rest of the body through the ring, now and
@@ -413,6 +422,24 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 	if l.closed.Load() && l.out.head.Load() < l.wtail {
 		return errLocalClosed
 	}
+	return nil
+}
+
+// help writes the share of body that the reader asked this side to write
+// (ackHelp) into the reader's memory, and tells it whether that worked.
+// Where the kernel refuses, or the reader is gone, the reader is told
+// that it failed and copies the share itself (or finds its peer gone).
+func (l *link) help(body []byte) error {
+	off := l.out.helpOff.Load()
+	if off >= uint64(len(body)) {
+		return fmt.Errorf("shm: rank %d asked for help from offset %d of a %d-byte CMA part", l.peer, off, len(body))
+	}
+	answer := uint64(helpDone)
+	if l.refuseHelp || l.wvm.Write(l.peerPID, l.peerCookie, l.out.helpDst.Load(), body[off:]) != nil {
+		answer = helpFailed
+	}
+	l.out.helped.Store(answer)
+	l.out.consumer.Ring()
 	return nil
 }
 
@@ -726,12 +753,44 @@ func (l *link) readCMA(p []byte) error {
 	return nil
 }
 
-// vmRead copies len(p) bytes of the current CMA payload into p.
+// vmRead copies len(p) bytes of the current CMA payload into p. When p
+// is the whole rest of the payload, the writer, which waits for the ack
+// anyway, is asked to write the second half of it while this side reads
+// the first: two processes' 1 MiB ping-pong took 102-105 µs a round trip
+// so against 195-208 with the reader copying alone, 64 KiB 11 against
+// 18-19, 16 MiB 1.86-1.92 ms against 4.8-5.6 (a C probe, Intel Xeon
+// host, 2026-11-29); one core's copy out of another core's caches is
+// slow, and each side copies the half it does fastest.
 func (l *link) vmRead(p []byte) error {
 	if l.peerPID == 0 || l.refuseCMA {
 		return unix.EPERM
 	}
-	return l.vm.Read(l.peerPID, l.peerCookie, l.cmaAddr+l.cmaOff, p)
+	addr := l.cmaAddr + l.cmaOff
+	if uint64(len(p)) != l.remaining || l.unhelped {
+		return l.vm.Read(l.peerPID, l.peerCookie, addr, p)
+	}
+	half := len(p) / 2
+	l.in.helpOff.Store(l.cmaOff + uint64(half))
+	l.in.helpDst.Store(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p[half:])))))
+	l.in.ack.Store(ackHelp)
+	l.in.producer.Ring()
+	err := l.vm.Read(l.peerPID, l.peerCookie, addr, p[:half])
+	// The writer may be writing into p until it answers, whatever this
+	// side's read did.
+	answer, werr := l.await(&l.rwait, l.in.consumer, l.in.helped, 0, helpDone, nil)
+	switch {
+	case werr != nil:
+		return werr
+	case err != nil:
+		return err
+	case answer == helpFailed:
+		l.unhelped = true
+		return l.vm.Read(l.peerPID, l.peerCookie, addr+uint64(half), p[half:])
+	}
+	if race.Enabled {
+		race.WriteSlice(p[half:])
+	}
+	return nil
 }
 
 // ack tells the writer of the current CMA message that this side is done

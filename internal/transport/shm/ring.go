@@ -14,14 +14,17 @@ import (
 // maps the region at its own address.
 //
 //	slot 0, 1   closed word of side 0 (the dialer) and of side 1
-//	slots 2-6   control of ring 0, which carries side 0's messages
-//	slots 7-11  control of ring 1, side 1's messages
+//	slots 2-7   control of ring 0, which carries side 0's messages
+//	slots 8-13  control of ring 1, side 1's messages
 //	4096        data of ring 0 (ringSize bytes), then of ring 1
 //
 // The control of a ring is, slot by slot: tail (bytes ever written,
 // stored by the producer), head (bytes ever consumed, stored by the
-// consumer), the consumer's bell, the producer's bell, and the CMA ack
-// word followed by the resume offset (stored by the consumer).
+// consumer), the consumer's bell, the producer's bell, the words with
+// which the consumer answers a CMA message (the ack, the resume offset,
+// and where the producer is to write its share of a helped copy: the
+// offset in the payload and the address in the consumer's memory), and
+// the producer's answer to a request for help.
 const (
 	slot = 128
 
@@ -33,7 +36,10 @@ const (
 	ringProducer = 3 * slot
 	ringAck      = 4 * slot
 	ringResume   = ringAck + 8
-	ringCtlSize  = 5 * slot
+	ringHelpOff  = ringAck + 16
+	ringHelpDst  = ringAck + 24
+	ringHelped   = 5 * slot
+	ringCtlSize  = 6 * slot
 
 	ctlSize = 4096
 )
@@ -45,12 +51,21 @@ const (
 	sideDied   = 2 // stored by the other side when the process is gone
 )
 
-// Values of a ring's ack word, which the consumer stores when it is done
-// with a CMA message.
+// Values of a ring's ack word, which the consumer stores as it reads a
+// CMA message. A writer waits for a value above ackHelp to return.
 const (
 	ackPending = 0
-	ackDone    = 1 // read or skipped: the writer may return
-	ackRefused = 2 // process_vm_readv was refused: send the CMA part from the resume offset on through the ring
+	ackHelp    = 1 // write the payload from the help offset on to the help address, then wait on
+	ackDone    = 2 // read or skipped: the writer may return
+	ackRefused = 3 // process_vm_readv was refused: send the CMA part from the resume offset on through the ring
+)
+
+// Values of a ring's helped word, which the producer stores once it has
+// answered a request for help (ackHelp).
+const (
+	helpPending = 0
+	helpDone    = 1 // the producer's share is in the consumer's memory
+	helpFailed  = 2 // it is not: the consumer copies it itself
 )
 
 // regionSize is the size of the region of a link whose rings hold
@@ -65,6 +80,9 @@ type ring struct {
 	producer   shmem.Bell // the writer sleeps here for space or an ack
 	ack        *atomic.Uint64
 	resume     *atomic.Uint64
+	helpOff    *atomic.Uint64
+	helpDst    *atomic.Uint64
+	helped     *atomic.Uint64
 	data       []byte
 	mask       uint64
 }
@@ -79,6 +97,9 @@ func newRing(reg *shmem.Region, r, size int) ring {
 		producer: shmem.Bell{Sleepers: reg.Uint32(ctl + ringProducer), Seq: reg.Uint32(ctl + ringProducer + 4)},
 		ack:      reg.Uint64(ctl + ringAck),
 		resume:   reg.Uint64(ctl + ringResume),
+		helpOff:  reg.Uint64(ctl + ringHelpOff),
+		helpDst:  reg.Uint64(ctl + ringHelpDst),
+		helped:   reg.Uint64(ctl + ringHelped),
 		data:     reg.Bytes()[data : data+size : data+size],
 		mask:     uint64(size - 1),
 	}

@@ -84,9 +84,11 @@ func WithRingSize(n int) Option {
 
 // WithCMA makes this end send every payload of CMAThreshold bytes or
 // more by process_vm_readv, where the reader's kernel allows it, instead
-// of through the ring. The single copy of CMA needs the reader to be
-// allowed to ptrace the writer; links find out by themselves when it is
-// not and fall back to the ring.
+// of through the ring, the writer writing half of a payload that the
+// reader takes whole with process_vm_writev. The single copy of CMA
+// needs the reader to be allowed to ptrace the writer (and the writer the
+// reader, for its half); links find out by themselves when it is not and
+// fall back to the ring (to the reader copying alone).
 func WithCMA() Option {
 	return func(o *options) { o.cma = true }
 }

@@ -363,16 +363,24 @@ func TestConcurrentWriters(t *testing.T) {
 
 // TestLargePayloads sends payloads around the CMA threshold and far
 // above it by CMA, through the ring, and with CMA refused by the reader,
-// and checks their contents.
+// and checks their contents. A payload read whole by CMA is copied half
+// by the writer, unless the writer may not write into the reader, which
+// then copies it all and stops asking; read in pieces, by the reader
+// alone.
 func TestLargePayloads(t *testing.T) {
 	tests := []struct {
-		name    string
-		opts    []shm.Option
-		refused bool // the reader acts as if process_vm_readv were refused
+		name       string
+		opts       []shm.Option
+		refused    bool // the reader acts as if process_vm_readv were refused
+		whole      bool // the reader reads each payload in one piece
+		refuseHelp bool // the writer acts as if process_vm_writev were refused
 	}{
-		{"CMA", []shm.Option{shm.WithCMA()}, false},
-		{"ring", nil, false},
-		{"CMA refused", []shm.Option{shm.WithCMA()}, true},
+		{"CMA", []shm.Option{shm.WithCMA()}, false, false, false},
+		{"CMA whole", []shm.Option{shm.WithCMA()}, false, true, false},
+		{"CMA whole, help refused", []shm.Option{shm.WithCMA()}, false, true, true},
+		{"ring", nil, false, false, false},
+		{"CMA refused", []shm.Option{shm.WithCMA()}, true, false, false},
+		{"CMA refused, whole", []shm.Option{shm.WithCMA()}, true, true, false},
 	}
 	sizes := []int{shm.CMAThreshold - 1, shm.CMAThreshold, 1<<20 + 3, 6<<20 + 1}
 	for _, tc := range tests {
@@ -380,6 +388,9 @@ func TestLargePayloads(t *testing.T) {
 			a, b := linktest.Pair(t, shm.New(tc.opts...))
 			if tc.refused {
 				shm.RefuseCMA(b)
+			}
+			if tc.refuseHelp {
+				shm.RefuseHelp(a)
 			}
 			r := rand.New(rand.NewPCG(7, 8))
 			for round := range 2 {
@@ -390,15 +401,25 @@ func TestLargePayloads(t *testing.T) {
 					var h wire.Header
 					require.NoError(t, b.ReadHeader(&h))
 					require.Equal(t, uint64(n), h.Length)
-					got, err := readInPieces(b, n, r)
+					got := make([]byte, n)
+					var err error
+					if tc.whole {
+						err = b.ReadPayload(got)
+					} else {
+						got, err = readInPieces(b, n, r)
+					}
 					require.NoError(t, err)
 					require.True(t, bytes.Equal(payload, got), "%d bytes, round %d: payload differs", n, round)
 					require.NoError(t, result(t, done, 10*time.Second))
+					if n >= shm.CMAThreshold && tc.whole && !tc.refused {
+						assert.Equal(t, !tc.refuseHelp, shm.Helped(a), "%d bytes, round %d: the writer helped", n, round)
+					}
 					// The writer must not need the payload any more.
 					clear(payload)
 				}
 			}
 			assert.Equal(t, tc.refused, shm.CMARefused(a), "the writer remembers a refusal, and only a refusal")
+			assert.Equal(t, tc.refuseHelp, shm.Unhelped(b), "the reader stops asking for help after a refusal, and only then")
 		})
 	}
 }
