@@ -107,12 +107,12 @@
 // whole rest of a payload into one buffer asks the writer (the ack word
 // says ackHelp, beside the offset in the payload and the address in the
 // reader's buffer) to write the second half into it with
-// process_vm_writev while it reads the first, and waits for the writer's
-// answer before it acknowledges. Each side then copies the half that it
-// copies fastest, and both copy at once. A writer that cannot write
-// (ptrace rules) answers that it failed, the reader copies the half
-// itself and asks no more. A writer that dies or gives up before it
-// answers closes its side, which ends the reader's wait.
+// process_vm_writev while it reads the first, and waits for the
+// writer's answer before it acknowledges, so both cores copy at once. A
+// writer that cannot write (ptrace rules) answers that it failed, the
+// reader copies the half itself and asks no more. A writer that dies or
+// gives up before it answers closes its side, which ends the reader's
+// wait.
 //
 // Links use CMA where the communicator's single copies are not off
 // (core's linkOptions). One copy by one core had not been faster than the
@@ -121,8 +121,8 @@
 // MiB against CMA's 9.4 and 4.9, and a 1 MiB ping-pong between processes
 // took 106-164 µs a round trip through the ring against 320-350 by CMA.
 // With the writer's half, on 2026-11-29's Intel Xeon host, a stream of 1
-// MiB messages took 24-29 µs a message against the ring's 71-76, 16 MiB
-// 0.98-1.30 ms against 1.39-1.45, and ping-pongs of 1 and 16 MiB 1.3 and
+// MiB messages took 25-28 µs a message against the ring's 69-91, 16 MiB
+// 1.01-1.06 ms against 1.36-1.46, and ping-pongs of 1 and 16 MiB 1.3 and
 // 1.5 times as fast; 64 KiB stayed level.
 //
 // A payload given in two parts (WriteParts) lies in two places, so only
@@ -141,7 +141,9 @@
 // that the reader cannot see). When the kernel refuses (EPERM, or ENOSYS
 // where CMA is missing), the reader acknowledges with a refusal and the
 // offset it got to in the part read by CMA; the writer sends the rest of
-// that part through the ring and every later payload too.
+// that part through the ring and every later payload too. The writer's
+// half needs the same of the writer towards the reader, and goes back to
+// the reader where the kernel refuses it.
 //
 // # Liveness and closing
 //

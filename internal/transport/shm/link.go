@@ -757,10 +757,9 @@ func (l *link) readCMA(p []byte) error {
 // is the whole rest of the payload, the writer, which waits for the ack
 // anyway, is asked to write the second half of it while this side reads
 // the first: two processes' 1 MiB ping-pong took 102-105 µs a round trip
-// so against 195-208 with the reader copying alone, 64 KiB 11 against
+// so, against 195-208 with the reader copying alone; 64 KiB 11 against
 // 18-19, 16 MiB 1.86-1.92 ms against 4.8-5.6 (a C probe, Intel Xeon
-// host, 2026-11-29); one core's copy out of another core's caches is
-// slow, and each side copies the half it does fastest.
+// host, 2026-11-29): both cores copy at once.
 func (l *link) vmRead(p []byte) error {
 	if l.peerPID == 0 || l.refuseCMA {
 		return unix.EPERM
