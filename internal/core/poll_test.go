@@ -392,41 +392,57 @@ func TestReaderRestsWhileACallerSpins(t *testing.T) {
 
 // TestWritersFacingEachOtherAreRead: two ranks whose links' reading
 // goroutines rest (their callers spun) then send each other a message
-// larger than the sockets hold, before either receives: each writer finds
-// its link full and has the links watched (OnWriteBlock), so both
-// messages get through; the rest's time limit is stretched out of reach.
+// before either receives: one larger than the sockets and rings hold
+// with the receives posted, and, with none posted, messages that a shm
+// link sends by CMA (whose writer waits for the reader). Each writer
+// finds its link full, or waits for the reader, and has the links
+// watched (OnWriteBlock), so both messages get through; the rest's time
+// limit is stretched out of reach.
 func TestWritersFacingEachOtherAreRead(t *testing.T) {
 	for _, tr := range pollTransports {
-		t.Run(tr, func(t *testing.T) {
-			stretchRest(t)
-			cs := pollJob(t, tr, 2, WithSpin(MaxSpin))
-			ctx := context.Background()
-			restBoth(t, cs)
+		for _, tc := range []struct {
+			size   int
+			posted bool
+		}{{64 << 20, true}, {256 << 10, false}, {4 << 20, false}} {
+			t.Run(fmt.Sprintf("%s/%dKiB/posted=%v", tr, tc.size>>10, tc.posted), func(t *testing.T) {
+				stretchRest(t)
+				cs := pollJob(t, tr, 2, WithSpin(MaxSpin))
+				ctx := context.Background()
+				restBoth(t, cs)
 
-			const size = 64 << 20
-			errs := make(chan error, 2)
-			for r, c := range cs {
-				go func() {
-					out, in := make([]byte, size), make([]byte, size)
-					out[size-1] = byte(r + 1)
-					rq, err := c.Irecv(1-r, 3, in)
-					if err == nil {
-						err = c.Send(ctx, 1-r, 3, out)
-					}
-					if err == nil {
-						_, err = rq.Wait(ctx)
-					}
-					if err == nil && in[size-1] != byte(2-r) {
-						err = fmt.Errorf("rank %d received %d, not %d", r, in[size-1], 2-r)
-					}
-					errs <- err
-				}()
-			}
-			for range cs {
-				require.NoError(t, <-errs)
-			}
-		})
+				errs := make(chan error, 2)
+				for r, c := range cs {
+					go func() { errs <- sendFacing(ctx, c, r, tc.size, tc.posted) }()
+				}
+				for range cs {
+					require.NoError(t, <-errs)
+				}
+			})
+		}
 	}
+}
+
+// sendFacing is rank r's part of TestWritersFacingEachOtherAreRead: it
+// sends size bytes to the other rank and receives as many from it,
+// posting the receive first or not.
+func sendFacing(ctx context.Context, c *Comm, r, size int, posted bool) error {
+	out, in := make([]byte, size), make([]byte, size)
+	out[size-1] = byte(r + 1)
+	var err error
+	if posted {
+		var rq *Request
+		if rq, err = c.Irecv(1-r, 3, in); err == nil {
+			if err = c.Send(ctx, 1-r, 3, out); err == nil {
+				_, err = rq.Wait(ctx)
+			}
+		}
+	} else if err = c.Send(ctx, 1-r, 3, out); err == nil {
+		_, err = c.Recv(ctx, 1-r, 3, in)
+	}
+	if err == nil && in[size-1] != byte(2-r) {
+		err = fmt.Errorf("rank %d received %d, not %d", r, in[size-1], 2-r)
+	}
+	return err
 }
 
 // TestWaitOutlastingTheSpinParks: a caller whose message takes longer
