@@ -18,6 +18,13 @@ func RefuseCMA(l transport.Link) { l.(*link).refuseCMA = true }
 // CMA is refused. Call it while no WriteMessage of l runs.
 func CMARefused(l transport.Link) bool { return l.(*link).cmaRefused }
 
+// SetAckSpin makes the writers of CMA payloads poll for the reader's
+// answers for d before they park, until the test ends.
+func SetAckSpin(t testing.TB, d time.Duration) {
+	ackSpinFor = func(int) time.Duration { return d }
+	t.Cleanup(func() { ackSpinFor = ackSpin })
+}
+
 // RefuseHelp makes the writing side of l act from now on as if
 // process_vm_writev were refused. Call it while no WriteMessage of l
 // runs.

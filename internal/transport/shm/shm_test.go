@@ -366,8 +366,10 @@ func TestConcurrentWriters(t *testing.T) {
 // and checks their contents. A payload read whole by CMA is copied half
 // by the writer, unless the writer may not write into the reader, which
 // then copies it all and stops asking; read in pieces, by the reader
-// alone.
+// alone. The writers never park here, or a slow reader would find them
+// asleep and not ask (TestSleepingWriterIsNotAsked).
 func TestLargePayloads(t *testing.T) {
+	shm.SetAckSpin(t, time.Hour)
 	tests := []struct {
 		name       string
 		opts       []shm.Option
@@ -422,6 +424,27 @@ func TestLargePayloads(t *testing.T) {
 			assert.Equal(t, tc.refuseHelp, shm.Unhelped(b), "the reader stops asking for help after a refusal, and only then")
 		})
 	}
+}
+
+// TestSleepingWriterIsNotAsked: a reader that comes to a CMA payload
+// whose writer has parked copies it alone rather than wake the writer to
+// help.
+func TestSleepingWriterIsNotAsked(t *testing.T) {
+	a, b := linktest.Pair(t, shm.New(shm.WithCMA()))
+	payload := fill(make([]byte, 256<<10), 3)
+	done := async(func() error { return a.WriteMessage(context.Background(), header(1, len(payload)), payload) })
+	var h wire.Header
+	require.NoError(t, b.ReadHeader(&h))
+	for i := 0; !shm.WriterParked(a); i++ {
+		require.Less(t, i, 10000, "the writer never parked")
+		time.Sleep(time.Millisecond)
+	}
+	p := make([]byte, len(payload))
+	require.NoError(t, b.ReadPayload(p))
+	require.Equal(t, payload, p)
+	require.NoError(t, result(t, done, 10*time.Second))
+	require.False(t, shm.Helped(a), "the writer was woken to help")
+	require.False(t, shm.Unhelped(b), "the reader gave up asking")
 }
 
 // TestCMAWaitsForReader checks that a CMA write returns only once the
