@@ -109,8 +109,10 @@
 // reader's buffer) to write the second half into it with
 // process_vm_writev while it reads the first, and waits for the
 // writer's answer before it acknowledges, so both cores copy at once. A
-// writer that cannot write (ptrace rules) answers that it failed, the
-// reader copies the half itself and asks no more. A writer that dies or
+// reader that finds the writer asleep copies alone: waking it would cost
+// about as much as the half. A writer that cannot write (ptrace rules)
+// answers that it failed, the reader copies the half itself and asks no
+// more. A writer that dies or
 // gives up before it answers closes its side, which ends the reader's
 // wait.
 //
