@@ -49,7 +49,7 @@ func WriterParked(l transport.Link) bool { return l.(*link).out.producer.Sleeper
 // MaxChunk is the most a write publishes of a message at a time.
 const MaxChunk = maxChunk
 
-// SetParkTimeout makes the links dialled from now on park for at most d
+// SetParkTimeout makes the links made from now on park for at most d
 // at a time, until the test ends.
 func SetParkTimeout(t testing.TB, d time.Duration) {
 	old := parkTimeout

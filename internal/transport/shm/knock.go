@@ -61,7 +61,7 @@ func (l *link) initKnocks() {
 	// This side sleeps on its reader's and its writer's bells, which the
 	// peer knocks on, and this side's Close and the watcher knock
 	// locally.
-	l.in.consumer.Knock = k.knockReader
+	l.in.consumer.Knock = k.wakeReaders
 	l.out.producer.Knock = func() { signal(k.writer) }
 	// The peer sleeps on the other two, which this side knocks on.
 	l.out.consumer.Knock = func() { l.knock(0) }
@@ -82,16 +82,16 @@ func (l *link) knocked(p []byte) {
 	for _, b := range p {
 		switch b {
 		case knockReader:
-			l.knocks.knockReader()
+			l.knocks.wakeReaders()
 		case knockWriter:
 			signal(l.knocks.writer)
 		}
 	}
 }
 
-// knockReader wakes whoever sleeps on the reader's bell: the reading side
+// wakeReaders wakes whoever sleeps on the reader's bell: the reading side
 // and WaitReadable.
-func (k *knocks) knockReader() {
+func (k *knocks) wakeReaders() {
 	signal(k.reader)
 	signal(k.readable)
 }
