@@ -151,7 +151,7 @@ func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error {
 func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 	for off := 0; off < len(src); {
 		if !v.fresh(pid, c) {
-			if err := v.check(pid, c); err != nil {
+			if err := v.Check(pid, c); err != nil {
 				return err
 			}
 		}
@@ -182,9 +182,9 @@ func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error {
 	return nil
 }
 
-// check reads the cookie c of process pid, and fails as Read does when
-// it is not there.
-func (v *VM) check(pid int, c Cookie) error {
+// Check reads the cookie c of process pid, and fails as Read does when
+// it is not there: with ESRCH or ErrNotPeer once the process is gone.
+func (v *VM) Check(pid int, c Cookie) error {
 	for {
 		v.cookieIovec(c, 0) // call clears the first local iovec
 		got, err := v.call(unix.SYS_PROCESS_VM_READV, pid, 1)

@@ -13,3 +13,6 @@ func (v *VM) Read(pid int, c Cookie, addr uint64, dst []byte) error { return Err
 
 // Write fails with ErrUnsupported.
 func (v *VM) Write(pid int, c Cookie, addr uint64, src []byte) error { return ErrUnsupported }
+
+// Check fails with ErrUnsupported.
+func (v *VM) Check(pid int, c Cookie) error { return ErrUnsupported }

@@ -111,10 +111,12 @@
 // writer's answer before it acknowledges, so both cores copy at once. A
 // reader that finds the writer asleep copies alone: waking it would cost
 // about as much as the half. A writer that cannot write (ptrace rules)
-// answers that it failed, the reader copies the half itself and asks no
-// more. A writer that dies or
-// gives up before it answers closes its side, which ends the reader's
-// wait.
+// answers that it failed, and the reader copies the half itself and asks
+// no more. Once it has asked, the reader waits for the answer however
+// the link ends meanwhile, since the writer may be writing into its
+// buffer, unless the writer's process is gone; a writer that stops
+// waiting first marks the message abandoned (both by compare-and-swap on
+// the ack word), so that nobody asks it.
 //
 // Links use CMA where the communicator's single copies are not off
 // (core's linkOptions). One copy by one core had not been faster than the

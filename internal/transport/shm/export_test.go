@@ -25,6 +25,13 @@ func SetAckSpin(t testing.TB, d time.Duration) {
 	t.Cleanup(func() { ackSpinFor = ackSpin })
 }
 
+// SetHelping makes f run each time a writer starts to answer a request
+// for help (see helping), until the test ends.
+func SetHelping(t testing.TB, f func()) {
+	helping = f
+	t.Cleanup(func() { helping = nil })
+}
+
 // RefuseHelp makes the writing side of l act from now on as if
 // process_vm_writev were refused. Call it while no WriteMessage of l
 // runs.

@@ -126,12 +126,13 @@ type link struct {
 	rtail     uint64 // the ring's tail as last seen
 	rrec      [recordSize]byte
 	rwait     shmem.Waiter
-	remaining uint64 // unread payload bytes of the current message
-	inline    uint64 // those of them that come through the ring before the CMA part; all once there is none
-	cmaAddr   uint64 // nonzero: the current payload ends with a CMA part in the writer's memory, here
-	cmaOff    uint64 // bytes of the CMA part already read by CMA
-	refuseCMA bool   // test hook: act as if process_vm_readv were refused
-	unhelped  bool   // the writer could not write its share of a CMA copy: stop asking
+	remaining uint64       // unread payload bytes of the current message
+	inline    uint64       // those of them that come through the ring before the CMA part; all once there is none
+	cmaAddr   uint64       // nonzero: the current payload ends with a CMA part in the writer's memory, here
+	cmaOff    uint64       // bytes of the CMA part already read by CMA
+	refuseCMA bool         // test hook: act as if process_vm_readv were refused
+	unhelped  bool         // the writer could not write its share of a CMA copy: stop asking
+	helpStop  func() error // writerGone, as a method value made once
 	vm        shmem.VM
 	// Polling (poll.go): Wake's mark, WaitReadable's waiter (it runs
 	// beside whoever holds the reading side, and a Waiter belongs to one
@@ -198,6 +199,7 @@ func newLink(c *net.UnixConn, p *linkParams, o *options) *link {
 		pwait:      shmem.NewWaiter(spinFor, parkTimeout, crowded),
 	}
 	l.readableStop = l.stopReadable
+	l.helpStop = l.writerGone
 	l.initKnocks()
 	go l.watch()
 	return l
@@ -386,7 +388,10 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		l.publish()
 		l.wwait.SetSpin(ackSpinFor(len(body)))
 		ack, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackHelp, ctxDone)
-		if err == nil && ack == ackHelp {
+		switch {
+		case err != nil:
+			l.abandon()
+		case ack == ackHelp:
 			if err = l.help(body); err == nil {
 				ack, err = l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackDone, ctxDone)
 			}
@@ -430,17 +435,36 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 // Where the kernel refuses, or the reader is gone, the reader is told
 // that it failed and copies the share itself (or finds its peer gone).
 func (l *link) help(body []byte) error {
+	if helping != nil {
+		helping()
+	}
 	off := l.out.helpOff.Load()
 	if off >= uint64(len(body)) {
+		l.answer(helpFailed)
 		return fmt.Errorf("shm: rank %d asked for help from offset %d of a %d-byte CMA part", l.peer, off, len(body))
 	}
-	answer := uint64(helpDone)
 	if l.refuseHelp || l.wvm.Write(l.peerPID, l.peerCookie, l.out.helpDst.Load(), body[off:]) != nil {
-		answer = helpFailed
+		l.answer(helpFailed)
+	} else {
+		l.answer(helpDone)
 	}
-	l.out.helped.Store(answer)
-	l.out.consumer.Ring()
 	return nil
+}
+
+// abandon withdraws the CMA message whose ack this side stopped waiting
+// for. A reader that asked for help first is owed an answer, since it
+// waits for one for as long as this process lives: it is told that the
+// help failed, and finds the link closed.
+func (l *link) abandon() {
+	if !l.out.ack.CompareAndSwap(ackPending, ackAbandoned) && l.out.ack.Load() == ackHelp {
+		l.answer(helpFailed)
+	}
+}
+
+// answer answers the reader's request for help.
+func (l *link) answer(v uint64) {
+	l.out.helped.Store(v)
+	l.out.consumer.Ring()
 }
 
 // stream copies p into the ring after what was written, publishing every
@@ -491,6 +515,10 @@ var ackSpinFor = ackSpin
 // streamed, after a write has published a chunk of a message it has not
 // finished.
 var published, streamed func()
+
+// helping, when set (by tests), runs when a writer starts to answer a
+// request for help.
+var helping func()
 
 // reserve waits until the ring has n free bytes, publishing what was
 // written before it waits.
@@ -778,12 +806,17 @@ func (l *link) vmRead(p []byte) error {
 	half := len(p) / 2
 	l.in.helpOff.Store(l.cmaOff + uint64(half))
 	l.in.helpDst.Store(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p[half:])))))
-	l.in.ack.Store(ackHelp)
+	if !l.in.ack.CompareAndSwap(ackPending, ackHelp) {
+		// The writer gave up on the message (abandon).
+		return l.vm.Read(l.peerPID, l.peerCookie, addr, p)
+	}
 	l.in.producer.Ring()
 	err := l.vm.Read(l.peerPID, l.peerCookie, addr, p[:half])
 	// The writer may be writing into p until it answers, whatever this
-	// side's read did.
-	answer, werr := l.await(&l.rwait, l.in.consumer, l.in.helped, 0, helpDone, nil)
+	// side's read did and whoever closes the link meanwhile: p is the
+	// caller's again once this returns. It answers unless its process
+	// is gone.
+	answer, werr := l.rwait.Wait(l.in.helped, 0, helpDone, l.in.consumer, shmem.ToGoroutines, l.helpStop)
 	switch {
 	case werr != nil:
 		return werr
@@ -795,6 +828,16 @@ func (l *link) vmRead(p []byte) error {
 	}
 	if race.Enabled {
 		race.WriteSlice(p[half:])
+	}
+	return nil
+}
+
+// writerGone ends the wait for the writer's answer to a request for
+// help once the writer's process is gone, which a link that closed
+// (either side) does not say: a writer that lives answers.
+func (l *link) writerGone() error {
+	if l.theirs.Load() != sideOpen && l.vm.Check(l.peerPID, l.peerCookie) != nil {
+		return errPeerGone
 	}
 	return nil
 }

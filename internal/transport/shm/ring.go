@@ -52,12 +52,17 @@ const (
 )
 
 // Values of a ring's ack word, which the consumer stores as it reads a
-// CMA message. A writer waits for a value above ackHelp to return.
+// CMA message, and the producer (ackAbandoned) if it stops waiting first.
+// A writer waits for a value above ackHelp to return. The consumer asks
+// for help, and the producer abandons, by compare-and-swap from
+// ackPending, so that a writer either answers a request or was gone
+// before it.
 const (
-	ackPending = 0
-	ackHelp    = 1 // write the payload from the help offset on to the help address, then wait on
-	ackDone    = 2 // read or skipped: the writer may return
-	ackRefused = 3 // process_vm_readv was refused: send the CMA part from the resume offset on through the ring
+	ackPending   = 0
+	ackHelp      = 1 // write the payload from the help offset on to the help address, then wait on
+	ackDone      = 2 // read or skipped: the writer may return
+	ackRefused   = 3 // process_vm_readv was refused: send the CMA part from the resume offset on through the ring
+	ackAbandoned = 4 // the writer stopped waiting (its context ended, or the link closed): ask nothing of it
 )
 
 // Values of a ring's helped word, which the producer stores once it has

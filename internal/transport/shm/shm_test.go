@@ -447,6 +447,41 @@ func TestSleepingWriterIsNotAsked(t *testing.T) {
 	require.False(t, shm.Unhelped(b), "the reader gave up asking")
 }
 
+// TestReaderWaitsForTheWritersHalf: a reader that asked the writer to
+// write half of a payload returns only once the writer has answered,
+// though the writer's side closes meanwhile: else the caller would have
+// its buffer back while the writer could still write into it.
+func TestReaderWaitsForTheWritersHalf(t *testing.T) {
+	shm.SetAckSpin(t, time.Hour)
+	a, b := linktest.Pair(t, shm.New(shm.WithCMA()))
+	entered, release := make(chan struct{}), make(chan struct{})
+	shm.SetHelping(t, func() {
+		close(entered)
+		<-release
+	})
+	payload := fill(make([]byte, 256<<10), 5)
+	written := async(func() error { return a.WriteMessage(context.Background(), header(1, len(payload)), payload) })
+	var h wire.Header
+	require.NoError(t, b.ReadHeader(&h))
+	p := make([]byte, len(payload))
+	read := async(func() error { return b.ReadPayload(p) })
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the reader never asked for help")
+	}
+	require.NoError(t, a.Close())
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-read:
+		require.FailNow(t, "the reader returned while the writer could still write into its buffer", "err: %v", err)
+	default:
+	}
+	close(release)
+	require.ErrorIs(t, result(t, read, 10*time.Second), io.ErrUnexpectedEOF)
+	require.Error(t, result(t, written, 10*time.Second))
+}
+
 // TestCMAWaitsForReader checks that a CMA write returns only once the
 // reader has read or skipped the payload, and that after a refusal the
 // link sends large payloads through the ring, without waiting.
