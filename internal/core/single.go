@@ -231,7 +231,7 @@ func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	case s.policy == singleAlways:
 		op.way = singleCopy
 	default:
-		op.choice = s.single.Choose(int(op.call.Kind), op.bytes())
+		op.choice = s.single.Choose(int(op.call.Kind), singleFamily(op.call.Kind), op.bytes())
 		if op.choice.Single {
 			op.way = singleCopy
 		} else if op.choice.Timed {
@@ -239,6 +239,23 @@ func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 		}
 	}
 	binary.LittleEndian.PutUint64(rec[recWay:], op.way)
+}
+
+// The families of kinds that copy once alike (shmem.SingleCopy.Choose):
+// those whose ranks only move data between buffers, and Allreduce,
+// whose ranks read, combine and write back, and which loses to the
+// slots at sizes where the others still win (allreduceSingleMax).
+const (
+	familyMoves = iota
+	familyAllreduce
+)
+
+// singleFamily is the family of kind.
+func singleFamily(kind wire.Kind) int {
+	if kind == wire.KindAllreduce {
+		return familyAllreduce
+	}
+	return familyMoves
 }
 
 // bytes is the size of the operation's call, for the choice of its way.

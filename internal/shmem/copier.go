@@ -94,46 +94,49 @@ type copyWays struct {
 
 	// Of whole operations only: whether the last one took the second
 	// way, how many more will still run cold, how many operations the
-	// run of the way not taken has left, and whether the run's next
-	// sample is its first warm one.
+	// run of the way not taken has left, whether the run's next sample
+	// is its first warm one, the family of the kind (SingleCopy.Choose),
+	// and whether the class took its way from its family (borrow).
 	last      bool
 	cold, run int
 	fresh     bool
+	family    int
+	borrowed  bool
 }
 
 // Choose reports whether an operation of the given kind and bytes, at
 // least CopierMin, should copy around the caches.
 func (c *Copier) Choose(kind, bytes int) bool {
-	around, _, _, _ := c.ways.choose(kind, bytes, aroundGain, false)
+	around, _ := c.ways.choose(kind, bytes, aroundGain)
 	return around
+}
+
+// entry is what is known of kind's operations of bytes' size class,
+// made on first use (made); t.mu is held.
+func (t *twoWays) entry(kind, bytes int) (w *copyWays, made bool) {
+	if t.ways == nil {
+		t.ways = make(map[copyKey]*copyWays)
+	}
+	k := copyKey{kind, bits.Len(uint(bytes))}
+	if w = t.ways[k]; w == nil {
+		w = new(copyWays)
+		t.ways[k] = w
+		made = true
+	}
+	return w, made
 }
 
 // choose reports whether an operation of the given kind and bytes should
 // take the second way, which it does while that way's average is gain
 // times lower than the first's, and how many operations of the kind and
-// size class have been chosen, this one included. Of whole operations
-// (SingleCopy) it also reports whether the choice needs the operation's
-// time (a run's) and whether the operation runs cold, which its time
-// then must say to learn (chooseWhole).
-func (t *twoWays) choose(kind, bytes int, gain float64, whole bool) (second bool, ops uint64, time, cold bool) {
+// size class have been chosen, this one included.
+func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ways == nil {
-		t.ways = make(map[copyKey]*copyWays)
-	}
-	k := copyKey{kind, bits.Len(uint(bytes))}
-	w := t.ways[k]
-	if w == nil {
-		w = new(copyWays)
-		t.ways[k] = w
-	}
+	w, _ := t.entry(kind, bytes)
 	w.ops++
-	if whole {
-		second, time, cold = w.chooseWhole(gain)
-		return second, w.ops, time, cold
-	}
 	if w.timed[0] < 2 || w.timed[1] < 2 {
-		return w.timed[1] < w.timed[0], w.ops, true, false // each way twice, in turn
+		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
 	}
 	second = w.cost[1]*gain < w.cost[0]
 	w.second = second
@@ -144,27 +147,78 @@ func (t *twoWays) choose(kind, bytes int, gain float64, whole bool) (second bool
 	if w.ops%exploreEvery == 0 || w.ops < exploreEarly && w.ops%4 == 0 && !w.clearLoser(gain) {
 		second = !second
 	}
-	return second, w.ops, true, false
+	return second, w.ops
 }
 
-// chooseWhole is choose for whole operations: a run of the first way
-// until it has two warm samples, then one of the second; then the faster
-// way, but for a run of the other one operation in runEvery. The runs'
-// operations need their times; a cold one's time is not learned, but
-// the way taken after a run learns its first warm ones as it learns any
-// (one in slotsTimedEvery through the slots).
-func (w *copyWays) chooseWhole(gain float64) (second, time, cold bool) {
+// chooseWhole is choose for whole operations (SingleCopy), which take
+// the faster way by any margin: it also reports whether the choice needs
+// the operation's time (a run's) and whether the operation runs cold,
+// which its time then must say to learn. A kind's first operation of a
+// size class may borrow its way from others of its family (borrow).
+func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64, time, cold bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, made := t.entry(kind, bytes)
+	if made {
+		w.family = family
+		t.borrow(w, bits.Len(uint(bytes)))
+	}
+	w.ops++
+	second, time, cold = w.wholeWay()
+	return second, w.ops, time, cold
+}
+
+// borrow starts w, new, on the way that the other kinds of its family
+// have found faster in size class class, where every one of them that
+// has timed both ways agrees, and marks it borrowed: it then takes that
+// way until its first run of the other (the 32nd operation), rather than
+// timing both ways in its first operations. Learning costs a class some
+// four operations the slower way and two cold ones, which a long job
+// does not notice, but a short one does: a sweep's 16 MiB points are 18
+// operations, and two ranks' Allgathers and Alltoalls took 1807-1974 µs
+// against 1561-1690 copying once alone (an Intel Xeon host, 2026-11-29).
+// The kinds of a family (core's: those that only move data) have won
+// and lost together, size by size, wherever docs/performance.md records
+// both (the Bcasts and Allgathers that lost where Gathers won on a
+// crowded host do not copy once there), so a class's first kind pays
+// for what the others take; a kind that differs finds out at its first
+// run.
+func (t *twoWays) borrow(w *copyWays, class int) {
+	agreed, second := false, false
+	for k, o := range t.ways {
+		if k.class != class || o == w || o.family != w.family || o.timed[0] < 2 || o.timed[1] < 2 {
+			continue
+		}
+		if agreed && o.second != second {
+			return
+		}
+		agreed, second = true, o.second
+	}
+	w.borrowed, w.second = agreed, second
+}
+
+// wholeWay is the way of w's next whole operation: a run of the first
+// way until it has two warm samples, then one of the second; then the
+// faster way, but for a run of the other one operation in runEvery. The
+// runs' operations need their times; a cold one's time is not learned,
+// but the way taken after a run learns its first warm ones as it learns
+// any (one in slotsTimedEvery through the slots). A borrowed class takes
+// its way until a run has timed the other.
+func (w *copyWays) wholeWay() (second, time, cold bool) {
 	time = true
+	learned := w.timed[0] >= 2 && w.timed[1] >= 2
 	switch {
-	case w.timed[0] < 2:
-	case w.timed[1] < 2:
+	case !learned && !w.borrowed && w.timed[0] < 2:
+	case !learned && !w.borrowed:
 		second = true
 	case w.run > 0:
 		w.run--
 		second = !w.second
 	default:
 		time = false
-		w.second = w.cost[1]*gain < w.cost[0]
+		if learned {
+			w.second = w.cost[1] < w.cost[0]
+		}
 		second = w.second
 		if w.ops%runEvery == 0 || w.ops >= 32 && w.ops&(w.ops-1) == 0 {
 			w.run, w.fresh = runOps-1, true

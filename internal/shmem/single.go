@@ -32,8 +32,12 @@ type Choice struct {
 }
 
 // Choose decides how an operation of the given kind and bytes copies.
-func (s *SingleCopy) Choose(kind, bytes int) Choice {
-	single, ops, time, cold := s.ways.choose(kind, bytes, 1, true)
+// Kinds of one family, which the caller numbers, copy alike: a kind's
+// first operation of a size class starts the way that the kinds of its
+// family that have timed both ways of the class agree is faster, and
+// tries the other at its first run (see borrow).
+func (s *SingleCopy) Choose(kind, family, bytes int) Choice {
+	single, ops, time, cold := s.ways.chooseWhole(kind, family, bytes)
 	return Choice{Single: single, Timed: single || time || ops%slotsTimedEvery == 0, cold: cold}
 }
 

@@ -29,10 +29,16 @@ func (k costs) at(_ int, single bool, since int) float64 {
 // the choices.
 func drive(t *testing.T, s *SingleCopy, kind, bytes, ops int, cost func(op int, single bool, since int) float64) []Choice {
 	t.Helper()
+	return driveFamily(t, s, kind, 0, bytes, ops, cost)
+}
+
+// driveFamily is drive for a kind of the given family.
+func driveFamily(t *testing.T, s *SingleCopy, kind, family, bytes, ops int, cost func(op int, single bool, since int) float64) []Choice {
+	t.Helper()
 	choices := make([]Choice, ops)
 	since := 0
 	for op := range choices {
-		c := s.Choose(kind, bytes)
+		c := s.Choose(kind, family, bytes)
 		if op == 0 || c.Single != choices[op-1].Single {
 			since = 0
 		}
@@ -209,5 +215,61 @@ func TestSingleCopyIsNotTurnedByOneSlowCall(t *testing.T) {
 	// 256, 512 and 768 take 12.
 	if single := count(choices, 200, copiedOnce); single < 770 {
 		t.Errorf("copied once %d times in the last 800 operations, want about 788", single)
+	}
+}
+
+// TestSingleCopyBorrowsFromItsFamily: a kind's first operations of a
+// size class take the way that the other kinds of its family agree is
+// faster there, until its first run of the other way (the 32nd
+// operation), rather than timing the slower way first; a kind whose
+// costs differ from its family's turns at that run.
+func TestSingleCopyBorrowsFromItsFamily(t *testing.T) {
+	const bytes = 16 << 20
+	onceFaster := costs{slots: 120, single: 80}.at
+	slotsFaster := costs{slots: 80, single: 120}.at
+	type lender struct {
+		kind, family, bytes int
+		cost                func(int, bool, int) float64
+	}
+	tests := []struct {
+		name    string
+		lenders []lender
+		cost    func(int, bool, int) float64
+		// Of the new kind's first 31 operations, how many copy once,
+		// and of the 260 from the 40th, where runs of the other way at
+		// 64, 128 and 256 take 12.
+		wantFirst int
+		wantLater func(single int) bool
+	}{
+		{"the faster way, once", []lender{{1, 0, bytes, onceFaster}}, onceFaster, 31,
+			func(single int) bool { return single >= 240 }},
+		{"the faster way, through the slots", []lender{{1, 0, bytes, slotsFaster}}, slotsFaster, 0,
+			func(single int) bool { return single < 25 }},
+		// The first run times the slots, and the kind turns to them.
+		{"a kind that differs turns at its first run", []lender{{1, 0, bytes, onceFaster}}, slotsFaster, 31,
+			func(single int) bool { return single < 25 }},
+		// Nothing to borrow: the new kind times the slots first, four
+		// operations, then copies once.
+		{"not from another family", []lender{{1, 1, bytes, onceFaster}}, onceFaster, 27,
+			func(single int) bool { return single >= 240 }},
+		{"not from another size class", []lender{{1, 0, bytes / 16, onceFaster}}, onceFaster, 27,
+			func(single int) bool { return single >= 240 }},
+		{"not from a family that disagrees", []lender{{1, 0, bytes, onceFaster}, {2, 0, bytes, slotsFaster}}, onceFaster, 27,
+			func(single int) bool { return single >= 240 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			for _, l := range tc.lenders {
+				driveFamily(t, &s, l.kind, l.family, l.bytes, 300, l.cost)
+			}
+			choices := driveFamily(t, &s, 9, 0, bytes, 300, tc.cost)
+			if first := count(choices[:31], 0, copiedOnce); first != tc.wantFirst {
+				t.Errorf("copied once %d times in the first 31 operations, want %d", first, tc.wantFirst)
+			}
+			if single := count(choices, 40, copiedOnce); !tc.wantLater(single) {
+				t.Errorf("copied once %d times in the 260 operations from the 40th", single)
+			}
+		})
 	}
 }
