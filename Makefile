@@ -8,9 +8,9 @@ RANKS   ?= 4
 # test-race runs only the kernels' test that the detector sees their
 # assembly's accesses. collective comes first: go test starts packages'
 # tests in the order given, two at a time on two CPUs, and collective's
-# take as long as all the others' together (107 s against 120 s), so
-# started last it ran alone at the end: the race run took 2 min 53 s,
-# and 1 min 59 s with collective first (2026-11-29).
+# take as long as all the others' together (107 s against 120 s): listed
+# fifth, it started a minute in and ran alone at the end. The race run
+# took 2 min 53 s so, and 1 min 59 s with collective first (2026-11-29).
 RACE_PKGS := ./collective/... ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./internal/timeline/... ./internal/race/...
 
 .PHONY: all build benchtool demo test fmt-check vet test-race test-all test-tools cross fuzz bench gobench clean
