@@ -25,10 +25,13 @@ const (
 	// through the ring, on links that use CMA (WithCMA). Below it, two
 	// copies through a ring that stays in the caches cost as little as
 	// the system call, the page pinning and the acknowledgement of the
-	// single copy. Links do not use CMA by default: the ring's two
-	// copies overlap on two cores and free the writer at once, and beat
-	// CMA by far on 2026-11-28, where it had won in an earlier state of
-	// the host by half as much. Between two processes
+	// single copy. A Transport's links use CMA only WithCMA; ranks'
+	// links do unless GOCOLL_SINGLE_COPY=none (core), since the writer
+	// copies half of what the reader takes whole (the package doc). With
+	// the reader copying alone, the ring's two copies, which overlap on
+	// two cores and free the writer at once, beat CMA by far on
+	// 2026-11-28, where CMA had won in an earlier state of the host by
+	// half as much. Between two processes
 	// (BenchmarkProcessBandwidth; Linux, 2 cores of an AMD EPYC VM),
 	// GB/s, in the session that chose CMA for every such payload (the host
 	// in its slow state for copies between cores) and on 2026-11-28:
