@@ -135,7 +135,7 @@ func (t *twoWays) choose(kind, bytes int, gain float64) (second bool, ops uint64
 	defer t.mu.Unlock()
 	w, _ := t.entry(kind, bytes)
 	w.ops++
-	if w.timed[0] < 2 || w.timed[1] < 2 {
+	if !w.known() {
 		return w.timed[1] < w.timed[0], w.ops // each way twice, in turn
 	}
 	second = w.cost[1]*gain < w.cost[0]
@@ -186,7 +186,7 @@ func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64,
 func (t *twoWays) borrow(w *copyWays, class int) {
 	agreed, second := false, false
 	for k, o := range t.ways {
-		if k.class != class || o == w || o.family != w.family || o.timed[0] < 2 || o.timed[1] < 2 {
+		if k.class != class || o == w || o.family != w.family || !o.known() {
 			continue
 		}
 		if agreed && o.second != second {
@@ -206,7 +206,7 @@ func (t *twoWays) borrow(w *copyWays, class int) {
 // its way until a run has timed the other.
 func (w *copyWays) wholeWay() (second, time, cold bool) {
 	time = true
-	learned := w.timed[0] >= 2 && w.timed[1] >= 2
+	learned := w.known()
 	switch {
 	case !learned && !w.borrowed && w.timed[0] < 2:
 	case !learned && !w.borrowed:
@@ -234,6 +234,10 @@ func (w *copyWays) wholeWay() (second, time, cold bool) {
 	}
 	return second, time, cold
 }
+
+// known reports whether both ways have been timed twice, from which on
+// their averages choose.
+func (w *copyWays) known() bool { return w.timed[0] >= 2 && w.timed[1] >= 2 }
 
 // clearLoser reports whether one way has cost twice what the other has,
 // the second's cost times gain.
