@@ -79,6 +79,10 @@ type copyKey struct{ kind, class int }
 type twoWays struct {
 	mu   sync.Mutex
 	ways map[copyKey]*copyWays
+	// reach is what the second way's first operation on new buffers
+	// costs more than a later one, in nanoseconds per KiB (a
+	// SingleCopy's: SetFirstReach); 0 for a Copier.
+	reach float64
 }
 
 // copyWays is what is known of one kind and size class: the operations
@@ -164,7 +168,7 @@ func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64,
 		t.borrow(w, bits.Len(uint(bytes)))
 	}
 	w.ops++
-	second, time, cold = w.wholeWay()
+	second, time, cold = w.wholeWay(t.reach)
 	return second, w.ops, time, cold
 }
 
@@ -198,16 +202,19 @@ func (t *twoWays) borrow(w *copyWays, class int) {
 }
 
 // wholeWay is the way of w's next whole operation: a run of the first
-// way until it has two warm samples, then one of the second; then the
-// faster way, but for a run of the other one operation in runEvery. The
-// runs' operations need their times; a cold one's time is not learned,
-// but the way taken after a run learns its first warm ones as it learns
-// any (one in slotsTimedEvery through the slots). A borrowed class takes
-// its way until a run has timed the other.
-func (w *copyWays) wholeWay() (second, time, cold bool) {
+// way until it has two warm samples, and until it has cost what the
+// second's first reach of new buffers would (renting), then one of the
+// second; then the faster way, but for a run of the other one operation
+// in runEvery. The runs' operations need their times; a cold one's time
+// is not learned, but the way taken after a run learns its first warm
+// ones as it learns any (one in slotsTimedEvery through the slots). A
+// borrowed class takes its way at once, until a run has timed the
+// other.
+func (w *copyWays) wholeWay(reach float64) (second, time, cold bool) {
 	time = true
 	learned := w.known()
 	switch {
+	case !learned && !w.borrowed && w.renting(reach):
 	case !learned && !w.borrowed && w.timed[0] < 2:
 	case !learned && !w.borrowed:
 		second = true
@@ -233,6 +240,23 @@ func (w *copyWays) wholeWay() (second, time, cold bool) {
 		w.cold--
 	}
 	return second, time, cold
+}
+
+// renting reports whether w, which has not learned both ways, still
+// takes the first way before it tries the second, whose first operation
+// on new buffers costs reach nanoseconds a KiB more than a later one:
+// until the first way's warm operations have cost that much in all, as
+// a skier rents until the rent has come to the price of skis. A class
+// then loses at most as much again to a second way that does not pay,
+// and a short job that does not cover its price never pays it. A class
+// that borrows its way pays no rent: the kinds it borrows from found the
+// second way faster with its first reach behind them, often on the same
+// pages, which Go's heap hands out again (Alltoalls of 64 MiB among
+// four ranks of a Zen 5 VM took 15-18 ms a call borrowing the single
+// copy after Gathers had paid for it, and 22-42 ms renting first,
+// 2026-11-29).
+func (w *copyWays) renting(reach float64) bool {
+	return reach > 0 && (w.timed[0] < 2 || float64(w.timed[0])*w.cost[0] < reach)
 }
 
 // known reports whether both ways have been timed twice, from which on

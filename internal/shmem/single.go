@@ -1,5 +1,7 @@
 package shmem
 
+import "time"
+
 // A SingleCopy chooses how the collectives of a segment move data
 // between ranks' ordinary buffers: through the segment, copied into a
 // slot and out again, or once, read straight out of the other rank's
@@ -39,6 +41,21 @@ type Choice struct {
 func (s *SingleCopy) Choose(kind, family, bytes int) Choice {
 	single, ops, time, cold := s.ways.chooseWhole(kind, family, bytes)
 	return Choice{Single: single, Timed: single || time || ops%slotsTimedEvery == 0, cold: cold}
+}
+
+// SetFirstReach tells s what a single copy's first reach of new
+// buffers costs beyond later ones, per 4 KiB page of an operation's
+// bytes (from FirstReach). Where that is more than nothing, a size
+// class that has nothing to borrow does not try the single copy until
+// its operations through the segment have cost as much, per KiB, as
+// that first reach would: on a Zen 5 VM whose first reach costs 4-9 µs
+// a page, two ranks' 16 MiB Bcasts took about 0.8 ms through the
+// segment, and the first to copy once 18 ms, which a sweep's point of
+// 22 operations paid in full.
+func (s *SingleCopy) SetFirstReach(perPage time.Duration) {
+	s.ways.mu.Lock()
+	defer s.ways.mu.Unlock()
+	s.ways.reach = float64(perPage) / 4
 }
 
 // Learn records that an operation of the given kind and bytes, which

@@ -1,6 +1,10 @@
 package shmem
 
-import "testing"
+import (
+	"slices"
+	"testing"
+	"time"
+)
 
 // costs are made-up operation times of the two ways, in nanoseconds per
 // KiB: a way's steady cost, and what its first coldOps operations after
@@ -269,6 +273,53 @@ func TestSingleCopyBorrowsFromItsFamily(t *testing.T) {
 			}
 			if single := count(choices, 40, copiedOnce); !tc.wantLater(single) {
 				t.Errorf("copied once %d times in the 260 operations from the 40th", single)
+			}
+		})
+	}
+}
+
+// TestSingleCopyRentsBeforeItsFirstReach: where a single copy's first
+// reach of a page costs more than a later one (SetFirstReach), a size
+// class goes through the slots, timing them, until they have cost that
+// much a KiB, and only then tries copying once; a class that borrows
+// copying once from its family copies once at once. Without a cost of
+// first reach, the first single copy is the fifth operation.
+func TestSingleCopyRentsBeforeItsFirstReach(t *testing.T) {
+	const bytes = 16 << 20
+	onceFaster := costs{slots: 80, single: 40}.at
+	tests := []struct {
+		name    string
+		perPage time.Duration // 4 KiB: 4 ns a page is 1 ns a KiB
+		borrow  bool
+		// The operation, numbered from 0, that first copies once (-1:
+		// none of the 300).
+		wantFirst int
+	}{
+		{"no cost of first reach", 0, false, 4},
+		// 800 ns a KiB: ten warm operations through the slots at 80,
+		// after the first two, which run cold.
+		{"rent of ten operations", 3200 * time.Nanosecond, false, 12},
+		{"a price that a rent rounds up to", 3000 * time.Nanosecond, false, 12},
+		{"a borrowed way pays no rent", 3200 * time.Nanosecond, true, 0},
+		// 2800 operations' rent: a short job never pays.
+		{"more than the job", 896 * time.Microsecond, false, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			s.SetFirstReach(tc.perPage)
+			if tc.borrow {
+				driveFamily(t, &s, 1, 0, bytes, 300, onceFaster)
+			}
+			choices := driveFamily(t, &s, 9, 0, bytes, 300, onceFaster)
+			first := slices.IndexFunc(choices, copiedOnce)
+			if first != tc.wantFirst {
+				t.Fatalf("first copied once at operation %d, want %d", first, tc.wantFirst)
+			}
+			// Then it copies once but for its runs of the slots, four
+			// operations at the 32nd, 64th, 128th and 256th.
+			if slots := count(choices, first+8, timedThroughSlots); first >= 0 && slots > 16 {
+				t.Errorf("went through the slots %d times after the single copy won", slots)
 			}
 		})
 	}
