@@ -173,8 +173,8 @@ func (s *Segment) cookieOf(r int) shmem.Cookie {
 // has published its cookie. Where it could and the segment's policy
 // times the single copy, it tells the rank's chooser what the copy's
 // first reach of a page costs on this host (shmem.FirstReach), which
-// the process measures once: 1.7 ms on the Zen 5 VM where a first reach
-// is slow, most of it the measure's own page faults.
+// the process measures once: in 1.7-2.7 ms on the Zen 5 VM where a
+// first reach is slow, most of it the measure's own page faults.
 func (s *Segment) probeSingle() {
 	reads := uint64(readsAll)
 	if f := s.c.ep.opts.singleRefused; f != nil && f(s.c.rank) {

@@ -48,7 +48,7 @@ func (s *SingleCopy) Choose(kind, family, bytes int) Choice {
 // bytes (from FirstReach). Where that is more than nothing, a size
 // class that has nothing to borrow does not try the single copy until
 // its operations through the segment have cost as much, per KiB, as
-// that first reach would: on a Zen 5 VM whose first reach costs 4-9 µs
+// that first reach would: on a Zen 5 VM whose first reach costs 4-12 µs
 // a page, two ranks' 16 MiB Bcasts took about 0.8 ms through the
 // segment, and the first to copy once 18 ms, which a sweep's point of
 // 22 operations paid in full.
