@@ -214,10 +214,8 @@ func (w *copyWays) wholeWay(reach float64) (second, time, cold bool) {
 	time = true
 	learned := w.known()
 	switch {
-	case !learned && !w.borrowed && w.renting(reach):
-	case !learned && !w.borrowed && w.timed[0] < 2:
 	case !learned && !w.borrowed:
-		second = true
+		second = w.timed[0] >= 2 && !w.renting(reach)
 	case w.run > 0:
 		w.run--
 		second = !w.second
