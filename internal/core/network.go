@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/transport/shm"
 )
@@ -46,22 +47,33 @@ func listenShm(o Options, cfg transport.Config) (network, error) {
 }
 
 // linkOptions are the shared-memory links' options under the
-// single-copy setting: a link sends payloads of shm.CMAThreshold bytes
-// or more by CMA, its writer copying half of each into the reader's
-// buffer while the reader copies the other half (shm.WithCMA), unless
-// single copies are off. Two processes' ping-pongs over links with and
-// without it, µs a round trip, three alternating runs: 256 KiB 40-42
-// against 50, 1 MiB 135-152 against 185-196, 16 MiB 1990-2084 against
-// 3016-3075, 64 KiB and 8 B level; streams of 1 MiB messages 39-43 µs a
-// message against 97-100, 16 MiB 1.00-1.05 ms against 1.54-1.58 (Intel
-// Xeon host, 2026-11-29). Without the writer's half, a host of
-// 2026-11-28 had taken 320-350 µs for the 1 MiB round trip by CMA,
-// against 106-164 through the ring.
+// single-copy setting: with cma, a link sends every payload of
+// shm.CMAThreshold bytes or more by CMA, its writer copying half of it
+// into the reader's buffer while the reader copies the other half
+// (shm.WithCMA); with auto, the default, only where that has been faster
+// than the ring, as the process's links time it, size class by size
+// class (shm.WithCMAWhereFaster), renting the ring first on a host whose
+// single copy's first reach of a page is slow (shmem.FirstReach, measured
+// here once per process, in 0.2 ms on a Zen 5 VM where it is nothing
+// and 1.7-2.7 ms on one where it is not). Which way wins depends on the
+// host, by factors of one and a half either way: two processes'
+// ping-pongs over links (comm's BenchmarkTwoProcess), µs a round trip,
+// three alternating runs, by CMA against through the ring: 256 KiB
+// 40-42 against 50, 1 MiB 135-152 against 185-196, 16 MiB 1990-2084
+// against 3016-3075 on an Intel Xeon host; by CMA against auto, which
+// took the ring: 64 KiB 13.7-14.2 against 9.4-9.9, 256 KiB 37.7-39.5
+// against 25.1-27.3, 1 MiB 130-136 against 88-93, 16 MiB 2210-2350
+// against 1460-1570 on a Zen 5 VM (2026-11-29, both).
 func linkOptions(singleCopy string) []shm.Option {
-	if singleCopy == SingleCopyNone {
+	switch singleCopy {
+	case SingleCopyNone:
 		return nil
+	case SingleCopyCMA:
+		return []shm.Option{shm.WithCMA()}
 	}
-	return []shm.Option{shm.WithCMA()}
+	ways := new(shmem.SingleCopy)
+	ways.SetFirstReach(shmem.FirstReach())
+	return []shm.Option{shm.WithCMAWhereFaster(ways)}
 }
 
 // checkOneHost fails unless every rank runs on one host, which the shm

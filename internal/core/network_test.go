@@ -6,8 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestLinkOptions: shared-memory links copy large payloads once (CMA)
-// unless single copies are off.
+// TestLinkOptions: shared-memory links may copy large payloads once
+// (CMA) unless single copies are off: always with cma, where that has
+// been faster with auto.
 func TestLinkOptions(t *testing.T) {
 	for _, tc := range []struct {
 		singleCopy string

@@ -16,7 +16,10 @@ import "time"
 // once while that is faster. Timing an operation through the segment
 // costs every rank two readings of the clock and the decider a look at
 // every rank's call record, so only one in slotsTimedEvery is. Like a
-// Copier, it tries the way it does not take now and then.
+// Copier, it tries the way it does not take now and then. Shared-memory
+// links choose with one too, between their ring and a single copy of
+// each large payload (transport/shm's WithCMAWhereFaster): the same two
+// ways, a message for an operation.
 //
 // A SingleCopy is safe for concurrent use; its zero value is ready.
 type SingleCopy struct{ ways twoWays }

@@ -103,6 +103,14 @@
 // never delivers the memory of another process that took over the PID of
 // a writer that died.
 //
+// On a link made WithCMAWhereFaster, such a payload goes by CMA only
+// where that has been faster: the writer times its writes both ways,
+// per size class, and a shmem.SingleCopy that the Transport's links
+// share chooses the way of each, trying the other now and then. The
+// reader needs no choice: the record says which way the payload comes.
+// A write that begins in the ring's first lap is not timed: it faults
+// the ring's pages in.
+//
 // The writer, which only waits meanwhile, helps: a reader that takes the
 // whole rest of a payload into one buffer asks the writer (the ack word
 // says ackHelp, beside the offset in the payload and the address in the

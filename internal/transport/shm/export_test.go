@@ -80,3 +80,10 @@ func SetStreamed(t testing.TB, f func()) {
 	streamed = f
 	t.Cleanup(func() { streamed = nil })
 }
+
+// SetWrote makes f run as every write of a payload that may go by CMA
+// chooses its way (see wrote), until the test ends.
+func SetWrote(t testing.TB, f func(cma bool)) {
+	wrote = f
+	t.Cleanup(func() { wrote = nil })
+}

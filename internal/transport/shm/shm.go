@@ -3,6 +3,7 @@ package shm
 import (
 	"math/bits"
 
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/transport"
 )
 
@@ -56,9 +57,12 @@ var _ transport.Transport = (*Transport)(nil)
 // options hold the settings of a Transport. The zero value means the
 // defaults, so that a zero Transport is usable.
 type options struct {
-	ringSize int    // 0: DefaultRingSize
-	cma      bool   // large payloads go by CMA (WithCMA)
-	dir      string // "": shmem.DefaultDir
+	ringSize int  // 0: DefaultRingSize
+	cma      bool // large payloads may go by CMA (WithCMA, WithCMAWhereFaster)
+	// ways chooses, payload by payload, between CMA and the ring
+	// (WithCMAWhereFaster); nil: every large payload goes by CMA.
+	ways *shmem.SingleCopy
+	dir  string // "": shmem.DefaultDir
 }
 
 // Option sets an option of a Transport.
@@ -93,7 +97,28 @@ func WithRingSize(n int) Option {
 // reader, for its half); links find out by themselves when it is not and
 // fall back to the ring (to the reader copying alone).
 func WithCMA() Option {
-	return func(o *options) { o.cma = true }
+	return func(o *options) { o.cma, o.ways = true, nil }
+}
+
+// WithCMAWhereFaster is WithCMA, except that a payload of CMAThreshold
+// bytes or more goes by CMA only where that has been the faster way: the
+// writers of this Transport's links time their writes of such payloads
+// both ways, per size class, and sc chooses the way of each
+// (shmem.SingleCopy, which tries the way it does not take now and then).
+// Which way wins depends on the host, by factors of two and three either
+// way. Between two processes (BenchmarkProcessBandwidth), µs a message:
+//
+//	payload   Intel Xeon, 2026-11-29   Zen 5 VM, 2026-11-29
+//	          CMA       ring            CMA       ring
+//	64 KiB    -         -               4.0       1.4
+//	1 MiB     39-43     97-100          39        21
+//	16 MiB    1000-1050 1540-1580       1021      470
+//
+// A write through the ring is timed until its last byte is in the ring,
+// which the reader, if it waits, has then nearly all copied out; one by
+// CMA until the reader is done with it.
+func WithCMAWhereFaster(sc *shmem.SingleCopy) Option {
+	return func(o *options) { o.cma, o.ways = true, sc }
 }
 
 // WithDir sets the directory, which should be a tmpfs, that the regions

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,6 +423,66 @@ func TestLargePayloads(t *testing.T) {
 			}
 			assert.Equal(t, tc.refused, shm.CMARefused(a), "the writer remembers a refusal, and only a refusal")
 			assert.Equal(t, tc.refuseHelp, shm.Unhelped(b), "the reader stops asking for help after a refusal, and only then")
+		})
+	}
+}
+
+// TestCMAWhereFaster: a link made WithCMAWhereFaster sends its large
+// payloads through the ring at first, then tries CMA, whatever the two
+// cost on this host (shmem.SingleCopy learns each way before it
+// compares them), and learns nothing from the writes of the ring's
+// first lap, which fault its pages in; one made WithCMA sends every one
+// by CMA, and one made without either none. Every payload arrives whole,
+// and a reader that refuses CMA gets the rest of that payload and every
+// later one through the ring.
+func TestCMAWhereFaster(t *testing.T) {
+	shm.SetAckSpin(t, time.Hour)
+	const writes, payloadSize = 40, 128 << 10
+	tests := []struct {
+		name    string
+		opts    []shm.Option
+		refused bool
+		check   func(t *testing.T, ways []bool)
+	}{
+		{"chosen", []shm.Option{shm.WithCMAWhereFaster(new(shmem.SingleCopy))}, false, func(t *testing.T, ways []bool) {
+			require.Len(t, ways, writes)
+			first := slices.Index(ways, true)
+			assert.GreaterOrEqual(t, first, shm.DefaultRingSize/payloadSize,
+				"the writes of the ring's first lap go through the ring, untimed, and then some timed ones")
+			assert.Contains(t, ways[first+1:], false, "some payload after the first by CMA goes through the ring")
+		}},
+		{"chosen, refused", []shm.Option{shm.WithCMAWhereFaster(new(shmem.SingleCopy))}, true, func(t *testing.T, ways []bool) {
+			first := slices.Index(ways, true)
+			require.GreaterOrEqual(t, first, 1, "the first payload goes through the ring, and a later one by CMA")
+			assert.Len(t, ways, first+1, "the writer asks nothing of its chooser after the refusal")
+		}},
+		{"CMA", []shm.Option{shm.WithCMA()}, false, func(t *testing.T, ways []bool) {
+			assert.Equal(t, slices.Repeat([]bool{true}, writes), ways)
+		}},
+		{"ring", nil, false, func(t *testing.T, ways []bool) {
+			assert.Empty(t, ways)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ways []bool // written by the writing goroutine, read after its write returned
+			shm.SetWrote(t, func(cma bool) { ways = append(ways, cma) })
+			a, b := linktest.Pair(t, shm.New(tc.opts...))
+			if tc.refused {
+				shm.RefuseCMA(b)
+			}
+			for i := range writes {
+				payload := fill(make([]byte, payloadSize), uint64(i))
+				done := async(func() error { return a.WriteMessage(context.Background(), header(int64(i), len(payload)), payload) })
+				var h wire.Header
+				require.NoError(t, b.ReadHeader(&h))
+				got := make([]byte, h.Length)
+				require.NoError(t, b.ReadPayload(got))
+				require.NoError(t, result(t, done, 10*time.Second))
+				require.True(t, bytes.Equal(payload, got), "write %d: payload differs", i)
+			}
+			assert.Equal(t, tc.refused, shm.CMARefused(a), "the writer remembers a refusal, and only a refusal")
+			tc.check(t, ways)
 		})
 	}
 }
