@@ -43,8 +43,17 @@ func BenchmarkBandwidth(b *testing.B) {
 // its caches, which flatters the ring.
 
 func BenchmarkProcessLatency(b *testing.B) {
-	l := processPeer(b, nil, "echo")
-	linktest.PingPong(b, l, 8)
+	for _, size := range []int{8, 64 << 10, 1 << 20} {
+		for _, m := range benchModes {
+			if size < shm.CMAThreshold && m.opts != nil {
+				continue // every mode sends it through the ring
+			}
+			b.Run(fmt.Sprintf("size=%dKiB/%s", size>>10, m.name), func(b *testing.B) {
+				l := processPeer(b, m.opts, "echo")
+				linktest.PingPong(b, l, size)
+			})
+		}
+	}
 }
 
 func BenchmarkProcessBandwidth(b *testing.B) {
