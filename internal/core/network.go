@@ -53,7 +53,7 @@ func listenShm(o Options, cfg transport.Config) (network, error) {
 // (shm.WithCMA); with auto, the default, only where that has been faster
 // than the ring, as the process's links time it, size class by size
 // class (shm.WithCMAWhereFaster), renting the ring first on a host whose
-// single copy's first reach of a page is slow (shmem.FirstReach, measured
+// single copy's first reach of a page is slow (firstReach, measured
 // here once per process, in 0.2 ms on a Zen 5 VM where it is nothing
 // and 1.7-2.7 ms on one where it is not). Which way wins depends on the
 // host, by factors of one and a half either way: two processes'
@@ -72,7 +72,7 @@ func linkOptions(singleCopy string) []shm.Option {
 		return []shm.Option{shm.WithCMA()}
 	}
 	ways := new(shmem.SingleCopy)
-	ways.SetFirstReach(shmem.FirstReach())
+	ways.SetFirstReach(firstReach())
 	return []shm.Option{shm.WithCMAWhereFaster(ways)}
 }
 

@@ -168,6 +168,10 @@ func (s *Segment) cookieOf(r int) shmem.Cookie {
 	return shmem.Cookie{Addr: binary.LittleEndian.Uint64(line[ctlCookie:]), Value: binary.LittleEndian.Uint64(line[ctlCookie+8:])}
 }
 
+// firstReach is shmem.FirstReach, or what a test makes it: what a single
+// copy's first reach of a page costs on this host.
+var firstReach = shmem.FirstReach
+
 // probeSingle reads every other rank's cookie with process_vm_readv and
 // records in this rank's control line whether it could, once every rank
 // has published its cookie. Where it could and the segment's policy
@@ -195,7 +199,7 @@ func (s *Segment) probeSingle() {
 	}
 	if reads == readsAll && (s.policy == singleAuto || s.policy == singleCrowded) {
 		// A call's single copies may reach the buffers of every rank.
-		s.single.SetFirstReach(shmem.FirstReach() * time.Duration(s.ranks))
+		s.single.SetFirstReach(firstReach() * time.Duration(s.ranks))
 	}
 	s.word64(segControl + s.c.rank*segLine + ctlReads).Store(reads)
 }

@@ -61,6 +61,13 @@ func (s *SingleCopy) SetFirstReach(perPage time.Duration) {
 	s.ways.reach = float64(perPage) / 4
 }
 
+// FirstReach is what SetFirstReach last set: 0 until it is called.
+func (s *SingleCopy) FirstReach() time.Duration {
+	s.ways.mu.Lock()
+	defer s.ways.mu.Unlock()
+	return time.Duration(s.ways.reach * 4)
+}
+
 // Learn records that an operation of the given kind and bytes, which
 // went as c says, took nanos nanoseconds.
 func (s *SingleCopy) Learn(kind, bytes int, c Choice, nanos int64) {

@@ -431,8 +431,9 @@ func TestLargePayloads(t *testing.T) {
 // payloads through the ring at first, then tries CMA, whatever the two
 // cost on this host (shmem.SingleCopy learns each way before it
 // compares them), and learns nothing from the writes of the ring's
-// first lap, which fault its pages in; one made WithCMA sends every one
-// by CMA, and one made without either none. Every payload arrives whole,
+// first lap, which fault its pages in, and keeps to the ring while its
+// chooser rents it before a slow first reach; one made WithCMA sends
+// every one by CMA, and one made without either none. Every payload arrives whole,
 // and a reader that refuses CMA gets the rest of that payload and every
 // later one through the ring.
 func TestCMAWhereFaster(t *testing.T) {
@@ -455,6 +456,11 @@ func TestCMAWhereFaster(t *testing.T) {
 			first := slices.Index(ways, true)
 			require.GreaterOrEqual(t, first, 1, "the first payload goes through the ring, and a later one by CMA")
 			assert.Len(t, ways, first+1, "the writer asks nothing of its chooser after the refusal")
+		}},
+		// A host whose single copy's first reach of a page costs a
+		// second: the ring's writes never pay that rent in 40 writes.
+		{"chosen, renting", []shm.Option{shm.WithCMAWhereFaster(reaching(time.Second))}, false, func(t *testing.T, ways []bool) {
+			assert.Equal(t, slices.Repeat([]bool{false}, writes), ways)
 		}},
 		{"CMA", []shm.Option{shm.WithCMA()}, false, func(t *testing.T, ways []bool) {
 			assert.Equal(t, slices.Repeat([]bool{true}, writes), ways)
@@ -485,6 +491,14 @@ func TestCMAWhereFaster(t *testing.T) {
 			tc.check(t, ways)
 		})
 	}
+}
+
+// reaching is a chooser told that a single copy's first reach of a page
+// costs perPage.
+func reaching(perPage time.Duration) *shmem.SingleCopy {
+	sc := new(shmem.SingleCopy)
+	sc.SetFirstReach(perPage)
+	return sc
 }
 
 // TestSleepingWriterIsNotAsked: a reader that comes to a CMA payload
