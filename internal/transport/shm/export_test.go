@@ -87,3 +87,11 @@ func SetWrote(t testing.TB, f func(cma bool)) {
 	wrote = f
 	t.Cleanup(func() { wrote = nil })
 }
+
+// SetWaitsOnClosed makes f run each time a reader waiting for the
+// writer's half finds the writer's side closed and waits on (see
+// waitsOnClosed), until the test ends.
+func SetWaitsOnClosed(t testing.TB, f func()) {
+	waitsOnClosed = f
+	t.Cleanup(func() { waitsOnClosed = nil })
+}

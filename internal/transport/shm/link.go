@@ -564,6 +564,11 @@ var published, streamed func()
 // request for help.
 var helping func()
 
+// waitsOnClosed, when set (by tests), runs each time a reader that waits
+// for the writer's half of a payload finds the writer's side closed and
+// its process alive, and so waits on.
+var waitsOnClosed func()
+
 // wrote, when set (by tests), runs as a write of a payload that may go
 // by CMA (CMAThreshold bytes or more, on a link made WithCMA or
 // WithCMAWhereFaster) has chosen its way: by CMA or through the ring.
@@ -885,8 +890,13 @@ func (l *link) vmRead(p []byte) error {
 // help once the writer's process is gone, which a link that closed
 // (either side) does not say: a writer that lives answers.
 func (l *link) writerGone() error {
-	if l.theirs.Load() != sideOpen && l.vm.Check(l.peerPID, l.peerCookie) != nil {
-		return errPeerGone
+	if l.theirs.Load() != sideOpen {
+		if l.vm.Check(l.peerPID, l.peerCookie) != nil {
+			return errPeerGone
+		}
+		if waitsOnClosed != nil {
+			waitsOnClosed()
+		}
 	}
 	return nil
 }

@@ -525,7 +525,9 @@ func TestSleepingWriterIsNotAsked(t *testing.T) {
 // TestReaderWaitsForTheWritersHalf: a reader that asked the writer to
 // write half of a payload returns only once the writer has answered,
 // though the writer's side closes meanwhile: else the caller would have
-// its buffer back while the writer could still write into it.
+// its buffer back while the writer could still write into it. The
+// reader must look at the closed writer twice without returning (a test
+// hook counts its looks), which no sleep decides.
 func TestReaderWaitsForTheWritersHalf(t *testing.T) {
 	shm.SetAckSpin(t, time.Hour)
 	a, b := linktest.Pair(t, shm.New(shm.WithCMA()))
@@ -533,6 +535,15 @@ func TestReaderWaitsForTheWritersHalf(t *testing.T) {
 	shm.SetHelping(t, func() {
 		close(entered)
 		<-release
+	})
+	// Once the writer's side has closed, the reader finds it so, and
+	// looks again: it waits on rather than returning.
+	looked := make(chan struct{}, 2)
+	shm.SetWaitsOnClosed(t, func() {
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
 	})
 	payload := fill(make([]byte, 256<<10), 5)
 	written := async(func() error { return a.WriteMessage(context.Background(), header(1, len(payload)), payload) })
@@ -546,7 +557,15 @@ func TestReaderWaitsForTheWritersHalf(t *testing.T) {
 		require.FailNow(t, "the reader never asked for help")
 	}
 	require.NoError(t, a.Close())
-	time.Sleep(20 * time.Millisecond)
+	for i := range 2 {
+		select {
+		case <-looked:
+		case err := <-read:
+			require.FailNow(t, "the reader returned while the writer could still write into its buffer", "err: %v", err)
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "the reader never looked at the closed writer", "looks: %d", i)
+		}
+	}
 	select {
 	case err := <-read:
 		require.FailNow(t, "the reader returned while the writer could still write into its buffer", "err: %v", err)
