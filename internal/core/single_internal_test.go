@@ -57,3 +57,27 @@ func TestAllreduceSingleMax(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleFamily: an Allreduce, whose ranks combine what they read,
+// does not borrow its single-copy choice from the kinds that only move
+// data, nor they from it; those kinds are one family.
+func TestSingleFamily(t *testing.T) {
+	tests := []struct {
+		kind   wire.Kind
+		family int
+	}{
+		{wire.KindAllreduce, familyAllreduce},
+		{wire.KindBcast, familyMoves},
+		{wire.KindGather, familyMoves},
+		{wire.KindScatter, familyMoves},
+		{wire.KindAllgather, familyMoves},
+		{wire.KindAllgatherv, familyMoves},
+		{wire.KindAlltoall, familyMoves},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			require.Equal(t, tt.family, singleFamily(tt.kind))
+		})
+	}
+	require.NotEqual(t, familyMoves, familyAllreduce)
+}
