@@ -428,14 +428,14 @@ func TestLargePayloads(t *testing.T) {
 }
 
 // TestCMAWhereFaster: a link made WithCMAWhereFaster sends its large
-// payloads through the ring at first, then tries CMA, whatever the two
-// cost on this host (shmem.SingleCopy learns each way before it
-// compares them), and learns nothing from the writes of the ring's
-// first lap, which fault its pages in, and keeps to the ring while its
-// chooser rents it before a slow first reach; one made WithCMA sends
-// every one by CMA, and one made without either none. Every payload arrives whole,
-// and a reader that refuses CMA gets the rest of that payload and every
-// later one through the ring.
+// payloads through the ring at first and then tries CMA, whatever the
+// two cost on this host: shmem.SingleCopy learns each way before it
+// compares them. It learns nothing from the writes of the ring's first
+// lap, which fault the ring's pages in, and keeps to the ring while its
+// chooser rents it before a slow first reach. A link made WithCMA sends
+// every large payload by CMA, one made without either none. Every
+// payload arrives whole; a reader that refuses CMA gets the rest of that
+// payload and every later one through the ring.
 func TestCMAWhereFaster(t *testing.T) {
 	shm.SetAckSpin(t, time.Hour)
 	const writes, payloadSize = 40, 128 << 10
