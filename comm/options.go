@@ -100,7 +100,7 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // copy, the reader and the writer each copying half; with "auto" only
 // where that has been faster than the link's ring, as the process's
 // links time both ways, size class by size class (one copy took 1.5
-// times as long as the ring on a Zen 5 VM, and 0.4 to 0.7 times as long
+// times as long as the ring on a Zen 5 VM, and 0.4 to 0.8 times as long
 // on an Intel Xeon host); with "none" every one goes through the ring.
 func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
 
