@@ -3,6 +3,7 @@ package collective
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -210,5 +211,72 @@ func TestFastLinesWithoutReceiptsAllocateNothing(t *testing.T) {
 				return func(ctx context.Context) error { return Gather(ctx, c, send, recv, root, opts...) }
 			})
 		})
+	}
+}
+
+// TestObjectsPointToPointAllocateNothing: a worker fleet's steady round
+// trip of objects, SendObject there and RecvObjectInto back into the same
+// value, allocates nothing once warm, for values whose raw block goes
+// split from their memory (1 KiB and up) and in one piece, bare slices
+// and structs that end with one, over every transport. (RecvObject
+// allocates each value it returns, by its contract.)
+func TestObjectsPointToPointAllocateNothing(t *testing.T) {
+	if raceEnabled || !codec.Aliasing {
+		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
+	}
+	type gradients struct {
+		Step int
+		Grad []float32
+	}
+	// echo is requireNoAllocs's step for values like v: rank 0 sends v to
+	// rank 1 and receives it back into v; rank 1 receives into its own
+	// value of the same shape and sends that back.
+	echo := func(v any) func(t *testing.T, c *comm.Comm) func(ctx context.Context) error {
+		return func(t *testing.T, c *comm.Comm) func(ctx context.Context) error {
+			switch v := v.(type) {
+			case []float32:
+				mine := slices.Clone(v)
+				return roundTrip(c, &mine)
+			case gradients:
+				mine := gradients{Step: v.Step, Grad: slices.Clone(v.Grad)}
+				return roundTrip(c, &mine)
+			}
+			panic(fmt.Sprintf("echo of a %T", v))
+		}
+	}
+	for _, tr := range []string{"mem", "tcp", "shm"} {
+		for _, elems := range []int{10, splitMin / 4, 64 << 10 / 4} {
+			values := map[string]any{
+				"slice":  make([]float32, elems),
+				"struct": gradients{Step: 7, Grad: make([]float32, elems)},
+			}
+			for name, v := range values {
+				t.Run(fmt.Sprintf("%s/%s/%d", tr, name, elems), func(t *testing.T) {
+					requireNoAllocs(t, job(t, 2, comm.WithTransport(tr)), echo(v))
+				})
+			}
+		}
+	}
+}
+
+// roundTrip is one round trip of *v between ranks 0 and 1 of c: rank 0
+// sends first, rank 1 echoes.
+func roundTrip[T any](c *comm.Comm, v *T) func(ctx context.Context) error {
+	peer := 1 - c.Rank()
+	send := func(ctx context.Context) error { return SendObject(ctx, c, peer, 5, *v) }
+	recv := func(ctx context.Context) error { _, err := RecvObjectInto(ctx, c, peer, 5, v); return err }
+	if c.Rank() == 0 {
+		return func(ctx context.Context) error {
+			if err := send(ctx); err != nil {
+				return err
+			}
+			return recv(ctx)
+		}
+	}
+	return func(ctx context.Context) error {
+		if err := recv(ctx); err != nil {
+			return err
+		}
+		return send(ctx)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -40,29 +41,33 @@ func SendObject[T any](ctx context.Context, c *comm.Comm, dst, tag int, v T, opt
 	if err != nil {
 		return err
 	}
-	buf := getObjectBuf()
-	defer putObjectBuf(buf)
+	o := getP2PObject()
+	defer putP2PObject(o)
+	// The codec reflects on v through its address, which a local
+	// variable's would move to the heap on every call: the box is pooled.
+	box := boxOf(o, v)
+	defer emptyBox(box)
 	if _, raw := oc.(rawCodec); raw {
-		head, body, ok, err := objcodec.Split((*buf)[:0], &v)
+		head, body, ok, err := objcodec.Split(o.buf[:0], box)
 		if err != nil {
 			return sendEncodeFailed[T](c, err)
 		}
 		if ok {
-			*buf = head
+			o.buf = head
 			if len(body) >= splitMin && len(head) <= wire.MaxHead {
 				return (*core.Comm)(c).SendSplit(ctx, dst, tag, head, body)
 			}
 			// A small block goes behind its head in one buffer, which is
 			// what Append would encode, without encoding the head again.
-			*buf = append(head, body...)
-			return c.Send(ctx, dst, tag, *buf)
+			o.buf = append(head, body...)
+			return c.Send(ctx, dst, tag, o.buf)
 		}
 	}
-	b, err := oc.Append((*buf)[:0], &v)
+	b, err := oc.Append(o.buf[:0], box)
 	if err != nil {
 		return sendEncodeFailed[T](c, err)
 	}
-	*buf = b
+	o.buf = b
 	return c.Send(ctx, dst, tag, b)
 }
 
@@ -111,53 +116,37 @@ func recvObject[T any](ctx context.Context, c *comm.Comm, call string, src, tag 
 	if err != nil {
 		return comm.Status{}, err
 	}
-	buf := getObjectBuf()
-	defer putObjectBuf(buf)
-	// A split message (SendObject) goes into *v through place: its head
-	// is decoded as it arrives and its raw block read straight into the
-	// memory the head sizes in *v. Where *v cannot take the block so, the
-	// whole encoding is assembled in buf for Decode, which names why.
-	var placed bool
-	var placeErr error
+	o := getP2PObject()
+	defer putP2PObject(o)
+	// A split message (SendObject) goes into *v through o.place: its
+	// head is decoded as it arrives and its raw block read straight into
+	// the memory the head sizes in *v. Where *v cannot take the block so,
+	// the whole encoding is assembled in o.buf for Decode, which names why.
 	var place core.Placer
 	if _, raw := oc.(rawCodec); raw {
-		place = func(head []byte, rest int) ([]byte, error) {
-			dst, ok, err := objcodec.Place(head, rest, v)
-			switch {
-			case err != nil:
-				placeErr = err
-				return nil, err
-			case ok:
-				placed = true
-				return dst, nil
-			}
-			whole := grow((*buf)[:0], len(head)+rest)
-			copy(whole, head)
-			*buf = whole
-			return whole[len(head):], nil
-		}
+		o.into, place = v, o.place
 	}
 	for {
 		// A receive posted at once into the pooled buffer, which
 		// usually has room, lets the transport write the message there
 		// instead of buffering it until a probe has sized it; a message
 		// that does not fit stays queued, and a probe sizes it.
-		*buf = (*buf)[:cap(*buf)]
-		cs, err := (*core.Comm)(c).RecvPlaced(ctx, src, tag, *buf, place)
+		o.buf = o.buf[:cap(o.buf)]
+		cs, err := (*core.Comm)(c).RecvPlaced(ctx, src, tag, o.buf, place)
 		st := comm.Status(cs)
 		if errors.Is(err, comm.ErrTruncated) {
 			if st, err = c.Probe(ctx, src, tag); err != nil {
 				return st, err
 			}
-			*buf = grow((*buf)[:0], st.Bytes)
+			o.buf = grow(o.buf[:0], st.Bytes)
 			continue
 		}
-		if placeErr != nil {
-			err = placeErr
+		if o.placeErr != nil {
+			err = o.placeErr
 		} else if err != nil {
 			return st, err
-		} else if !placed {
-			err = oc.Decode((*buf)[:st.Bytes], v)
+		} else if !o.placed {
+			err = oc.Decode(o.buf[:st.Bytes], v)
 		}
 		if err != nil {
 			return st, fmt.Errorf("%w: %s on rank %d: the %d bytes from rank %d with tag %d do not decode as %s (does the sender send that type, with that codec?): %w",
@@ -165,4 +154,72 @@ func recvObject[T any](ctx context.Context, c *comm.Comm, call string, src, tag 
 		}
 		return st, nil
 	}
+}
+
+// p2pObject is what a SendObject or a RecvObject needs beside the value,
+// pooled so that a steady loop of them allocates nothing: the buffer an
+// encoding is made or assembled in, the box a send's value is encoded
+// from, and a receive's Placer, bound to it once.
+type p2pObject struct {
+	buf []byte
+	box any // a *T, for the T of the last send that used it
+
+	into     any // the *T a receive decodes into
+	placed   bool
+	placeErr error
+	place    core.Placer // placeHead
+}
+
+var p2pObjects = sync.Pool{New: func() any {
+	o := new(p2pObject)
+	o.place = o.placeHead
+	return o
+}}
+
+func getP2PObject() *p2pObject { return p2pObjects.Get().(*p2pObject) }
+
+func putP2PObject(o *p2pObject) {
+	if cap(o.buf) > maxPooledObjectBuf {
+		o.buf = nil
+	}
+	o.buf, o.into, o.placed, o.placeErr = o.buf[:0], nil, false, nil
+	p2pObjects.Put(o)
+}
+
+// boxOf returns o's box for a T, set to v; a box of another type is
+// replaced.
+func boxOf[T any](o *p2pObject, v T) *T {
+	box, ok := o.box.(*T)
+	if !ok {
+		box = new(T)
+		o.box = box
+	}
+	*box = v
+	return box
+}
+
+// emptyBox zeroes a box once its send is done, so that a pooled box keeps
+// no value's memory alive.
+func emptyBox[T any](box *T) {
+	var zero T
+	*box = zero
+}
+
+// placeHead is a receive's Placer (core.Placer): it decodes the head of
+// a split message into o.into and returns the memory there that the raw
+// block goes to, or, where o.into cannot take the block so, room behind
+// the head in o.buf to assemble the whole encoding in.
+func (o *p2pObject) placeHead(head []byte, rest int) ([]byte, error) {
+	dst, ok, err := objcodec.Place(head, rest, o.into)
+	switch {
+	case err != nil:
+		o.placeErr = err
+		return nil, err
+	case ok:
+		o.placed = true
+		return dst, nil
+	}
+	o.buf = grow(o.buf[:0], len(head)+rest)
+	copy(o.buf, head)
+	return o.buf[len(head):], nil
 }
