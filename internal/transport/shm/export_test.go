@@ -95,3 +95,10 @@ func SetWaitsOnClosed(t testing.TB, f func()) {
 	waitsOnClosed = f
 	t.Cleanup(func() { waitsOnClosed = nil })
 }
+
+// SetWaitsForReader makes f run each time a CMA write waiting for its
+// reader looks whether to stop (see waitsForReader), until the test ends.
+func SetWaitsForReader(t testing.TB, f func()) {
+	waitsForReader = f
+	t.Cleanup(func() { waitsForReader = nil })
+}

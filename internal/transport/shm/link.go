@@ -271,6 +271,17 @@ func (l *link) await(w *shmem.Waiter, b shmem.Bell, idx *atomic.Uint64, base, ne
 	return w.Wait(idx, base, need, b, shmem.ToGoroutines, func() error { return l.stopped(ctxDone) })
 }
 
+// awaitReader is await of the reader's answer to a CMA write: until the
+// ack reaches need.
+func (l *link) awaitReader(need uint64, ctxDone <-chan struct{}) (uint64, error) {
+	return l.wwait.Wait(l.out.ack, 0, need, l.out.producer, shmem.ToGoroutines, func() error {
+		if waitsForReader != nil {
+			waitsForReader()
+		}
+		return l.stopped(ctxDone)
+	})
+}
+
 // stopped says why a wait must end, if it must.
 func (l *link) stopped(ctxDone <-chan struct{}) error {
 	if l.closed.Load() {
@@ -389,13 +400,13 @@ func (l *link) write(ctxDone <-chan struct{}, h *wire.Header, head, body []byte)
 		// receive, and copy it twice.
 		l.publish()
 		l.wwait.SetSpin(ackSpinFor(len(body)))
-		ack, err := l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackHelp, ctxDone)
+		ack, err := l.awaitReader(ackHelp, ctxDone)
 		switch {
 		case err != nil:
 			l.abandon()
 		case ack == ackHelp:
 			if err = l.help(body); err == nil {
-				ack, err = l.await(&l.wwait, l.out.producer, l.out.ack, 0, ackDone, ctxDone)
+				ack, err = l.awaitReader(ackDone, ctxDone)
 			}
 		}
 		l.wwait.SetSpin(spinFor)
@@ -568,6 +579,10 @@ var helping func()
 // for the writer's half of a payload finds the writer's side closed and
 // its process alive, and so waits on.
 var waitsOnClosed func()
+
+// waitsForReader, when set (by tests), runs each time a CMA write that
+// waits for its reader's answer looks whether it must stop waiting.
+var waitsForReader func()
 
 // wrote, when set (by tests), runs as a write of a payload that may go
 // by CMA (CMAThreshold bytes or more, on a link made WithCMA or

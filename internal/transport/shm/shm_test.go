@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -586,11 +588,26 @@ func TestCMAWaitsForReader(t *testing.T) {
 	write := func() <-chan error {
 		return async(func() error { return a.WriteMessage(context.Background(), h, payload) })
 	}
+	// A write that has looked twice whether to stop waiting for its
+	// reader, and not returned, waits for it.
+	var looks atomic.Int32
+	shm.SetWaitsForReader(t, func() { looks.Add(1) })
 	var got wire.Header
 	p := make([]byte, len(payload))
 	pending := func(t *testing.T, done <-chan error) {
 		t.Helper()
-		time.Sleep(20 * time.Millisecond)
+		looks.Store(0)
+		deadline := time.After(10 * time.Second)
+		for looks.Load() < 2 {
+			select {
+			case err := <-done:
+				require.FailNow(t, "a CMA write returned before its payload was read", "err: %v", err)
+			case <-deadline:
+				require.FailNow(t, "a CMA write neither returned nor looked at its reader's answer")
+			default:
+				runtime.Gosched()
+			}
+		}
 		select {
 		case err := <-done:
 			require.FailNow(t, "a CMA write returned before its payload was read", "err: %v", err)
