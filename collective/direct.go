@@ -31,23 +31,39 @@ const directChunk = 32 << 10
 // 7.6 µs direct against 3.6 through the slots).
 const directMin = 16 << 10
 
-// directMinCrowded is directMin for a rooted call (Bcast, Gather) on a
-// host whose ranks outnumber its CPUs. A direct call makes every rank
-// wait until the others are done with its buffer, and where ranks share
-// CPUs each such wait costs a turn of the scheduler; through the slots a
-// rank that has put its data in leaves. Four ranks on two CPUs,
-// 2026-11-26, µs through the slots against direct: Bcast 5.8 / 9.0 at
-// 64 KiB, 8.2 / 9.4 at 128 KiB, 14.7 / 13.9 at 256 KiB; Gather 5.5 / 8.7,
-// 8.1 / 9.3, 9.9 / 9.5.
+// directMinCrowded is directMin for a rooted call but a Bcast (Gather,
+// Scatter, Reduce) on a host whose ranks outnumber its CPUs. A direct
+// call makes every rank wait until the others are done with its buffer,
+// and where ranks share CPUs each such wait costs a turn of the
+// scheduler; through the slots a rank that has put its data in leaves.
+// Four ranks on two CPUs, 2026-11-26, µs through the slots against
+// direct: Gather 5.5 / 8.7 at 64 KiB, 8.1 / 9.3 at 128 KiB, 9.9 / 9.5
+// at 256 KiB. On a Zen 4 VM, 2026-11-29, three alternating runs, with
+// Gathers that write into root's buffer: Gather 8.4 / 9.6 at 32 KiB,
+// 10.7 / 10.2 at 64, 13.1 / 21.1 at 128; Scatter 7.7 / 18.7, 10.3 /
+// 19.8, 15.1 / 12.0.
 const directMinCrowded = 256 << 10
+
+// directMinCrowdedBcast is directMinCrowded for a Bcast. Since a direct
+// Bcast is split (bcastSplits) its root copies rather than waits, and
+// from 32 KiB it beats the slots on a crowded host (four ranks on two
+// CPUs of a Zen 4 VM, registered buffers, 2026-11-29, three alternating
+// runs, µs through the slots / direct: 16 KiB 7.4 / 8.8, 32 KiB 10.0 /
+// 8.1, 64 KiB 13.9 / 9.8, 128 KiB 22.0 / 12.8; three ranks: 7.4 / 7.1,
+// 8.1 / 7.8, 10.1 / 9.6, 18.6 / 10.6). The 64 KiB figures of 2026-11-26
+// that set directMinCrowded, 5.8 / 9.0, were of a Bcast not yet split.
+const directMinCrowdedBcast = 32 << 10
 
 // directFrom is the smallest call of kind, in bytes of its count, that
 // goes direct; crowded is core.Segment.Crowded.
 func directFrom(kind wire.Kind, crowded bool) int {
-	if crowded && rooted(kind) {
-		return directMinCrowded
+	switch {
+	case !crowded || !rooted(kind):
+		return directMin
+	case kind == wire.KindBcast:
+		return directMinCrowdedBcast
 	}
-	return directMin
+	return directMinCrowded
 }
 
 // asBytes is s as bytes, in place.

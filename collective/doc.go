@@ -43,9 +43,10 @@
 // Alloc returns slices in shared memory that the other ranks of the host
 // can map. Where every rank's buffers of a call lie in such memory, the
 // shared-memory collectives (Allreduce, ReduceScatter, Bcast, Gather,
-// Scatter, Allgather, Allgatherv and Alltoall of 16 KiB and more; Bcast,
-// Gather and Scatter of 256 KiB and more where the host's ranks outnumber
-// its CPUs; and Hierarchical Allreduce inside each host) move the data once, straight between the ranks' buffers,
+// Scatter, Allgather, Allgatherv and Alltoall of 16 KiB and more; Gather
+// and Scatter of 256 KiB and more, and Bcast of 32 KiB and more, where
+// the host's ranks outnumber its CPUs; and Hierarchical Allreduce inside
+// each host) move the data once, straight between the ranks' buffers,
 // instead of copying it into the communicator's segment and out again;
 // elsewhere every rank takes the segment's path, so registered and
 // ordinary buffers mix freely. Free releases the memory. A Bucketer puts

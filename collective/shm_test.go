@@ -206,8 +206,9 @@ func (m registeredMode) check(t *testing.T, cs []*comm.Comm) {
 
 // TestDirectFrom: a rooted call goes direct from a larger size where the
 // host's ranks outnumber its CPUs, since its direct path makes every rank
-// wait for the others to be done with its buffer; other calls go direct
-// from directMin wherever they run.
+// wait for the others to be done with its buffer, a Bcast, whose root
+// copies a share, from a smaller one than the others; other calls go
+// direct from directMin wherever they run.
 func TestDirectFrom(t *testing.T) {
 	tests := []struct {
 		kind    wire.Kind
@@ -215,8 +216,9 @@ func TestDirectFrom(t *testing.T) {
 		want    int
 	}{
 		{wire.KindBcast, false, directMin},
-		{wire.KindBcast, true, directMinCrowded},
+		{wire.KindBcast, true, directMinCrowdedBcast},
 		{wire.KindGather, true, directMinCrowded},
+		{wire.KindScatter, true, directMinCrowded},
 		{wire.KindGather, false, directMin},
 		{wire.KindAllreduce, true, directMin},
 		{wire.KindReduceScatter, true, directMin},
@@ -489,7 +491,7 @@ func TestShmBetweenProcesses(t *testing.T) {
 	// hundred takes rounds. Registered buffers run in every mode at one
 	// rank, two, three and five: the last two outnumber the CPUs of a
 	// small host (CI's has two), where rooted calls go direct only from
-	// directMinCrowded. Three ranks also run it without receipts
+	// directMinCrowded (Bcasts from directMinCrowdedBcast). Three ranks also run it without receipts
 	// (GOCOLL_RECEIPTS=0), where the small rooted calls wait only for the
 	// lines they read.
 	type variant struct {
