@@ -69,14 +69,14 @@ const (
 	singleNever   = iota // SingleCopyNone
 	singleAuto           // by timing
 	singleAlways         // SingleCopyCMA
-	singleCrowded        // by timing, Gathers, Scatters and Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleCrowded        // by timing, Gathers, Scatters and large Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
 )
 
 // singlePolicy is the policy of a segment that rank 0 makes with the
 // setting mode, on a host that is crowded or not.
 //
 // Where ranks outnumber the CPUs (Crowded), only Gathers, Scatters and
-// Alltoalls may copy once by choice. In the others, a rank whose buffer
+// Alltoalls (from crowdedAlltoallSingleMin) may copy once by choice. In the others, a rank whose buffer
 // others use must wait for them, each wait a turn of the scheduler,
 // while through the slots it leaves once its data is in; and every rank
 // would wait for the decider's record, which through the slots only
@@ -121,12 +121,26 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.policy == singleCrowded:
-		return kind == wire.KindGather || kind == wire.KindScatter || kind == wire.KindAlltoall
+		return kind == wire.KindGather || kind == wire.KindScatter || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
 	case kind == wire.KindAllreduce && s.policy == singleAuto:
 		return bytes <= allreduceSingleMax
 	}
 	return true
 }
+
+// crowdedAlltoallSingleMin is the smallest Alltoall, in bytes, that may
+// copy once by choice on a crowded host. Below it, what choosing costs
+// was more than a single copy could win: every rank waits for the
+// decider's record before it moves any data, on two CPUs a turn of the
+// scheduler, and the runs that try the single copy are costly. Four
+// ranks on two CPUs of a Zen 4 VM (2026-11-29, five alternating runs, µs,
+// auto / auto with Alltoall kept to the slots / always the slots): 64
+// KiB 19.6 / 15.4 / 18.2, 256 KiB 33.6 / 26.1 / 40.2 (rounds 25-42),
+// where the single copy alone took 27.9 at 64 KiB; Gathers and Scatters
+// paid nothing alike (64 KiB, auto / slots: 9.9 / 9.8 and 10.1 / 10.3).
+// The Intel Xeon host's crowded Alltoalls won by copying once from 1
+// MiB (see singlePolicy), the smallest it tried.
+const crowdedAlltoallSingleMin = 1 << 20
 
 // allreduceSingleMax is the largest Allreduce, in bytes, that may copy
 // once by choice (SingleCopyAuto). Each rank then reads its share of

@@ -12,7 +12,8 @@ import (
 
 // TestSinglePolicy: which operations may copy once under each setting,
 // on a host that is crowded and on one that is not: with auto on a
-// crowded host only Gathers, Scatters and Alltoalls.
+// crowded host only Gathers, Scatters and Alltoalls (of 1 MiB, here;
+// see TestCrowdedAlltoallSingleMin).
 func TestSinglePolicy(t *testing.T) {
 	kinds := []wire.Kind{wire.KindAllreduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
@@ -34,6 +35,27 @@ func TestSinglePolicy(t *testing.T) {
 				require.Equal(t, slices.Contains(tt.may, kind), s.maySingle(kind, 1<<20))
 			})
 		}
+	}
+}
+
+// TestCrowdedAlltoallSingleMin: on a crowded host, auto lets an
+// Alltoall copy once from crowdedAlltoallSingleMin bytes only, and a
+// Gather at any size; cma lets both at any size.
+func TestCrowdedAlltoallSingleMin(t *testing.T) {
+	tests := []struct {
+		mode  string
+		below bool // whether an Alltoall smaller than crowdedAlltoallSingleMin may
+	}{
+		{SingleCopyAuto, false},
+		{SingleCopyCMA, true},
+	}
+	for _, tt := range tests {
+		s := &Segment{policy: singlePolicy(tt.mode, true)}
+		t.Run(tt.mode, func(t *testing.T) {
+			require.Equal(t, tt.below, s.maySingle(wire.KindAlltoall, crowdedAlltoallSingleMin-1))
+			require.True(t, s.maySingle(wire.KindAlltoall, crowdedAlltoallSingleMin))
+			require.True(t, s.maySingle(wire.KindGather, 64<<10))
+		})
 	}
 }
 
