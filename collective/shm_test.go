@@ -491,9 +491,9 @@ func TestShmBetweenProcesses(t *testing.T) {
 	// hundred takes rounds. Registered buffers run in every mode at one
 	// rank, two, three and five: the last two outnumber the CPUs of a
 	// small host (CI's has two), where rooted calls go direct only from
-	// directMinCrowded (Bcasts from directMinCrowdedBcast). Three ranks also run it without receipts
-	// (GOCOLL_RECEIPTS=0), where the small rooted calls wait only for the
-	// lines they read.
+	// directMinCrowded (Bcasts from directMinCrowdedBcast). Three ranks
+	// also run it without receipts (GOCOLL_RECEIPTS=0), where the small
+	// rooted calls wait only for the lines they read.
 	type variant struct {
 		n                          int
 		slot, registered, receipts string

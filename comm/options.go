@@ -71,26 +71,26 @@ func WithHostIdentity(hostOf func(rank int) string) Option {
 func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(bytes)) }
 
 // WithSingleCopy sets how the collectives of a communicator's segment
-// move data between ordinary Go slices (not from Alloc, which ranks
-// share outright): "auto", the default, copies once where that has been
-// faster (the root of each call times both ways as it goes), else twice,
-// through the segment; "cma" copies once, each rank reading what it
-// needs out of the others' slices with process_vm_readv (as Open MPI's
-// vader does) or writing into them with process_vm_writev (a Bcast's
-// root its share, the ranks of a Gather, an Allgather, an Alltoall and
-// an Allreduce their parts), wherever the kernel allows it; "none"
-// always copies twice, through the segment. Auto tries one copy in
-// Allreduces up to 4 MiB only, and on a host whose ranks outnumber its
-// CPUs in Gathers and Scatters, and Alltoalls from 1 MiB, only. Which is faster
-// depends on the host: on one of this project's machines two copies
-// matched or beat one everywhere, on another one copy took a third of
-// the time of a handoff through shared memory (64 KiB: 3.4 µs against
-// 10.5) and made Bcasts, Gathers, Scatters and Alltoalls of 64 to 256
-// KiB up to twice as fast. "auto" follows the host: the root of each call
-// times both ways and takes the faster, trying the other in short runs
-// now and then (docs/guide.md, "One copy, straight out of another rank's
-// slice"). Init also takes it from GOCOLL_SINGLE_COPY. The kernel allows
-// the copy where a rank may ptrace the others (the same user, and under Yama's
+// move data between ordinary Go slices (not from Alloc, which ranks share
+// outright): "auto", the default, copies once where that has been faster
+// (the root of each call times both ways as it goes), else twice, through
+// the segment; "cma" copies once, each rank reading what it needs out of
+// the others' slices with process_vm_readv (as Open MPI's vader does) or
+// writing into them with process_vm_writev (a Bcast's root its share, the
+// ranks of a Gather, an Allgather, an Alltoall and an Allreduce their
+// parts), wherever the kernel allows it; "none" always copies twice,
+// through the segment. Auto tries one copy in Allreduces up to 4 MiB
+// only, and on a host whose ranks outnumber its CPUs in Gathers and
+// Scatters, and Alltoalls from 1 MiB, only. Which is faster depends on
+// the host: on one of this project's machines two copies matched or beat
+// one everywhere, on another one copy took a third of the time of a
+// handoff through shared memory (64 KiB: 3.4 µs against 10.5) and made
+// Bcasts, Gathers, Scatters and Alltoalls of 64 to 256 KiB up to twice as
+// fast. "auto" follows the host: the root of each call times both ways
+// and takes the faster, trying the other in short runs now and then
+// (docs/guide.md, "One copy, straight out of another rank's slice"). Init
+// also takes it from GOCOLL_SINGLE_COPY. The kernel allows the copy where
+// a rank may ptrace the others (the same user, and under Yama's
 // ptrace_scope 1 only a descendant or a process that allowed it); the
 // ranks find out when the segment is made, and where one may not, none
 // copies once. Rank 0's setting holds for a communicator's ranks, which
@@ -98,10 +98,10 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // chooses. The setting also governs point to point over shared-memory
 // links, for messages of 64 KiB and more: with "cma" each goes by one
 // copy, the reader and the writer each copying half; with "auto" only
-// where that has been faster than the link's ring, as the process's
-// links time both ways, size class by size class (one copy took 1.5
-// times as long as the ring on a Zen 5 VM, and 0.4 to 0.8 times as long
-// on an Intel Xeon host); with "none" every one goes through the ring.
+// where that has been faster than the link's ring, as the process's links
+// time both ways, size class by size class (one copy took 1.5 times as
+// long as the ring on a Zen 5 VM, and 0.4 to 0.8 times as long on an
+// Intel Xeon host); with "none" every one goes through the ring.
 func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
 
 // WithTimeout bounds every blocking call of the communicator, on top of the

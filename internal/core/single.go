@@ -76,21 +76,22 @@ const (
 // setting mode, on a host that is crowded or not.
 //
 // Where ranks outnumber the CPUs (Crowded), only Gathers, Scatters and
-// Alltoalls (from crowdedAlltoallSingleMin) may copy once by choice. In the others, a rank whose buffer
-// others use must wait for them, each wait a turn of the scheduler,
-// while through the slots it leaves once its data is in; and every rank
-// would wait for the decider's record, which through the slots only
-// some do. In a Gather each rank but root writes its part into root's
-// buffer and leaves, in a Scatter each reads its block out of root's,
-// which it waits for anyway, and an Alltoall through the slots copies
-// every block in and out in rounds that wait for every rank too. Four
-// ranks on two CPUs of an Intel Xeon host, µs through the slots / once
-// (2026-11-29): Scatter 1 MiB 99 / 30, 16 MiB 1838 / 1096; Gather 87 /
-// 37, 1860 / 1068; Alltoall, once it wrote, 323-391 / 280-301 and 11.0-
-// 11.8 / 7.4-8.7 ms; but Bcast 16 MiB 3.5-4.8 / 6.9-7.0 ms, Allgather
-// 64 KiB 11.5-11.7 / 18.8-27.9, 16 MiB 4.2-4.4 / 5.5-5.6 ms (on an AMD
-// EPYC host, before Gathers and Alltoalls wrote, Scatter, Gather and
-// Alltoall were 1.3-1.9 times as slow at 16 MiB once, 2026-11-28).
+// Alltoalls (from crowdedAlltoallSingleMin) may copy once by choice. In
+// the others, a rank whose buffer others use must wait for them, each
+// wait a turn of the scheduler, while through the slots it leaves once
+// its data is in; and every rank would wait for the decider's record,
+// which through the slots only some do. In a Gather each rank but root
+// writes its part into root's buffer and leaves, in a Scatter each reads
+// its block out of root's, which it waits for anyway, and an Alltoall
+// through the slots copies every block in and out in rounds that wait for
+// every rank too. Four ranks on two CPUs of an Intel Xeon host, µs
+// through the slots / once (2026-11-29): Scatter 1 MiB 99 / 30, 16 MiB
+// 1838 / 1096; Gather 87 / 37, 1860 / 1068; Alltoall, once it wrote,
+// 323-391 / 280-301 and 11.0-11.8 / 7.4-8.7 ms; but Bcast 16 MiB 3.5-4.8
+// / 6.9-7.0 ms, Allgather 64 KiB 11.5-11.7 / 18.8-27.9, 16 MiB 4.2-4.4 /
+// 5.5-5.6 ms (on an AMD EPYC host, before Gathers and Alltoalls wrote,
+// Scatter, Gather and Alltoall were 1.3-1.9 times as slow at 16 MiB once,
+// 2026-11-28).
 //
 // Elsewhere operations of every size may: until 2026-11-29 those above
 // 2 MiB did not, since on that AMD host process_vm_readv of a buffer no
