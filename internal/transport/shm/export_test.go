@@ -27,10 +27,7 @@ func SetAckSpin(t testing.TB, d time.Duration) {
 
 // SetHelping makes f run each time a writer starts to answer a request
 // for help (see helping), until the test ends.
-func SetHelping(t testing.TB, f func()) {
-	helping = f
-	t.Cleanup(func() { helping = nil })
-}
+func SetHelping(t testing.TB, f func()) { setHook(t, &helping, f) }
 
 // RefuseHelp makes the writing side of l act from now on as if
 // process_vm_writev were refused. Call it while no WriteMessage of l
@@ -69,36 +66,30 @@ func RingSize(t *Transport) int { return t.o.ringBytes() }
 
 // SetPublished makes f run after every write publishes its message (see
 // published) until the test ends.
-func SetPublished(t testing.TB, f func()) {
-	published = f
-	t.Cleanup(func() { published = nil })
-}
+func SetPublished(t testing.TB, f func()) { setHook(t, &published, f) }
 
 // SetStreamed makes f run after every write publishes a chunk of a
 // message it has not finished (see streamed) until the test ends.
-func SetStreamed(t testing.TB, f func()) {
-	streamed = f
-	t.Cleanup(func() { streamed = nil })
-}
+func SetStreamed(t testing.TB, f func()) { setHook(t, &streamed, f) }
 
 // SetWrote makes f run as every write of a payload that may go by CMA
 // chooses its way (see wrote), until the test ends.
-func SetWrote(t testing.TB, f func(cma bool)) {
-	wrote = f
-	t.Cleanup(func() { wrote = nil })
-}
+func SetWrote(t testing.TB, f func(cma bool)) { setHook(t, &wrote, f) }
 
 // SetWaitsOnClosed makes f run each time a reader waiting for the
 // writer's half finds the writer's side closed and waits on (see
 // waitsOnClosed), until the test ends.
-func SetWaitsOnClosed(t testing.TB, f func()) {
-	waitsOnClosed = f
-	t.Cleanup(func() { waitsOnClosed = nil })
-}
+func SetWaitsOnClosed(t testing.TB, f func()) { setHook(t, &waitsOnClosed, f) }
 
 // SetWaitsForReader makes f run each time a CMA write waiting for its
 // reader looks whether to stop (see waitsForReader), until the test ends.
-func SetWaitsForReader(t testing.TB, f func()) {
-	waitsForReader = f
-	t.Cleanup(func() { waitsForReader = nil })
+func SetWaitsForReader(t testing.TB, f func()) { setHook(t, &waitsForReader, f) }
+
+// setHook sets the test hook *hook to f until the test ends.
+func setHook[F any](t testing.TB, hook *F, f F) {
+	*hook = f
+	t.Cleanup(func() {
+		var none F
+		*hook = none
+	})
 }

@@ -15,11 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -540,13 +538,8 @@ func TestReaderWaitsForTheWritersHalf(t *testing.T) {
 	})
 	// Once the writer's side has closed, the reader finds it so, and
 	// looks again: it waits on rather than returning.
-	looked := make(chan struct{}, 2)
-	shm.SetWaitsOnClosed(t, func() {
-		select {
-		case looked <- struct{}{}:
-		default:
-		}
-	})
+	looked, look := looks()
+	shm.SetWaitsOnClosed(t, look)
 	payload := fill(make([]byte, 256<<10), 5)
 	written := async(func() error { return a.WriteMessage(context.Background(), header(1, len(payload)), payload) })
 	var h wire.Header
@@ -559,23 +552,44 @@ func TestReaderWaitsForTheWritersHalf(t *testing.T) {
 		require.FailNow(t, "the reader never asked for help")
 	}
 	require.NoError(t, a.Close())
-	for i := range 2 {
-		select {
-		case <-looked:
-		case err := <-read:
-			require.FailNow(t, "the reader returned while the writer could still write into its buffer", "err: %v", err)
-		case <-time.After(10 * time.Second):
-			require.FailNow(t, "the reader never looked at the closed writer", "looks: %d", i)
-		}
-	}
-	select {
-	case err := <-read:
-		require.FailNow(t, "the reader returned while the writer could still write into its buffer", "err: %v", err)
-	default:
-	}
+	requireWaitsOn(t, looked, read, "the reader returned while the writer could still write into its buffer")
 	close(release)
 	require.ErrorIs(t, result(t, read, 10*time.Second), io.ErrUnexpectedEOF)
 	require.Error(t, result(t, written, 10*time.Second))
+}
+
+// looks makes a test hook that counts a waiting call's looks at what it
+// waits for, and the channel that gets a value for each of its first two
+// looks since the channel was last drained.
+func looks() (looked chan struct{}, look func()) {
+	looked = make(chan struct{}, 2)
+	return looked, func() {
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// requireWaitsOn requires a call, whose result comes on done, to look
+// twice at what it waits for (looked, from looks) without returning:
+// then it waits. returned says what returning would mean.
+func requireWaitsOn(t *testing.T, looked <-chan struct{}, done <-chan error, returned string) {
+	t.Helper()
+	for i := range 2 {
+		select {
+		case <-looked:
+		case err := <-done:
+			require.FailNow(t, returned, "err: %v", err)
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "the call neither returned nor looked at what it waits for", "looks: %d", i)
+		}
+	}
+	select {
+	case err := <-done:
+		require.FailNow(t, returned, "err: %v", err)
+	default:
+	}
 }
 
 // TestCMAWaitsForReader checks that a CMA write returns only once the
@@ -590,29 +604,16 @@ func TestCMAWaitsForReader(t *testing.T) {
 	}
 	// A write that has looked twice whether to stop waiting for its
 	// reader, and not returned, waits for it.
-	var looks atomic.Int32
-	shm.SetWaitsForReader(t, func() { looks.Add(1) })
+	looked, look := looks()
+	shm.SetWaitsForReader(t, look)
 	var got wire.Header
 	p := make([]byte, len(payload))
 	pending := func(t *testing.T, done <-chan error) {
 		t.Helper()
-		looks.Store(0)
-		deadline := time.After(10 * time.Second)
-		for looks.Load() < 2 {
-			select {
-			case err := <-done:
-				require.FailNow(t, "a CMA write returned before its payload was read", "err: %v", err)
-			case <-deadline:
-				require.FailNow(t, "a CMA write neither returned nor looked at its reader's answer")
-			default:
-				runtime.Gosched()
-			}
+		for len(looked) > 0 {
+			<-looked // of the write before, which has returned
 		}
-		select {
-		case err := <-done:
-			require.FailNow(t, "a CMA write returned before its payload was read", "err: %v", err)
-		default:
-		}
+		requireWaitsOn(t, looked, done, "a CMA write returned before its payload was read")
 	}
 
 	t.Run("read", func(t *testing.T) {
