@@ -38,11 +38,7 @@ func TestAllgather(t *testing.T) {
 // poisoned is a buffer of n elements that no input contains (inputs are
 // 0…4), so an element the collective forgets to write shows.
 func poisoned[T codec.Elem](n int) []T {
-	s := make([]T, n)
-	for i := range s {
-		s[i] = fromInt[T](9)
-	}
-	return s
+	return slices.Repeat([]T{fromInt[T](9)}, n)
 }
 
 // checkAllgather runs Allgather with each per-rank count, once with
