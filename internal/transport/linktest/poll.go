@@ -35,8 +35,8 @@ func testPoll(t *testing.T, e *env) {
 
 	// large is more than the link holds: more than any socket, or four
 	// times a ring, which it then streams through four times over. Not
-	// 64 MiB everywhere: through a ring of 4 KiB that took over 10 s under
-	// the race detector on two CPUs.
+	// 64 MiB everywhere: through a ring of 4 KiB that took 8 s under the
+	// race detector on two CPUs.
 	holds, large := e.holds, 64<<20
 	if holds == 0 {
 		holds = 1 << 20 // a socket's: from 10 KiB to under 64 MiB
