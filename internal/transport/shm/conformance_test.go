@@ -25,9 +25,9 @@ func TestConformance(t *testing.T) {
 		// as soon as its record is.
 		{"CMA", []shm.Option{shm.WithCMA()}, []linktest.Option{linktest.WithHolds(math.MaxInt)}},
 		// Every message wraps around the ring's end, and the large
-		// ones stream through it many times over: RoundTrip's 16 MiB
-		// four thousand times, under the race detector on two CPUs
-		// that other packages' tests share.
+		// ones stream through it many times over (RoundTrip's 16 MiB
+		// four thousand times), so its cases get a longer watchdog
+		// than the default.
 		{"tiny ring", []shm.Option{shm.WithRingSize(shm.MinRingSize)},
 			[]linktest.Option{linktest.WithHolds(shm.MinRingSize), linktest.WithTimeout(time.Minute)}},
 	}
