@@ -48,6 +48,20 @@ func WithHolds(bytes int) Option {
 	return func(s *suite) { s.holds = bytes }
 }
 
+// WithLarge sets the size of the suite's large messages, which the link
+// cannot take before its reader reads some of them: writing one waits
+// for the reader or a Close (CloseUnblocksWrite and the cases like it),
+// and Poll sees one arrive Large, or Whole as WithHolds says. The
+// default is four times WithHolds's bytes, which a ring then streams
+// through four times over, or, where those are not given, 64 MiB, more
+// than the buffers of any TCP socket between two processes of one host.
+// Not 64 MiB everywhere: under the race detector, which checks every
+// byte that the test and the link copy, such messages took most of the
+// suite's time.
+func WithLarge(bytes int) Option {
+	return func(s *suite) { s.large = bytes }
+}
+
 // WithTimeout sets the watchdog of each case; the default is Timeout.
 func WithTimeout(d time.Duration) Option {
 	return func(s *suite) { s.timeout = d }
@@ -74,6 +88,7 @@ type suite struct {
 	raw     RawDialer
 	timeout time.Duration
 	holds   int // WithHolds
+	large   int // WithLarge
 }
 
 // TestTransport runs the conformance suite against the transports that
@@ -127,6 +142,7 @@ type env struct {
 	tr    transport.Transport
 	raw   RawDialer
 	holds int             // WithHolds
+	large int             // WithLarge, or its default
 	ctx   context.Context // ends when the watchdog fires
 	log   *logBuffer
 
@@ -136,7 +152,14 @@ type env struct {
 
 func (s *suite) newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{tr: s.mk(t), raw: s.raw, holds: s.holds, ctx: ctx, log: &logBuffer{}}
+	e := &env{tr: s.mk(t), raw: s.raw, holds: s.holds, large: s.large, ctx: ctx, log: &logBuffer{}}
+	switch {
+	case e.large > 0:
+	case s.holds > 0 && s.holds < 16<<20:
+		e.large = 4 * s.holds
+	default:
+		e.large = 64 << 20
+	}
 	timer := time.AfterFunc(s.timeout, func() {
 		t.Errorf("watchdog: case still running after %v; closing its links", s.timeout)
 		cancel()
@@ -149,6 +172,10 @@ func (s *suite) newEnv(t *testing.T) *env {
 	})
 	return e
 }
+
+// partRead is how much of a large message (WithLarge) the cases that end
+// its write midway read first: a quarter, at most 1 MiB.
+func (e *env) partRead() int { return min(e.large/4, 1<<20) }
 
 func (e *env) track(c io.Closer) {
 	e.mu.Lock()
@@ -261,35 +288,50 @@ func header(tag int64, id uint64, n int) wire.Header {
 	}
 }
 
-// pattern fills b with bytes that depend on seed and position.
+// pattern fills b with bytes that depend on seed and position: a
+// xorshift sequence patternPeriod bytes long, repeated. The period is a
+// prime, so bytes that a link loses, repeats or puts out of place by any
+// power of two (its chunks, buffers and rings) or by any other distance
+// below the period show. The repeats are copies, which the race detector
+// checks a range at a time, where it checks each byte that a loop
+// stores: a 64 MiB pattern took a second so.
 func pattern(b []byte, seed uint64) []byte {
 	x := seed*0x9e3779b97f4a7c15 + 1
-	for i := range b {
+	n := min(len(b), patternPeriod)
+	for i := range n {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
 		b[i] = byte(x)
 	}
+	for filled := n; filled < len(b); filled *= 2 {
+		copy(b[filled:], b[:filled])
+	}
 	return b
 }
 
-// split returns payload in the two parts of a WriteParts: head, its
-// first k bytes, and body, the rest, nil when empty. They are copies that
-// lie apart in memory, with other bytes between them, so that a link that
-// took the two for one slice would send those.
+// patternPeriod is the length of pattern's sequence, the largest prime
+// below 64 KiB.
+const patternPeriod = 65521
+
+// split returns payload in the two parts of a WriteParts: head, a copy
+// of its first k bytes, nil when empty, followed in memory by other
+// bytes, so that a link that took the two parts for one slice would send
+// those; and body, the rest of payload itself (not a copy, which cost
+// the race detector a check of every byte of a 64 MiB message), nil when
+// empty.
 func split(payload []byte, k int) (head, body []byte) {
 	const gap = 64
-	buf := make([]byte, len(payload)+gap)
-	for i := range gap {
-		buf[k+i] = 0xa5
-	}
 	if k > 0 {
+		buf := make([]byte, k+gap)
+		for i := range gap {
+			buf[k+i] = 0xa5
+		}
 		head = buf[:k]
 		copy(head, payload)
 	}
 	if k < len(payload) {
-		body = buf[k+gap:]
-		copy(body, payload[k:])
+		body = payload[k:]
 	}
 	return head, body
 }
@@ -658,17 +700,12 @@ func testCloseUnblocksRead(t *testing.T, e *env) {
 	require.ErrorIs(t, wait(t), net.ErrClosed)
 }
 
-// bigMessage is larger than the socket buffers of any TCP connection
-// between two processes of one host, so that writing it blocks until the
-// peer reads.
-const bigMessage = 64 << 20
-
 func testCloseUnblocksWrite(t *testing.T, e *env) {
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			a, _ := e.pair(t)
-			h := header(0, 1, bigMessage)
-			payload := make([]byte, bigMessage)
+			h := header(0, 1, e.large)
+			payload := make([]byte, e.large)
 			wait := e.async(func() error { return w.send(a, context.Background(), h, payload) })
 			settle()
 			require.NoError(t, a.Close())
@@ -681,8 +718,8 @@ func testPeerCloseFailsWrite(t *testing.T, e *env) {
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			a, b := e.pair(t)
-			h := header(0, 1, bigMessage)
-			payload := make([]byte, bigMessage)
+			h := header(0, 1, e.large)
+			payload := make([]byte, e.large)
 			wait := e.async(func() error { return w.send(a, context.Background(), h, payload) })
 			settle()
 			require.NoError(t, b.Close())
@@ -737,7 +774,7 @@ func testUnexpectedEOF(t *testing.T, e *env) {
 		name   string
 		finish func(l transport.Link) error // reads after the peer closed
 	}{
-		{"ReadPayload", func(l transport.Link) error { return l.ReadPayload(make([]byte, bigMessage-(1<<20))) }},
+		{"ReadPayload", func(l transport.Link) error { return l.ReadPayload(make([]byte, e.large-e.partRead())) }},
 		{"ReadHeader skips", func(l transport.Link) error {
 			var h wire.Header
 			return l.ReadHeader(&h)
@@ -745,12 +782,13 @@ func testUnexpectedEOF(t *testing.T, e *env) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := e.pair(t)
-			h := header(0, 1, bigMessage)
-			payload := pattern(make([]byte, bigMessage), 1)
+			h := header(0, 1, e.large)
+			payload := make([]byte, e.large)
+			pattern(payload[:e.partRead()], 1) // what the reader checks
 			wait := e.async(func() error { return a.WriteMessage(context.Background(), h, payload) })
 			var got wire.Header
 			require.NoError(t, b.ReadHeader(&got))
-			p := make([]byte, 1<<20)
+			p := make([]byte, e.partRead())
 			require.NoError(t, b.ReadPayload(p))
 			require.Equal(t, payload[:len(p)], p)
 			require.NoError(t, a.Close())
@@ -788,26 +826,27 @@ func testCancelBeforeWrite(t *testing.T, e *env) {
 }
 
 // testCancelMidWrite ends a write's context once the reader has read the
-// first MiB of the payload: of the body, when it was given in parts.
+// first part of the payload (partRead): of the body, when it was given
+// in parts.
 func testCancelMidWrite(t *testing.T, e *env) {
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			a, b := e.pair(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			h := header(0, 1, bigMessage)
-			payload := make([]byte, bigMessage)
+			h := header(0, 1, e.large)
+			payload := make([]byte, e.large)
 			wait := e.async(func() error { return w.send(a, ctx, h, payload) })
 			var got wire.Header
 			require.NoError(t, b.ReadHeader(&got))
-			require.NoError(t, b.ReadPayload(make([]byte, 1<<20)))
+			require.NoError(t, b.ReadPayload(make([]byte, e.partRead())))
 			cancel()
 			err := wait(t)
 			require.ErrorIs(t, err, context.Canceled)
 			require.ErrorIs(t, err, net.ErrClosed, "a message cut short closes the link")
 			next := header(0, 2, 0)
 			require.ErrorIs(t, a.WriteMessage(context.Background(), next, nil), net.ErrClosed)
-			require.ErrorIs(t, b.ReadPayload(make([]byte, bigMessage-(1<<20))), io.ErrUnexpectedEOF)
+			require.ErrorIs(t, b.ReadPayload(make([]byte, e.large-e.partRead())), io.ErrUnexpectedEOF)
 		})
 	}
 }

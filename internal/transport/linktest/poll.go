@@ -33,15 +33,9 @@ func testPoll(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, transport.Nothing, got, "Poll on a quiet link")
 
-	// large is more than the link holds: more than any socket, or four
-	// times a ring, which it then streams through four times over. Not
-	// 64 MiB everywhere: through a ring of 4 KiB that took 8 s under the
-	// race detector on two CPUs.
-	holds, large := e.holds, 64<<20
+	holds, large := e.holds, e.large
 	if holds == 0 {
 		holds = 1 << 20 // a socket's: from 10 KiB to under 64 MiB
-	} else if holds < large/4 {
-		large = 4 * holds
 	}
 	for _, c := range []struct {
 		n    int

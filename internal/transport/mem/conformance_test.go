@@ -9,5 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	linktest.TestTransport(t, func(t *testing.T) transport.Transport { return mem.NewNetwork().Transport() })
+	// A mem link holds nothing: every write waits for its reader.
+	linktest.TestTransport(t, func(t *testing.T) transport.Transport { return mem.NewNetwork().Transport() },
+		linktest.WithLarge(4<<20))
 }

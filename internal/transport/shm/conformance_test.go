@@ -22,8 +22,9 @@ func TestConformance(t *testing.T) {
 	}{
 		{"default", nil, []linktest.Option{linktest.WithHolds(shm.DefaultRingSize / 2)}},
 		// A payload read straight out of the writer's memory is whole
-		// as soon as its record is.
-		{"CMA", []shm.Option{shm.WithCMA()}, []linktest.Option{linktest.WithHolds(math.MaxInt)}},
+		// as soon as its record is, and its write waits for the reader
+		// at any size from CMAThreshold.
+		{"CMA", []shm.Option{shm.WithCMA()}, []linktest.Option{linktest.WithHolds(math.MaxInt), linktest.WithLarge(64 * shm.CMAThreshold)}},
 		// Every message wraps around the ring's end, and the large
 		// ones stream through it many times over (RoundTrip's 16 MiB
 		// four thousand times), so its cases get a longer watchdog
