@@ -237,8 +237,7 @@ func TestAllgathervRefusesBadArguments(t *testing.T) {
 	} {
 		t.Run("mismatched counts/"+tc.name, func(t *testing.T) {
 			if tc.registered {
-				registered = func(int) bool { return true }
-				t.Cleanup(func() { registered = nil })
+				useRegistered(t, func(int) bool { return true })
 			}
 			m := tc.count
 			requireMismatch(t, 3, func(ctx context.Context, c *comm.Comm) error {

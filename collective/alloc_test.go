@@ -35,8 +35,7 @@ func TestAllreduceAllocatesNothing(t *testing.T) {
 			for _, count := range []int{8, 256, 256 << 10} {
 				t.Run(fmt.Sprintf("%s/%s/%d", tr, algo, count), func(t *testing.T) {
 					if tr == "registered" {
-						registered = func(int) bool { return true }
-						defer func() { registered = nil }()
+						useRegistered(t, func(int) bool { return true })
 					}
 					cs := job(t, 3, opts...)
 					before := directOps(cs)
@@ -79,8 +78,7 @@ func TestRegisteredAllocatesNothing(t *testing.T) {
 	if raceEnabled || !codec.Aliasing {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items) and in the purego build (views copy); make test runs this without either")
 	}
-	registered = func(int) bool { return true }
-	t.Cleanup(func() { registered = nil })
+	useRegistered(t, func(int) bool { return true })
 	const n = 3
 	per := perRank(n)
 	// Root's buffer of count elements; nil on the other ranks.

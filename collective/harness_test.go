@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -283,24 +284,75 @@ func requireMismatch(t *testing.T, n int, call rankCall, want []string, opts ...
 }
 
 // registered says, while a test runs the checks on registered memory,
-// whether rank r's buffers come from Alloc; nil: nobody's do.
+// whether rank r's buffers come from Alloc; nil: nobody's do. Set it
+// with useRegistered.
 var registered func(r int) bool
 
+// useRegistered makes place put the buffers of the ranks that on names in
+// registered memory until t ends, and then frees that memory.
+func useRegistered(t testing.TB, on func(r int) bool) {
+	registered = on
+	t.Cleanup(func() {
+		registered = nil
+		regPool.drain(t)
+	})
+}
+
 // place returns s, or when registered says so for rank, a copy of s in
-// registered memory, which is freed when the test ends.
+// registered memory, which returns to regPool when the test ends.
 func place[T codec.Elem](t testing.TB, rank int, s []T) []T {
 	if registered == nil || !registered(rank) || len(s) == 0 {
 		return s
 	}
-	r, err := Alloc[T](len(s))
+	b, err := regPool.get(len(s) * int(unsafe.Sizeof(s[0])))
 	if err != nil {
 		panic(err) // in a rank's goroutine: onEveryRank reports it
 	}
+	t.Cleanup(func() { regPool.put(b) })
+	r := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(s))
 	copy(r, s)
-	t.Cleanup(func() {
-		if err := Free(r); err != nil {
-			t.Errorf("rank %d: %v", rank, err)
-		}
-	})
 	return r
+}
+
+// regPool keeps the registered allocations of the cases that ended, by
+// size, for the next cases of a test that place puts in registered
+// memory: a fresh allocation's pages fault in at first touch, at 11 µs a
+// page on a VM under PVM, where TestShmRegistered spent most of its time
+// so.
+var regPool = registeredPool{free: make(map[int][][]byte)}
+
+type registeredPool struct {
+	mu   sync.Mutex
+	free map[int][][]byte // by length
+}
+
+func (p *registeredPool) get(n int) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if bs := p.free[n]; len(bs) > 0 {
+		p.free[n] = bs[:len(bs)-1]
+		return bs[len(bs)-1], nil
+	}
+	return Alloc[byte](n)
+}
+
+func (p *registeredPool) put(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free[len(b)] = append(p.free[len(b)], b)
+}
+
+// drain frees every allocation in the pool: Free fails for one that a
+// call still uses after its test ended.
+func (p *registeredPool) drain(t testing.TB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n, bs := range p.free {
+		for _, b := range bs {
+			if err := Free(b); err != nil {
+				t.Errorf("registered memory of %d bytes: %v", n, err)
+			}
+		}
+		delete(p.free, n)
+	}
 }

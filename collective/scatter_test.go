@@ -146,8 +146,7 @@ func TestScatterRefusesBadArguments(t *testing.T) {
 		}{{"shm/fast line", 3, false}, {"shm/slots", 100000, false}, {"shm/registered", 100000, true}} {
 			t.Run(tc.name, func(t *testing.T) {
 				if tc.registered {
-					registered = func(int) bool { return true }
-					t.Cleanup(func() { registered = nil })
+					useRegistered(t, func(int) bool { return true })
 				}
 				requireMismatch(t, 4, func(ctx context.Context, c *comm.Comm) error {
 					m := tc.m

@@ -174,8 +174,7 @@ var registeredModes = []registeredMode{
 // check runs the matrix in mode m on cs, whose nil entries are ranks in
 // other processes (see onEveryRank).
 func (m registeredMode) check(t *testing.T, cs []*comm.Comm) {
-	registered = m.on
-	t.Cleanup(func() { registered = nil })
+	useRegistered(t, m.on)
 	if !m.split {
 		checkShmDirect(t, cs, m.direct, m.single)
 		return
@@ -590,8 +589,7 @@ func TestHierarchicalDirectRounds(t *testing.T) {
 // and checks that the segments of the hosts whose ranks all have
 // registered buffers, and only those, took operations direct.
 func checkHierarchicalDirect(t *testing.T, cs []*comm.Comm, hosts []string, on func(r int) bool) {
-	registered = on
-	t.Cleanup(func() { registered = nil })
+	useRegistered(t, on)
 	n := len(cs)
 	before := directOps(cs)
 	checkAllreduce[float32](t, cs, Hierarchical, codec.Sum, countsFor(n, true))
