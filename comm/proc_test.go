@@ -463,11 +463,20 @@ func TestKilledRankIsNamed(t *testing.T) {
 		{"stop a host's two", syscall.SIGSTOP, []int{2, 3}},
 		{"stop rank 0", syscall.SIGSTOP, []int{0}},
 	}
-	for _, tt := range tests {
-		for _, worker := range []string{"survivor", "exiter", "segment", "unsettled"} {
-			t.Run(tt.name+"/"+worker, func(t *testing.T) { killRanks(t, worker, tt.sig, tt.victims) })
+	// The jobs run two at a time (t.Parallel, at -test.parallel's
+	// default on two CPUs): a stopped rank is found only after its
+	// heartbeats stop, a second and more, which the jobs wait out
+	// together.
+	t.Run("jobs", func(t *testing.T) {
+		for _, tt := range tests {
+			for _, worker := range []string{"survivor", "exiter", "segment", "unsettled"} {
+				t.Run(tt.name+"/"+worker, func(t *testing.T) {
+					t.Parallel()
+					killRanks(t, worker, tt.sig, tt.victims)
+				})
+			}
 		}
-	}
+	})
 	require.Equal(t, before, shmFiles(t), "files in /dev/shm")
 }
 
