@@ -88,7 +88,7 @@ type suite struct {
 	raw     RawDialer
 	timeout time.Duration
 	holds   int // WithHolds
-	large   int // WithLarge
+	large   int // WithLarge, or its default
 }
 
 // TestTransport runs the conformance suite against the transports that
@@ -97,6 +97,15 @@ func TestTransport(t *testing.T, mk MakeTransport, opts ...Option) {
 	s := &suite{mk: mk, timeout: Timeout}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.large == 0 {
+		// Four times a ring; more than a socket holds where the link
+		// is one (no WithHolds) or holds messages of any size.
+		const socketLarge = 64 << 20
+		s.large = socketLarge
+		if s.holds > 0 && s.holds < socketLarge/4 {
+			s.large = 4 * s.holds
+		}
 	}
 	CheckGoroutines(t)
 	cases := []struct {
@@ -142,7 +151,7 @@ type env struct {
 	tr    transport.Transport
 	raw   RawDialer
 	holds int             // WithHolds
-	large int             // WithLarge, or its default
+	large int             // the suite's large messages (WithLarge)
 	ctx   context.Context // ends when the watchdog fires
 	log   *logBuffer
 
@@ -153,13 +162,6 @@ type env struct {
 func (s *suite) newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &env{tr: s.mk(t), raw: s.raw, holds: s.holds, large: s.large, ctx: ctx, log: &logBuffer{}}
-	switch {
-	case e.large > 0:
-	case s.holds > 0 && s.holds < 16<<20:
-		e.large = 4 * s.holds
-	default:
-		e.large = 64 << 20
-	}
 	timer := time.AfterFunc(s.timeout, func() {
 		t.Errorf("watchdog: case still running after %v; closing its links", s.timeout)
 		cancel()
