@@ -33,7 +33,7 @@ func testPoll(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, transport.Nothing, got, "Poll on a quiet link")
 
-	holds, large := e.holds, e.large
+	holds := e.holds
 	if holds == 0 {
 		holds = 1 << 20 // a socket's: from 10 KiB to under 64 MiB
 	}
@@ -45,8 +45,9 @@ func testPoll(t *testing.T, e *env) {
 		{100, 0},
 		// Larger than a small read buffer, but all in a socket.
 		{10 << 10, 0},
-		{large, 0},
-		{large, time.Millisecond},
+		// More than the link holds (WithLarge).
+		{e.large, 0},
+		{e.large, time.Millisecond},
 	} {
 		want := transport.Whole
 		if c.n > holds {
