@@ -166,25 +166,55 @@ func Warmup(iters int) int { return max(iters/10, 2) }
 // measure the CPU time a call takes.
 func CPUCalls(iters int) int { return max(iters/4, 1) }
 
-// settleFor is how long a sweep runs barriers before its first point.
-const settleFor = 100 * time.Millisecond
+// How long a sweep runs barriers before its first point, and before a
+// point that follows one whose slowest call took settleAfter or more
+// (settle).
+const (
+	settleFirst   = 100 * time.Millisecond
+	settleBetween = 30 * time.Millisecond
+	settleAfter   = time.Millisecond
+)
 
-// settle runs barriers for settleFor, as every rank agrees, before a
-// sweep's first point. A Go process's runtime monitor (sysmon) looks at
-// the process every 20 µs in its first milliseconds, and again after a
-// long system call, backing off to every 10 ms over about 20 ms; each
-// look takes a CPU, the rank's own where it is bound to one, so the
-// first point's calls would otherwise stall for tens of microseconds
-// now and then (8 B Allreduce over shared memory, two ranks: 99th
-// percentile 40-80 µs against under 2 µs after).
-func settle(ctx context.Context, c *comm.Comm) error {
+// settle runs barriers for d, as every rank agrees, before a point. A Go
+// process's runtime monitor (sysmon) looks at the process every 20 µs in
+// its first milliseconds, and again after it has found work to do (a
+// long system call, a wake-up from its deep sleep), backing off to every
+// 10 ms over about 25 ms; each look takes a CPU, the rank's own where
+// it is bound to one or where the ranks fill the CPUs, so a point's
+// first calls would otherwise stall for tens of microseconds now and
+// then: 8 B Allreduce over shared memory, two ranks, as the first
+// point: 99th percentile 40-80 µs against under 2 µs after settling.
+//
+// A point of long calls, whose ranks wait for each other long enough to
+// sleep, can leave the monitor so too. On a Zen 5 VM under PVM, where
+// each look cost a rank 55-70 µs, every 124 µs, two ranks' 64 KiB
+// Gathers after 64 MiB Bcasts (registered buffers, calls of about 2 ms)
+// took 4.1-5.9 µs on average, 99th percentile 55-112, against 2.4-2.6
+// and 5.3-5.4 settling 100 ms in between (three runs each); 30 ms did as
+// well as 100, and after 1 MiB and 16 MiB Bcasts (calls of 0.02 and 0.4
+// ms) the Gathers did not stall (2026-11-30). Points of short calls,
+// most of a sweep's, need no settling, which would cost a sweep of
+// hundreds of them seconds.
+// settleBefore is how long to settle before the point after those of
+// results.
+func settleBefore(results []Result) time.Duration {
+	switch {
+	case len(results) == 0:
+		return settleFirst
+	case results[len(results)-1].MaxUS >= float64(settleAfter/time.Microsecond):
+		return settleBetween
+	}
+	return 0
+}
+
+func settle(ctx context.Context, c *comm.Comm, d time.Duration) error {
 	start := time.Now()
 	for done := []int32{0}; done[0] == 0; {
-		if time.Since(start) >= settleFor {
+		if time.Since(start) >= d {
 			done[0] = 1
 		}
 		if err := collective.Allreduce(ctx, c, done, codec.Max); err != nil {
-			return fmt.Errorf("settling before the sweep: %w", err)
+			return fmt.Errorf("settling before a point: %w", err)
 		}
 	}
 	return nil
@@ -322,9 +352,9 @@ func fits(name string, bytes int64, n int) bool {
 }
 
 // Run measures cfg's sweep on c. Every rank of c must call it with the
-// same cfg. Each point is warmed up and then timed call by call, each
-// call alone between barriers, as the OSU benchmarks and the anchors time
-// them; its AvgUS is the largest per-rank average, MinUS and MaxUS the
+// same cfg. Each point is settled (settle), warmed up and then timed
+// call by call, each call alone between barriers, as the OSU benchmarks
+// and the anchors time them; its AvgUS is the largest per-rank average, MinUS and MaxUS the
 // fastest and slowest single call on any rank. Every call's result is
 // checked for equality, through a lossy codec too: the data are whole
 // numbers that the codec holds exactly, which bounds the ranks a lossy
@@ -353,10 +383,6 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 			return nil, err
 		}
 	}
-	if err := settle(ctx, c); err != nil {
-		c.Abort(err)
-		return nil, err
-	}
 	results := make([]Result, 0, len(pts))
 	for i, p := range pts {
 		iters := cfg.Iters
@@ -367,6 +393,12 @@ func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, tota
 		if err != nil {
 			c.Abort(err)
 			return results, err
+		}
+		if wait := settleBefore(results); wait > 0 {
+			if err := settle(ctx, c, wait); err != nil {
+				c.Abort(err)
+				return results, errors.Join(err, k.free())
+			}
 		}
 		r, err := measure(ctx, c, k, iters)
 		err = errors.Join(err, k.free())

@@ -46,6 +46,24 @@ func TestIterations(t *testing.T) {
 	}
 }
 
+// TestSettleBefore: the first point settles long, a point after one
+// whose slowest call took a millisecond or more settles shortly, any
+// other point not at all.
+func TestSettleBefore(t *testing.T) {
+	tests := []struct {
+		name    string
+		results []Result
+		want    time.Duration
+	}{
+		{"first point", nil, settleFirst},
+		{"after short calls", []Result{{MaxUS: 5000}, {MaxUS: 999}}, 0},
+		{"after a long call", []Result{{MaxUS: 1}, {MaxUS: 1000}}, settleBetween},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { require.Equal(t, tt.want, settleBefore(tt.results)) })
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	sizes := []int64{8}
 	tests := []struct {
