@@ -175,26 +175,6 @@ const (
 	settleAfter   = time.Millisecond
 )
 
-// settle runs barriers for d, as every rank agrees, before a point. A Go
-// process's runtime monitor (sysmon) looks at the process every 20 µs in
-// its first milliseconds, and again after it has found work to do (a
-// long system call, a wake-up from its deep sleep), backing off to every
-// 10 ms over about 25 ms; each look takes a CPU, the rank's own where
-// it is bound to one or where the ranks fill the CPUs, so a point's
-// first calls would otherwise stall for tens of microseconds now and
-// then: 8 B Allreduce over shared memory, two ranks, as the first
-// point: 99th percentile 40-80 µs against under 2 µs after settling.
-//
-// A point of long calls, whose ranks wait for each other long enough to
-// sleep, can leave the monitor so too. On a Zen 5 VM under PVM, where
-// each look cost a rank 55-70 µs, every 124 µs, two ranks' 64 KiB
-// Gathers after 64 MiB Bcasts (registered buffers, calls of about 2 ms)
-// took 4.1-5.9 µs on average, 99th percentile 55-112, against 2.4-2.6
-// and 5.3-5.4 settling 100 ms in between (three runs each); 30 ms did as
-// well as 100, and after 1 MiB and 16 MiB Bcasts (calls of 0.02 and 0.4
-// ms) the Gathers did not stall (2026-11-30). Points of short calls,
-// most of a sweep's, need no settling, which would cost a sweep of
-// hundreds of them seconds.
 // settleBefore is how long to settle before the point after those of
 // results.
 func settleBefore(results []Result) time.Duration {
@@ -207,6 +187,25 @@ func settleBefore(results []Result) time.Duration {
 	return 0
 }
 
+// settle runs barriers for d, as every rank agrees, before a point. A Go
+// process's runtime monitor (sysmon) looks at the process every 20 µs in
+// its first milliseconds, and again after it has found work to do (a
+// long system call, a wake-up from its deep sleep), backing off to every
+// 10 ms over about 25 ms; each look takes a CPU, the rank's own where
+// it is bound to one or where the ranks fill the CPUs, so a point's
+// first calls would otherwise stall for tens of microseconds now and
+// then: 8 B Allreduce over shared memory, two ranks, as the first
+// point: 99th percentile 40-80 µs against under 2 µs after settling.
+//
+// A point of long calls can leave the monitor so too. On a Zen 5 VM
+// under PVM, where each look cost a rank 55-70 µs, every 124 µs, two
+// ranks' 64 KiB Gathers after 64 MiB Bcasts (registered buffers, calls
+// of about 2 ms) took 4.1-5.9 µs on average, 99th percentile 55-112,
+// against 2.4-2.6 and 5.3-5.4 settling 100 ms in between (three runs
+// each); 30 ms did as well as 100, and after 1 MiB and 16 MiB Bcasts
+// (calls of 0.02 and 0.4 ms) the Gathers did not stall (2026-11-30).
+// Points of short calls, most of a sweep's, need no settling, which
+// would cost a sweep of hundreds of them seconds.
 func settle(ctx context.Context, c *comm.Comm, d time.Duration) error {
 	start := time.Now()
 	for done := []int32{0}; done[0] == 0; {
@@ -354,19 +353,19 @@ func fits(name string, bytes int64, n int) bool {
 // Run measures cfg's sweep on c. Every rank of c must call it with the
 // same cfg. Each point is settled (settle), warmed up and then timed
 // call by call, each call alone between barriers, as the OSU benchmarks
-// and the anchors time them; its AvgUS is the largest per-rank average, MinUS and MaxUS the
-// fastest and slowest single call on any rank. Every call's result is
-// checked for equality, through a lossy codec too: the data are whole
-// numbers that the codec holds exactly, which bounds the ranks a lossy
-// codec can be measured on where the collective sums (256 for bf16, 2048
-// for fp16). A wrong value ends the sweep with a *VerifyError. Each
-// result's Algo and Link say what the point's calls ran, by c's Stats
-// before and after them; a forced algorithm that did not run as asked
-// ends the sweep too. progress, if not nil, is called after each point
-// with the points done and in all. Every rank returns the same results:
-// the ranks' calls agree on their algorithm, and the links of one host
-// are all of a kind. On an error Run aborts c, so that the other ranks
-// fail at once rather than wait for this one.
+// and the anchors time them; its AvgUS is the largest per-rank average,
+// MinUS and MaxUS the fastest and slowest single call on any rank. Every
+// call's result is checked for equality, through a lossy codec too: the
+// data are whole numbers that the codec holds exactly, which bounds the
+// ranks a lossy codec can be measured on where the collective sums (256
+// for bf16, 2048 for fp16). A wrong value ends the sweep with a
+// *VerifyError. Each result's Algo and Link say what the point's calls
+// ran, by c's Stats before and after them; a forced algorithm that did
+// not run as asked ends the sweep too. progress, if not nil, is called
+// after each point with the points done and in all. Every rank returns
+// the same results: the ranks' calls agree on their algorithm, and the
+// links of one host are all of a kind. On an error Run aborts c, so that
+// the other ranks fail at once rather than wait for this one.
 func Run(ctx context.Context, c *comm.Comm, cfg Config, progress func(done, total int)) ([]Result, error) {
 	cfg, req, err := cfg.withDefaults()
 	if err != nil {
