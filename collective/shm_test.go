@@ -109,6 +109,22 @@ func checkShm(t *testing.T, cs []*comm.Comm, algo Algorithm) {
 	t.Run("non-commutative", func(t *testing.T) { checkNonCommutative(t, cs, algo) })
 }
 
+// TestShmWaitIsKnocked: a rank that waits on the segment past its spin
+// parks, and the rank it waits for wakes it with a knock on its socket:
+// a futex sleep would be a system call, which at GOMAXPROCS=1 sets Go's
+// runtime monitor looking every 20 µs (core's knock_linux.go).
+func TestShmWaitIsKnocked(t *testing.T) {
+	cs := shmJob(t, 2)
+	seg := (*core.Comm)(cs[0]).Segment()
+	before := seg.Knocks()
+	waited := make(chan error, 1)
+	go func() { waited <- Barrier(t.Context(), cs[0]) }()
+	require.Eventually(t, func() bool { return seg.Sleepers() > 0 }, time.Minute, time.Millisecond, "rank 0 never slept")
+	require.NoError(t, Barrier(t.Context(), cs[1]))
+	require.NoError(t, <-waited)
+	require.Eventually(t, func() bool { return seg.Knocks() > before }, time.Minute, time.Millisecond, "rank 0 heard no knock")
+}
+
 // TestShmRegistered runs the shared-memory matrix on buffers from Alloc,
 // in every registeredMode, at every rank count.
 func TestShmRegistered(t *testing.T) {

@@ -38,10 +38,12 @@ import (
 // operation records its call in the segment, and the first wait on each
 // rank compares the call of every rank it waited for with its own, so
 // ranks that disagree fail with a *MismatchError as they would over links.
-// Waits spin briefly, then yield, then sleep on a futex; they end with an
-// error when the context ends, the communicator's timeout passes, the job
-// fails, a rank waited for has died (its process is gone), or it has
-// closed its communicator (ErrPeerClosed, as over links).
+// Waits spin briefly, then yield, then park until a knock on the rank's
+// socket (knock_linux.go), or sleep on the segment's futex where the
+// socket could not be made; they end with an error when the context
+// ends, the communicator's timeout passes, the job fails, a rank waited
+// for has died (its process is gone), or it has closed its communicator
+// (ErrPeerClosed, as over links).
 type Segment struct {
 	c      *Comm
 	region *shmem.Region
@@ -87,6 +89,10 @@ type Segment struct {
 	vm        shmem.VM
 	singleOps atomic.Uint64
 	timing    timedOp // the last timed operation this rank decided, until it learns from it
+	// knocks wake this rank's waiter, parked, and knockOthers the
+	// others' (knock_linux.go); nil where its socket could not be made.
+	knocks      *knocker
+	knockOthers func()
 }
 
 // Copier returns what chooses how this rank copies into the segment.
@@ -106,7 +112,7 @@ const (
 	segRecord    = 256                // a call (32 bytes), then its buffers (direct.go, single.go)
 	segPage      = 4096
 	segYieldFor  = 5 * time.Millisecond   // spinning and yielding before sleeping
-	segSleep     = 2 * time.Millisecond   // one futex sleep
+	segSleep     = 2 * time.Millisecond   // one sleep
 	segLiveEvery = 100 * time.Millisecond // between checks that waited-for processes live
 )
 
@@ -175,6 +181,20 @@ func (s *Segment) step(r int) *atomic.Uint64 { return s.word64(segControl + r*se
 // gone is rank r's mark that it closed its communicator, next to its step
 // in its own line: nonzero once it will never publish another step.
 func (s *Segment) gone(r int) *atomic.Uint64 { return s.word64(segControl + r*segLine + 8) }
+
+// sleeping is rank r's word that says its waiter sleeps (shmem.Bell).
+func (s *Segment) sleeping(r int) *atomic.Uint32 {
+	return s.word32(segControl + r*segLine + ctlSleeping)
+}
+
+// sleepingWords are every rank's sleeping words, by rank.
+func (s *Segment) sleepingWords() []*atomic.Uint32 {
+	w := make([]*atomic.Uint32, s.ranks)
+	for r := range w {
+		w[r] = s.sleeping(r)
+	}
+	return w
+}
 
 // The marks of gone.
 const (
@@ -349,7 +369,12 @@ func (s *Segment) release(closing bool) {
 		left = s.uses.Add(^uint64(1)) // minus 2
 	}
 	if left == segClosed {
-		s.unmapOnce.Do(func() { s.region.Close() })
+		s.unmapOnce.Do(func() {
+			s.region.Close()
+			if s.knocks != nil {
+				s.knocks.close()
+			}
+		})
 	}
 }
 
@@ -398,7 +423,20 @@ func (s *Segment) publish(step uint64) {
 
 // bell is what ranks waiting for a step sleep on.
 func (s *Segment) bell() shmem.Bell {
-	return shmem.Bell{Sleepers: s.word32(segSleepers), Seq: s.word32(segEpoch)}
+	return shmem.Bell{Sleepers: s.word32(segSleepers), Seq: s.word32(segEpoch), Knock: s.knockOthers,
+		Sleeping: s.sleeping(s.c.rank)}
+}
+
+// Sleepers is how many of the segment's waiters have gone to sleep, or
+// are about to.
+func (s *Segment) Sleepers() uint32 { return s.word32(segSleepers).Load() }
+
+// Knocks is how many knocks this rank's waiter has heard (knock_linux.go).
+func (s *Segment) Knocks() uint64 {
+	if s.knocks == nil {
+		return 0
+	}
+	return s.knocks.heard.Load()
 }
 
 func (op *SegmentOp) waitAll(step uint64) error {
@@ -413,7 +451,7 @@ func (op *SegmentOp) waitAll(step uint64) error {
 }
 
 // wait waits until rank r's counter reaches step: spinning, then yielding
-// the processor, then sleeping on the segment's futex, checking for
+// the processor, then sleeping (parked until a knock), checking for
 // failures between sleeps. When r reaches the operation's first step, its
 // call is compared with this rank's.
 func (op *SegmentOp) wait(r int, step uint64) error {

@@ -259,6 +259,13 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	}
 	s.probeSingle()
 	s.waiter = shmem.NewWaiter(segYieldFor, segSleep, ep.opts.yield)
+	if k, err := newKnocker(region.Identity(), c.rank, s.word32(segEpoch), s.sleepingWords()); err == nil {
+		s.knocks, s.knockOthers = k, k.knock
+		s.waiter.SetPark(k.park)
+	} else {
+		ep.log.Debug("waits on the shared-memory segment sleep on its futex: no socket to knock on",
+			"comm", c.id, "rank", c.rank, "err", err)
+	}
 	return s, nil
 }
 

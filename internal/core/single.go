@@ -44,10 +44,11 @@ import (
 //	32  whether it can read every other rank's memory: readsAll, readsNot,
 //	    0 until it has tried
 const (
-	ctlCookie = 16
-	ctlReads  = 32
-	readsAll  = 1
-	readsNot  = 2
+	ctlCookie   = 16
+	ctlReads    = 32
+	ctlSleeping = 40 // uint32: 1 while the rank's waiter sleeps, 2 once knocked (knock_linux.go)
+	readsAll    = 1
+	readsNot    = 2
 )
 
 // The ways of an operation that can copy once, as its decider records it.

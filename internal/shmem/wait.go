@@ -18,6 +18,10 @@ type Bell struct {
 	// Knock, when set, wakes the sleepers in place of the futex: they
 	// park their goroutines (Waiter.SetPark) instead of sleeping on Seq.
 	Knock func()
+	// Sleeping, when set, is the waiter's own word, which it sets to 1
+	// before it announces itself and to 0 when it wakes: a Knock that
+	// reads every waiter's word can knock on the sleeping ones only.
+	Sleeping *atomic.Uint32
 }
 
 // Ring wakes the bell's sleepers, if there are any. Call it after storing
@@ -214,6 +218,9 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, yield Yield
 // after the announcement bumps Seq, which makes the sleep return at once,
 // or knocks, which a parking waiter's park returns for.
 func (w *Waiter) sleep(idx *atomic.Uint64, base, need uint64, b Bell, stop func() error) {
+	if b.Sleeping != nil {
+		b.Sleeping.Store(1)
+	}
 	b.Sleepers.Add(1)
 	seq := b.Seq.Load()
 	if idx.Load()-base < need && stop() == nil {
@@ -224,4 +231,7 @@ func (w *Waiter) sleep(idx *atomic.Uint64, base, need uint64, b Bell, stop func(
 		}
 	}
 	b.Sleepers.Add(^uint32(0))
+	if b.Sleeping != nil {
+		b.Sleeping.Store(0)
+	}
 }
