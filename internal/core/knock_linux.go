@@ -27,15 +27,15 @@ import (
 // the shared-memory links do (transport/shm's knock.go), a rank parks
 // its waiting goroutine on a channel instead, which a watcher goroutine
 // fills when a datagram arrives on the rank's Unix socket, and a rank
-// that rings the segment's bell with sleepers knocks on every other
-// rank's socket. The sockets have abstract names, made of the segment's
+// that rings the segment's bell knocks on the socket of each rank whose
+// word in the segment says that it sleeps (shmem.Bell.Sleeping), once per
+// sleep: the bell rings with every step while anyone sleeps, and
+// knocking on every rank each time woke three processes' watchers at
+// every step of four ranks on two CPUs, whose 16 MiB Alltoalls then took
+// twice as long. The sockets have abstract names, made of the segment's
 // file and the rank, and so leave nothing behind. A rank whose socket
 // could not be made sleeps on the futex as before, and the knocks wake
-// the futex too. A rank is knocked on only while its word in the segment
-// says that it sleeps (shmem.Bell.Sleeping), once: the bell rings with
-// every step while anyone sleeps, and knocking on every rank each time
-// woke three processes' watchers at every step of four ranks on two
-// CPUs, whose 16 MiB Alltoalls then took twice as long.
+// the futex too.
 type knocker struct {
 	conn     *net.UnixConn
 	raw      syscall.RawConn

@@ -43,10 +43,11 @@ import (
 //	16  its cookie's address in its process, then the cookie (shmem.Cookie)
 //	32  whether it can read every other rank's memory: readsAll, readsNot,
 //	    0 until it has tried
+//	40  uint32: 1 while its waiter sleeps, 2 once knocked on (knock_linux.go)
 const (
 	ctlCookie   = 16
 	ctlReads    = 32
-	ctlSleeping = 40 // uint32: 1 while the rank's waiter sleeps, 2 once knocked (knock_linux.go)
+	ctlSleeping = 40
 	readsAll    = 1
 	readsNot    = 2
 )
