@@ -25,8 +25,8 @@ import (
 // 3 ms in all (72-96 calls over 20 µs against 26-44 after waits of 1-8
 // ms; with the waiter spinning, or sleeping on Go timers, 8-38). So, as
 // the shared-memory links do (transport/shm's knock.go), a rank parks
-// its waiting goroutine on a channel instead, which a watcher goroutine
-// fills when a datagram arrives on the rank's Unix socket, and a rank
+// its waiting goroutine (shmem.Parker) instead, which a watcher goroutine
+// wakes when a datagram arrives on the rank's Unix socket, and a rank
 // that rings the segment's bell knocks on the socket of each rank whose
 // word in the segment says that it sleeps (shmem.Bell.Sleeping), once per
 // sleep: the bell rings with every step while anyone sleeps, and
@@ -44,9 +44,8 @@ type knocker struct {
 	one      [1]byte
 	send     func(fd uintptr) bool // the knocks, made once so that knocking allocates nothing
 	seq      *atomic.Uint32        // the futex word, for sleepers without a socket
-	woken    chan struct{}         // filled by the watcher, buffered (1) so that an early knock ends the next park
-	timer    *time.Timer
-	heard    atomic.Uint64 // knocks the watcher read
+	parker   *shmem.Parker         // what the waiter parks on and the watcher wakes
+	heard    atomic.Uint64         // knocks the watcher read
 }
 
 // knockName is the abstract socket name of rank's knocks on the segment
@@ -70,8 +69,7 @@ func newKnocker(id shmem.Identity, rank int, seq *atomic.Uint32, sleeping []*ato
 		return nil, err
 	}
 	k := &knocker{conn: conn, raw: raw, to: make([]*unix.SockaddrUnix, ranks), sleeping: sleeping, seq: seq,
-		woken: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
-	k.timer.Stop()
+		parker: shmem.NewParker()}
 	for r := range ranks {
 		if r != rank {
 			k.to[r] = &unix.SockaddrUnix{Name: knockName(id, r)}
@@ -100,22 +98,12 @@ func (k *knocker) watch() {
 			return
 		}
 		k.heard.Add(1)
-		select {
-		case k.woken <- struct{}{}:
-		default:
-		}
+		k.parker.Wake()
 	}
 }
 
 // park waits for a knock, for d at most (shmem.Waiter.SetPark).
-func (k *knocker) park(d time.Duration) {
-	k.timer.Reset(d)
-	select {
-	case <-k.woken:
-	case <-k.timer.C:
-	}
-	k.timer.Stop()
-}
+func (k *knocker) park(d time.Duration) { k.parker.Park(d) }
 
 // knock wakes the other ranks that sleep (shmem.Bell.Knock).
 func (k *knocker) knock() {

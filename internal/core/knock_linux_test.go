@@ -12,8 +12,9 @@ import (
 
 // TestKnocker: a rank's knock ends another's park and counts as heard
 // there, once per sleep, and never on a rank that does not sleep; a
-// knock that comes before the park ends the next park at once; and
-// closing a knocker frees its socket's name.
+// knock that comes before the park ends the next park at once; a knock
+// wakes a rank that sleeps on the futex, having no socket; and closing a
+// knocker frees its socket's name.
 func TestKnocker(t *testing.T) {
 	id := shmem.Identity{Dev: 1, Ino: uint64(time.Now().UnixNano())} // a name no segment has
 	var seq atomic.Uint32
@@ -50,6 +51,24 @@ func TestKnocker(t *testing.T) {
 		require.Eventually(t, func() bool { return k0.heard.Load() == 2 }, time.Minute, time.Millisecond)
 		k0.park(time.Minute)
 		sleeping[0].Store(0)
+	})
+	t.Run("futex sleeper", func(t *testing.T) {
+		woken := make(chan bool)
+		go func() {
+			var ts shmem.Timespec
+			woken <- shmem.Wait(&seq, seq.Load(), time.Minute, &ts) // a minute unless woken
+		}()
+		// The sleeper may not sleep yet when a knock comes: knock until
+		// it has woken, as a bell rings at every step.
+		for {
+			k1.knock()
+			select {
+			case got := <-woken:
+				require.True(t, got, "the futex sleeper timed out: nothing woke it")
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
 	})
 	t.Run("close frees the name", func(t *testing.T) {
 		k0.close()

@@ -21,10 +21,10 @@
 // PAUSE, the spin-wait hint, between polls, where the waiter yields to
 // other processes only), yield, then sleep on a Bell (a futex word and a
 // count of its sleepers) that the other side rings. The shared-memory links and the communicator's segment both
-// wait with it, each with its own spinning budget. The links' waiters
-// park their goroutines instead of sleeping on the futex
-// (Waiter.SetPark), and their bells knock on the link's socket
-// (Bell.Knock).
+// wait with it, each with its own spinning budget. Both park their
+// waiters' goroutines on a Parker instead of sleeping on the futex
+// (Waiter.SetPark), and their bells knock on a Unix socket (Bell.Knock):
+// the link's, or each sleeping rank's of the segment.
 //
 // Copy writes into a mapping that other processes read: with string
 // moves, which do not wait for each line to come back from the reader's

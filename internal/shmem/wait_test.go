@@ -109,3 +109,22 @@ func TestBellWake(t *testing.T) {
 	bell.Ring()
 	require.Equal(t, uint32(2), seq.Load())
 }
+
+// TestParker: a Wake ends the park under way, a Wake before a park ends
+// that park at once and only that one, and a park nobody wakes ends at
+// its time.
+func TestParker(t *testing.T) {
+	p := NewParker()
+	parked := make(chan struct{})
+	go func() {
+		p.Park(time.Hour)
+		close(parked)
+	}()
+	p.Wake()
+	<-parked
+
+	p.Wake()
+	p.Wake() // one wake-up pending at most
+	p.Park(time.Hour)
+	p.Park(time.Millisecond) // the second Wake left nothing: this one times out
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gocoll/gocoll/internal/shmem"
 )
 
 // Knocks. A waiter on a link that has spun for spinFor goes to sleep,
@@ -29,24 +31,20 @@ const (
 
 // knocks holds what a link's waiters park on and the peer knocks with.
 type knocks struct {
-	// What the reading side, WaitReadable and the writers park on, each
-	// buffered (1), so that a knock that came before its park ends it at
-	// once. The reading side and WaitReadable may sleep on the reader's
-	// bell together, and a knock on it goes to both: with one channel,
-	// one knock woke one of them and left the other asleep until its
-	// park timed out.
-	reader, readable, writer chan struct{}
-	// The parks' timers, in the same order.
-	rtimer, ptimer, wtimer *time.Timer
-	raw                    syscall.RawConn          // the link's socket
-	send                   [2]func(fd uintptr) bool // knockReader's, knockWriter's write
+	// What the reading side, WaitReadable and the writers park on. The
+	// reading side and WaitReadable may sleep on the reader's bell
+	// together, and a knock on it goes to both: with one Parker, one
+	// knock woke one of them and left the other asleep until its park
+	// timed out.
+	reader, readable, writer *shmem.Parker
+	raw                      syscall.RawConn          // the link's socket
+	send                     [2]func(fd uintptr) bool // knockReader's, knockWriter's write
 }
 
 // initKnocks makes the link's waiters park and its bells knock.
 func (l *link) initKnocks() {
 	k := &l.knocks
-	k.reader, k.readable, k.writer = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
-	k.rtimer, k.ptimer, k.wtimer = stoppedTimer(), stoppedTimer(), stoppedTimer()
+	k.reader, k.readable, k.writer = shmem.NewParker(), shmem.NewParker(), shmem.NewParker()
 	k.raw, _ = l.conn.SyscallConn() // a *net.UnixConn's never fails
 	for i, b := range [2]byte{knockReader, knockWriter} {
 		buf := []byte{b}
@@ -62,15 +60,15 @@ func (l *link) initKnocks() {
 	// peer knocks on, and this side's Close and the watcher knock
 	// locally.
 	l.in.consumer.Knock = k.wakeReaders
-	l.out.producer.Knock = func() { signal(k.writer) }
+	l.out.producer.Knock = k.writer.Wake
 	// The peer sleeps on the other two, which this side knocks on.
 	l.out.consumer.Knock = func() { l.knock(0) }
 	l.in.producer.Knock = func() { l.knock(1) }
-	l.rwait.SetPark(func(d time.Duration) { park(k.reader, k.rtimer, d) })
-	l.pwait.SetPark(func(d time.Duration) { park(k.readable, k.ptimer, d) })
+	l.rwait.SetPark(k.reader.Park)
+	l.pwait.SetPark(k.readable.Park)
 	l.wwait.SetPark(func(d time.Duration) {
 		l.writeBlocked()
-		park(k.writer, k.wtimer, d)
+		k.writer.Park(d)
 	})
 }
 
@@ -84,7 +82,7 @@ func (l *link) knocked(p []byte) {
 		case knockReader:
 			l.knocks.wakeReaders()
 		case knockWriter:
-			signal(l.knocks.writer)
+			l.knocks.writer.Wake()
 		}
 	}
 }
@@ -92,29 +90,6 @@ func (l *link) knocked(p []byte) {
 // wakeReaders wakes whoever sleeps on the reader's bell: the reading side
 // and WaitReadable.
 func (k *knocks) wakeReaders() {
-	signal(k.reader)
-	signal(k.readable)
-}
-
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-// park waits for a knock on c, for d at most.
-func park(c chan struct{}, t *time.Timer, d time.Duration) {
-	t.Reset(d)
-	select {
-	case <-c:
-	case <-t.C:
-	}
-	t.Stop()
-}
-
-func stoppedTimer() *time.Timer {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
+	k.reader.Wake()
+	k.readable.Wake()
 }

@@ -113,7 +113,7 @@ func (l *link) stopReadable() error {
 // Wake makes a WaitReadable in progress, or the next one, return.
 func (l *link) Wake() {
 	l.woken.Store(true)
-	signal(l.knocks.readable)
+	l.knocks.readable.Wake()
 }
 
 // OnWriteBlock sets a function that a write calls each time it parks,
