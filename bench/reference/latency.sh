@@ -25,7 +25,7 @@ mpicc -O2 -o $tmp/mpilat $anch/mpi_latency.c 2>/dev/null || { echo "mpicc failed
 builds=("$@")
 if [ ${#builds[@]} = 0 ]; then
   go build -o $tmp/gocoll ./cmd/gocoll 2>/dev/null || { echo "cannot build cmd/gocoll"; exit 1; }
-  builds=($tmp/gocoll)
+  builds=("$tmp/gocoll")
 fi
 if [ "$tr" = shm ]; then mca="--mca pml ob1 --mca btl self,vader"; else mca="--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo"; fi
 over=""; [ "$np" -gt "$(nproc)" ] && over=--oversubscribe
