@@ -4,9 +4,11 @@
 # and gocoll bench alternately, 3 rounds (ROUNDS=n for more), in the project
 # checkout (cwd): the issue's 8-byte goal (mean, and p99 within 2x of Open
 # MPI's). Both time each call alone between untimed barriers and report the
-# largest over the ranks. It prints, per collective, each side's median over
-# the rounds of the mean, p50 and p99 in microseconds with the rounds' range,
-# and gocoll's ratio to Open MPI of each median: below 1.0 gocoll is faster.
+# largest over the ranks; Open MPI runs with its default binding, as in
+# sidebyside.sh, and gocoll with its own. It prints, per collective, each
+# side's median over the rounds of the mean, p50 and p99 in microseconds
+# with the rounds' range, and gocoll's ratio to Open MPI of each median:
+# below 1.0 gocoll is faster.
 # BYTES sets the size (default 8). Further arguments are gocoll binaries (or
 # wrappers that set an environment and exec one) to measure in turn instead
 # of the checkout's own build, each named by its file name, so that two builds
@@ -31,16 +33,16 @@ if [ "$tr" = shm ]; then mca="--mca pml ob1 --mca btl self,vader"; else mca="--m
 over=""; [ "$np" -gt "$(nproc)" ] && over=--oversubscribe
 for round in $(seq "$rounds"); do
   for i in "${!builds[@]}"; do
-    ${builds[$i]} bench -n $np --transport $tr --collectives allreduce,bcast --sizes $bytes --iters $iters --csv $tmp/ours$i.$round.csv >/dev/null 2>$tmp/err \
+    "${builds[$i]}" bench -n $np --transport $tr --collectives allreduce,bcast --sizes $bytes --iters $iters --csv $tmp/ours$i.$round.csv >/dev/null 2>$tmp/err \
       || { echo "${builds[$i]} bench failed: $(tail -n 1 $tmp/err)"; exit 1; }
   done
-  mpirun -np $np $over $mca --bind-to none $tmp/mpilat -i openmpi -t $tr -b $bytes -n $iters >$tmp/ref.$round.csv 2>$tmp/err \
+  mpirun -np $np $over $mca $tmp/mpilat -i openmpi -t $tr -b $bytes -n $iters >$tmp/ref.$round.csv 2>$tmp/err \
     || { echo "mpirun failed: $(tail -n 1 $tmp/err)"; exit 1; }
 done
 names=(); for b in "${builds[@]}"; do names+=("$(basename "$b")"); done
-python3 - $tmp $rounds "${names[@]}" <<'PY'
+python3 - $tmp "${names[@]}" <<'PY'
 import csv, glob, statistics, sys
-d, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+d, names = sys.argv[1], sys.argv[2:]
 stats = ("avg_us", "p50_us", "p99_us")
 def load(pattern):
     """Each collective's (mean, p50, p99) of every round's CSV."""
