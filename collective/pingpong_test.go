@@ -70,16 +70,23 @@ func BenchmarkObjectPingPongProcesses(b *testing.B) {
 					b.Run(caseName, func(b *testing.B) {
 						defer testutil.SetProcs(procs)()
 						buf := make([]float32, bytes/4)
-						ask(way, bytes, b.N+1) // one untimed trip warms links and pools
+						trips := func(n int) error {
+							ask(way, bytes, n)
+							for range n {
+								if err := pingPongTrip(ctx, c, 1, name, &buf, true); err != nil {
+									return err
+								}
+							}
+							return nil
+						}
+						// Untimed round trips warm links and pools and let
+						// the processes settle (testutil.SettleFor).
+						require.NoError(b, testutil.Settle(testutil.SettleFor, trips))
 						b.SetBytes(int64(bytes))
 						b.ReportAllocs()
-						for i := range b.N + 1 {
-							if i == 1 {
-								b.ResetTimer()
-							}
-							if err := pingPongTrip(ctx, c, 1, name, &buf, true); err != nil {
-								b.Fatal(err)
-							}
+						b.ResetTimer()
+						if err := trips(b.N); err != nil {
+							b.Fatal(err)
 						}
 					})
 				}

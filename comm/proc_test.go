@@ -862,12 +862,21 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 			defer testutil.SetProcs(procs)()
 			buf := make([]byte, tc.size)
 			ack := make([]byte, 8)
-			// One untimed exchange warms up links and pools.
-			ask(tc.size, 1, false)
-			require.NoError(b, c.Send(ctx, 1, 0, buf))
-			_, err := c.Recv(ctx, 1, 0, buf)
-			require.NoError(b, err)
-			peerCPU()
+			// Untimed round trips warm up links and pools and let the
+			// processes settle (testutil.SettleFor); a stream's too.
+			require.NoError(b, testutil.Settle(testutil.SettleFor, func(n int) error {
+				ask(tc.size, n, false)
+				for range n {
+					if err := c.Send(ctx, 1, 0, buf); err != nil {
+						return err
+					}
+					if _, err := c.Recv(ctx, 1, 0, buf); err != nil {
+						return err
+					}
+				}
+				peerCPU()
+				return nil
+			}))
 
 			ask(tc.size, b.N, tc.stream)
 			b.SetBytes(int64(tc.size))

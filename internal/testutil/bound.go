@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocoll/gocoll/internal/launch"
 )
@@ -73,6 +74,42 @@ func StartPeer(tb testing.TB, worker, transport string, bound bool) *exec.Cmd {
 func SetProcs(procs int) (undo func()) {
 	was := runtime.GOMAXPROCS(procs)
 	return func() { runtime.GOMAXPROCS(was) }
+}
+
+// SettleFor is how long a benchmark of two processes makes untimed round
+// trips (Settle) before it times any, as gocoll bench runs barriers for
+// 100 ms before its first point. A process that has just started makes
+// system calls and parks its goroutines as it joins the job, and each
+// time it does Go's runtime monitor goes back to looking at it every 20
+// µs, backing off over some 25 ms; on a VM under PVM each look took a
+// spinning rank's CPU for 20-28 µs (perf sched timehist, 2026-11-30).
+// Two bound processes' shm ping-pongs, 4000 of them timed right after
+// one untimed round trip and after 30, 100 and 300 ms of them, µs a
+// round trip, two runs each: 8 B 5.35-5.51 against 2.13-2.46, 2.19-4.35
+// and 2.24-2.60; 64 KiB 15.3-17.0 against 10.6-13.5, 10.8-12.2 and
+// 10.5-12.1, the medians level (1.9-2.2 and 9.2-10.6). What the timed
+// round trips then measure is a job that has been running, as the C and
+// Python references measure theirs after their warm-up calls.
+const SettleFor = 100 * time.Millisecond
+
+// settleBatchMax bounds the round trips of one of Settle's batches.
+const settleBatchMax = 64
+
+// Settle calls trips, which makes n untimed round trips with the peer
+// (asking it for as many), in batches of 1, 2, 4 and so on up to
+// settleBatchMax round trips, until d has passed, and at least once; a
+// batch of large messages then overshoots d by little. It returns the
+// first error of trips.
+func Settle(d time.Duration, trips func(n int) error) error {
+	start := time.Now()
+	for n := 1; ; n = min(2*n, settleBatchMax) {
+		if err := trips(n); err != nil {
+			return err
+		}
+		if time.Since(start) >= d {
+			return nil
+		}
+	}
 }
 
 // boundVar marks the child process of RunBound.

@@ -1,10 +1,12 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +98,32 @@ func TestSetProcs(t *testing.T) {
 	assert.Equal(t, 1, runtime.GOMAXPROCS(0))
 	undo()
 	assert.Equal(t, was, runtime.GOMAXPROCS(0))
+}
+
+func TestSettle(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		desc    string
+		d       time.Duration
+		failAt  int // the call of trips that fails, from 1; 0 for none
+		batches []int
+		err     error
+	}{
+		{"no time to settle makes one round trip", 0, 0, []int{1}, nil},
+		{"batches double up to their bound", time.Hour, 9, []int{1, 2, 4, 8, 16, 32, 64, 64, 64}, boom},
+		{"a failing first batch ends it", time.Hour, 1, []int{1}, boom},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var batches []int
+			err := Settle(tc.d, func(n int) error {
+				batches = append(batches, n)
+				if len(batches) == tc.failAt {
+					return boom
+				}
+				return nil
+			})
+			assert.Equal(t, tc.batches, batches)
+			assert.ErrorIs(t, err, tc.err)
+		})
+	}
 }
