@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocoll/gocoll/internal/transport"
 	"github.com/gocoll/gocoll/internal/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -386,6 +387,38 @@ func TestReaderRestsWhileACallerSpins(t *testing.T) {
 
 			cs[0].ep.watchAll()
 			waitFor(t, "the reading goroutine to watch its link again", func() bool { return !p.resting.Load() && tp.waiting.Load() })
+		})
+	}
+}
+
+// TestSpinningCallerLetsGoroutinesRun: at GOMAXPROCS=1 a caller that
+// spins for a message lets the process's other goroutines run while it
+// spins (it yields every yieldAfter, not after every look): the one that
+// sends the message runs, and finds the caller still spinning rather
+// than parked at the end of its window.
+func TestSpinningCallerLetsGoroutinesRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tr := range pollTransports {
+		t.Run(tr, func(t *testing.T) {
+			stretchRest(t)
+			cs, _ := spinningPair(t, tr)
+			ctx := context.Background()
+			require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
+			_, err := cs[0].Recv(ctx, 1, 1, nil)
+			require.NoError(t, err)
+			ep, p := cs[0].ep, cs[0].ep.inboxes[1].polled.Load()
+
+			parkedWhenSent := make(chan int32, 1)
+			go func() {
+				for p.spinners.Load() == 0 && ep.parked.Load() == 0 {
+					runtime.Gosched()
+				}
+				parkedWhenSent <- ep.parked.Load()
+				assert.NoError(t, cs[1].Send(ctx, 0, 2, []byte("wake up")))
+			}()
+			_, err = cs[0].Recv(ctx, 1, 2, make([]byte, 8))
+			require.NoError(t, err)
+			require.Zero(t, <-parkedWhenSent, "the sending goroutine ran only once the caller had parked")
 		})
 	}
 }
