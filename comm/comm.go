@@ -25,7 +25,7 @@ func (c *Comm) core() *core.Comm { return (*core.Comm)(c) }
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
 // GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
 // period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait
-// over tcp polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
+// over tcp or shared memory polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
 // (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion control
 // (WithTCPCongestion), GOCOLL_SINGLE_COPY how shared-memory collectives
 // copy (WithSingleCopy), GOCOLL_HOST the host identity (WithHostIdentity),

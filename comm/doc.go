@@ -236,21 +236,23 @@
 // to it are in flight, and WaitAny a channel per call. Each message costs
 // one fixed-size header and, over TCP, one system call per MiB.
 //
-// A call that waits for a message over TCP first polls the socket itself
-// for a short window (WithSpin, GOCOLL_SPIN, DefaultSpin: 50 µs), taking
-// the message off the link without parking: a parked wait costs two
-// thread wake-ups, the link's reader's and the caller's, which on a
-// virtual machine are several microseconds each. The spin burns the core
-// it runs on, but only for the window: a rank that waits longer, for a
-// slower peer or between steps, parks and gives its core back. Where the
-// ranks of a machine outnumber its CPUs, a spinning rank hands its CPU to
-// the machine's other processes between looks, since the rank it waits
-// for may need that CPU. Containers of one machine count as one machine
-// here (they share a kernel, and its boot id), though each is a host of
-// its own. The sockets of TCP links are kept out of the Go
-// runtime's netpoller, so that arrivals a spinning call takes itself wake
-// no runtime thread: at GOMAXPROCS above one they did, and small calls
-// took up to 1.5 times as long.
+// A call that waits for a message over TCP or shared memory first polls
+// the link itself (the socket, or the ring) for a short window (WithSpin,
+// GOCOLL_SPIN, DefaultSpin: 50 µs), taking the message off the link
+// without parking: a parked wait costs two thread wake-ups, the link's
+// reader's and the caller's, which on a virtual machine are several
+// microseconds each. The spin burns the core it runs on, but only for the
+// window: a rank that waits longer, for a slower peer or between steps,
+// parks and gives its core back. Where the ranks of a machine outnumber
+// its CPUs, a spinning rank hands its CPU to the machine's other processes
+// between looks, since the rank it waits for may need that CPU; and about
+// once a microsecond it lets the other goroutines of its process run.
+// Containers of one machine count as one machine here (they share a
+// kernel, and its boot id), though each is a host of its own. The sockets
+// of TCP links are kept out of the Go runtime's netpoller, so that
+// arrivals a spinning call takes itself wake no runtime thread: at
+// GOMAXPROCS above one they did, and small calls took up to 1.5 times as
+// long.
 //
 // Each rank runs with its share of its machine's CPUs: gocoll run sets
 // GOMAXPROCS to it, mpirun and srun bind ranks to cores of their own,
