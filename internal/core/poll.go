@@ -234,9 +234,9 @@ func (ep *endpoint) drain(src int, ib *inbox, p *polled, block bool) (handOff, e
 // scheduler's lock and looks at its timers and queues, costs hundreds,
 // and a message that arrives meanwhile waits for it to end. Yielding
 // after every look, two processes' 8 B ping-pong over shared memory
-// spent a third of its time in the scheduler (pprof) and took 2.04-2.08
-// µs a round trip at the median; so, 1.80-1.82, the means 2.29-2.40 and
-// 2.01-2.06 (a Zen 5 VM, three alternating runs, 2026-11-30). A look at
+// spent a third of its time in the scheduler (pprof) and took 2.06-2.08
+// µs a round trip at the median; so, 1.81-1.82, the means 2.35-2.40 and
+// 2.01-2.03 (a Zen 5 VM, three alternating runs, 2026-11-30). A look at
 // a tcp socket is a system call, so there the clock is read every few
 // microseconds, which bounds how far a wait overruns its spin window.
 const (
