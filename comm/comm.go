@@ -24,14 +24,14 @@ func (c *Comm) core() *core.Comm { return (*core.Comm)(c) }
 // jobs (JOB_COMPLETION_INDEX, with GOCOLL_SIZE); GOCOLL_ADDR overrides any
 // launcher's rendezvous address, GOCOLL_SECRET sets the job secret,
 // GOCOLL_TIMEOUT the communicator's timeout, GOCOLL_HEARTBEAT the heartbeat
-// period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait
-// over tcp or shared memory polls before it parks (WithSpin), GOCOLL_TRANSPORT the links
-// (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion control
-// (WithTCPCongestion), GOCOLL_SINGLE_COPY how shared-memory collectives
-// copy (WithSingleCopy), GOCOLL_HOST the host identity (WithHostIdentity),
-// GOCOLL_TUNING the tuning table (WithTuning), GOCOLL_TLS_CERT,
-// GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS (WithTLS),
-// GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),
+// period (WithHeartbeat; "off" for none), GOCOLL_SPIN how long a wait over
+// tcp or shared memory polls before it parks (WithSpin), GOCOLL_TRANSPORT
+// the links (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion
+// control (WithTCPCongestion), GOCOLL_SINGLE_COPY how shared-memory
+// collectives copy (WithSingleCopy), GOCOLL_HOST the host identity
+// (WithHostIdentity), GOCOLL_TUNING the tuning table (WithTuning),
+// GOCOLL_TLS_CERT, GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS
+// (WithTLS), GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),
 // GOCOLL_TRACE the rank's timeline (WithTimeline), GOCOLL_DUMP where the
 // flight recorder dumps (see the package doc), GOCOLL_SINGLETON whether a
 // program without a launcher runs as a single rank (WithSingleton), and

@@ -31,11 +31,11 @@ const DefaultUnexpectedLimit = core.DefaultUnexpectedLimit
 const DefaultHeartbeat = core.DefaultHeartbeat
 
 // DefaultSpin is how long a call that waits for a message over tcp or
-// shared memory polls the link itself before it parks, when WithSpin is
-// not given (and GOCOLL_SPIN is not set). It covers a small message's round trip on one
-// host with room to spare, so small collectives never pay the two thread
-// wake-ups of a parked wait, while a rank that waits longer (for a slower
-// rank, or between steps) gives its core back after 50 µs.
+// shared memory polls the link itself before it parks, when WithSpin is not
+// given (and GOCOLL_SPIN is not set). It covers a small message's round
+// trip on one host with room to spare, so small collectives never pay the
+// two thread wake-ups of a parked wait, while a rank that waits longer (for
+// a slower rank, or between steps) gives its core back after 50 µs.
 const DefaultSpin = core.DefaultSpin
 
 // MaxSpin is the longest spin WithSpin accepts.
@@ -126,18 +126,18 @@ func WithHeartbeat(period time.Duration) Option { return Option(core.WithHeartbe
 
 // WithSpin sets how long a call that waits for a message over a tcp or
 // shared-memory link polls the link itself (the socket, or the ring),
-// burning its core, before it parks; from 0 (park at once: a message then costs two
-// thread wake-ups, the link's reader's and the caller's) to MaxSpin. A
-// read waiting for the rest of a large message looks again as long. The
-// default is DefaultSpin for Init's ranks (GOCOLL_SPIN sets it) and 0
-// for NewLocal's, which share one process: a spinning rank would keep the
-// runtime from polling the network for the peer it waits for. Where the
+// burning its core, before it parks; from 0 (park at once: a message then
+// costs two thread wake-ups, the link's reader's and the caller's) to
+// MaxSpin. A read waiting for the rest of a large message looks again as
+// long. The default is DefaultSpin for Init's ranks (GOCOLL_SPIN sets it)
+// and 0 for NewLocal's, which share one process: a spinning rank would keep
+// the runtime from polling the network for the peer it waits for. Where the
 // ranks of a machine (containers of one machine counting as one) outnumber
 // its CPUs, a spinning rank hands its CPU to the machine's other processes
 // between looks (sched_yield), since the rank it waits for may need that
-// CPU; and every microsecond or so a spinning call lets its process's
-// other goroutines run (at GOMAXPROCS=1 the one it waits for may be among
-// them). Links over TLS and in memory do not spin.
+// CPU; and every microsecond or so a spinning call lets its process's other
+// goroutines run (at GOMAXPROCS=1 the one it waits for may be among them).
+// Links over TLS and in memory do not spin.
 func WithSpin(d time.Duration) Option { return Option(core.WithSpin(d)) }
 
 // WithTLS runs every tcp link and the rendezvous connection inside mutual

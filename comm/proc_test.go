@@ -862,8 +862,8 @@ func benchTwoProcess(b *testing.B, transport string, bound bool) {
 			defer testutil.SetProcs(procs)()
 			buf := make([]byte, tc.size)
 			ack := make([]byte, 8)
-			// Untimed round trips warm up links and pools and let the
-			// processes settle (testutil.SettleFor); a stream's too.
+			// Untimed round trips, a stream's case's too, warm up links
+			// and pools and let the processes settle (testutil.SettleFor).
 			require.NoError(b, testutil.Settle(testutil.SettleFor, func(n int) error {
 				ask(tc.size, n, false)
 				for range n {
