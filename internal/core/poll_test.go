@@ -326,6 +326,20 @@ func spinningPair(t *testing.T, tr string) (cs []*Comm, polled func() *testPolle
 	return pollJob(t, tr, 2, WithSpin(MaxSpin)), fromRank1.Load
 }
 
+// openSpinningPair is spinningPair with the rests stretched out of reach
+// (stretchRest) and the link from rank 1 to rank 0 open: one message has
+// gone over it.
+func openSpinningPair(t *testing.T, tr string) (cs []*Comm, polled func() *testPoller) {
+	t.Helper()
+	stretchRest(t)
+	cs, polled = spinningPair(t, tr)
+	ctx := context.Background()
+	require.NoError(t, cs[1].Send(ctx, 0, 1, nil))
+	_, err := cs[0].Recv(ctx, 1, 1, nil)
+	require.NoError(t, err)
+	return cs, polled
+}
+
 // testPoller is a polled link whose Poll fails once fail is set and,
 // while hold is set, waits until hold is closed. It counts its Poll
 // calls, the Large arrivals it reports and its Wake calls, and says
@@ -373,12 +387,7 @@ func (p *testPoller) Wake() {
 func TestReaderRestsWhileACallerSpins(t *testing.T) {
 	for _, tr := range pollTransports {
 		t.Run(tr, func(t *testing.T) {
-			stretchRest(t)
-			cs, polled := spinningPair(t, tr)
-			ctx := context.Background()
-			require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
-			_, err := cs[0].Recv(ctx, 1, 1, nil)
-			require.NoError(t, err)
+			cs, polled := openSpinningPair(t, tr)
 			tp, p := polled(), cs[0].ep.inboxes[1].polled.Load()
 
 			restWhileSpinning(t, cs, 0, 1)
@@ -400,12 +409,8 @@ func TestSpinningCallerLetsGoroutinesRun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, tr := range pollTransports {
 		t.Run(tr, func(t *testing.T) {
-			stretchRest(t)
-			cs, _ := spinningPair(t, tr)
+			cs, _ := openSpinningPair(t, tr)
 			ctx := context.Background()
-			require.NoError(t, cs[1].Send(ctx, 0, 1, nil)) // open the link
-			_, err := cs[0].Recv(ctx, 1, 1, nil)
-			require.NoError(t, err)
 			ep, p := cs[0].ep, cs[0].ep.inboxes[1].polled.Load()
 
 			parkedWhenSent := make(chan int32, 1)
@@ -416,7 +421,7 @@ func TestSpinningCallerLetsGoroutinesRun(t *testing.T) {
 				parkedWhenSent <- ep.parked.Load()
 				assert.NoError(t, cs[1].Send(ctx, 0, 2, []byte("wake up")))
 			}()
-			_, err = cs[0].Recv(ctx, 1, 2, make([]byte, 8))
+			_, err := cs[0].Recv(ctx, 1, 2, make([]byte, 8))
 			require.NoError(t, err)
 			require.Zero(t, <-parkedWhenSent, "the sending goroutine ran only once the caller had parked")
 		})
