@@ -28,7 +28,8 @@ func (c *Comm) core() *core.Comm { return (*core.Comm)(c) }
 // tcp or shared memory polls before it parks (WithSpin), GOCOLL_TRANSPORT
 // the links (WithTransport), GOCOLL_TCP_CONGESTION their TCP congestion
 // control (WithTCPCongestion), GOCOLL_SINGLE_COPY how shared-memory
-// collectives copy (WithSingleCopy), GOCOLL_HOST the host identity
+// collectives copy (WithSingleCopy), GOCOLL_HUGE_PAGES whether their
+// buffers go on huge pages (WithHugePages), GOCOLL_HOST the host identity
 // (WithHostIdentity), GOCOLL_TUNING the tuning table (WithTuning),
 // GOCOLL_TLS_CERT, GOCOLL_TLS_KEY and GOCOLL_TLS_CA the certificates of TLS
 // (WithTLS), GOCOLL_STATS_SAMPLING the timing of Stats (WithStatsSampling),

@@ -104,6 +104,26 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // Intel Xeon host); with "none" every one goes through the ring.
 func WithSingleCopy(mode string) Option { return Option(core.WithSingleCopy(mode)) }
 
+// WithHugePages sets whether a rank puts its buffers of shared-memory
+// collectives that may copy once (WithSingleCopy) on transparent huge
+// pages; on by default. The kernel pins and walks every page of a buffer
+// that it copies between processes, so on 4 KiB pages, which Go's heap
+// gets wherever the host's transparent huge pages are set to "madvise",
+// much of a single copy's time goes to the pages: on a Zen 5 VM two
+// ranks' single copies of 1 MiB took 1.5-2 times as long as on 2 MiB
+// pages. The second time an operation comes with a buffer of 64 KiB or
+// more (the same start and length), the rank asks the kernel
+// (madvise(MADV_COLLAPSE), Linux 6.1) to move the aligned 2 MiB regions
+// around it onto huge pages, once, which costs a copy of each region
+// (about 0.8 ms on that VM). The regions hold whatever else the heap put
+// beside the buffer, whose bytes move with it; a region's pages that
+// nothing had touched come into memory, up to 2 MiB at each end of a
+// buffer. The kernel leaves memory marked MADV_NOHUGEPAGE as it is, and
+// a host whose transparent huge pages are "never" is not asked. Init
+// also takes it from GOCOLL_HUGE_PAGES (1 or 0). Each rank's setting
+// holds for its own buffers.
+func WithHugePages(on bool) Option { return Option(core.WithHugePages(on)) }
+
 // WithTimeout bounds every blocking call of the communicator, on top of the
 // call's context. Zero disables the bound; the default is DefaultTimeout.
 // A receive fails once nothing has come from its source for d. A send

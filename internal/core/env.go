@@ -30,6 +30,8 @@ type jobSpec struct {
 	hasHeartbeat  bool
 	spin          time.Duration // GOCOLL_SPIN, when hasSpin
 	hasSpin       bool
+	hugePages     bool // GOCOLL_HUGE_PAGES, when hasHugePages
+	hasHugePages  bool
 	statsSampling int // GOCOLL_STATS_SAMPLING, when hasSampling
 	hasSampling   bool
 	trace         string // GOCOLL_TRACE, "" when unset
@@ -231,6 +233,13 @@ func settingsFromEnv(env func(string) (string, bool), spec jobSpec) (jobSpec, er
 			return spec, fmt.Errorf("%w: GOCOLL_SPIN=%q is not a duration from 0 to %v such as 50us", ErrInvalid, s, MaxSpin)
 		}
 		spec.spin, spec.hasSpin = d, true
+	}
+	if s, ok := env("GOCOLL_HUGE_PAGES"); ok {
+		on, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return spec, fmt.Errorf("%w: GOCOLL_HUGE_PAGES=%q: want 1 or 0, true or false", ErrInvalid, s)
+		}
+		spec.hugePages, spec.hasHugePages = on, true
 	}
 	if s, ok := env("GOCOLL_STATS_SAMPLING"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -210,6 +210,45 @@ func TestDurationsFromEnv(t *testing.T) {
 	}
 }
 
+// TestHugePagesFromEnv: GOCOLL_HUGE_PAGES takes Go's booleans and names
+// what it refuses; unset, it leaves the option's default, on.
+func TestHugePagesFromEnv(t *testing.T) {
+	tests := []struct {
+		value   string // "-" for unset
+		set, on bool
+		wantErr string
+	}{
+		{"-", false, false, ""},
+		{"1", true, true, ""},
+		{"true", true, true, ""},
+		{" 0 ", true, false, ""},
+		{"false", true, false, ""},
+		{"off", false, false, `GOCOLL_HUGE_PAGES="off": want 1 or 0, true or false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1"}
+			if tt.value != "-" {
+				env["GOCOLL_HUGE_PAGES"] = tt.value
+			}
+			spec, err := jobFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.set, spec.hasHugePages)
+			require.Equal(t, tt.on, spec.hugePages)
+		})
+	}
+	var o Options
+	o.setDefault()
+	require.False(t, o.noHugePages, "on by default")
+	require.NoError(t, WithHugePages(false)(&o))
+	require.True(t, o.noHugePages)
+}
+
 // TestTCPCongestion: GOCOLL_TCP_CONGESTION and WithTCPCongestion reach
 // the tcp links' options, and a name the kernel could never take fails
 // Init before any link, naming the variable.

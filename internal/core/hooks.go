@@ -27,6 +27,16 @@ func WithSingleCopyRefused(refused func(rank int) bool) Option {
 	}
 }
 
+// WithHugePageCollapse has the ranks' segments call collapse, with the
+// rank, instead of asking the kernel to put a buffer's regions on huge
+// pages: the tests see which buffers would be.
+func WithHugePageCollapse(collapse func(rank int, addr, n uintptr) error) Option {
+	return func(o *Options) error {
+		o.hugePageCollapse = collapse
+		return nil
+	}
+}
+
 // WithLossSettle stretches (or shortens) LossSettle for the ranks it is
 // given to.
 func WithLossSettle(d time.Duration) Option {

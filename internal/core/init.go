@@ -44,6 +44,9 @@ func initFromEnv(ctx context.Context, env func(string) (string, bool), opts []Op
 	if spec.hasSpin {
 		o.spin = spec.spin
 	}
+	if spec.hasHugePages {
+		o.noHugePages = !spec.hugePages
+	}
 	if spec.hasSampling {
 		o.statsSampling = spec.statsSampling
 	}

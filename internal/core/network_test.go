@@ -1,12 +1,15 @@
 package core
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/internal/hugepage"
 )
 
 // TestLinkOptions: shared-memory links may copy large payloads once
@@ -30,31 +33,40 @@ func TestLinkOptions(t *testing.T) {
 // TestFirstReachIsPassedOn: where a single copy's way is chosen by
 // timing (auto), the choosers are told what its first reach of a page
 // costs on this host: each rank's in its segment that times the segment's
-// ranks, whose buffers a call's single copies may all reach, and the
-// links' that once. Where single copies are always (cma) or never (none)
-// taken, nothing is chosen and the host is not asked.
+// ranks, whose buffers a call's single copies may all reach, the first
+// reach of huge pages where the ranks put their buffers there (unless
+// the host gives none), and the links' that of small pages, once. Where
+// single copies are always (cma) or never (none) taken, nothing is
+// chosen and the host is not asked.
 func TestFirstReachIsPassedOn(t *testing.T) {
-	const perPage, ranks = 3 * time.Microsecond, 2
+	const perPage, perHugePage, ranks = 3 * time.Microsecond, 50 * time.Nanosecond, 2
+	onHuge := ranks * perPage
+	if hugepage.Available() {
+		onHuge = ranks * perHugePage
+	}
 	tests := []struct {
 		mode    string
+		huge    bool
 		links   int           // times linkOptions asks for the first reach
 		segment time.Duration // what each rank's segment chooser is told
 	}{
-		{SingleCopyAuto, 1, ranks * perPage},
-		{SingleCopyCMA, 0, 0},
-		{SingleCopyNone, 0, 0},
+		{SingleCopyAuto, true, 1, onHuge},
+		{SingleCopyAuto, false, 1, ranks * perPage},
+		{SingleCopyCMA, true, 0, 0},
+		{SingleCopyNone, true, 0, 0},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/huge=%v", tt.mode, tt.huge), func(t *testing.T) {
 			var asked atomic.Int32 // the ranks of a local job start at once
-			old := firstReach
+			oldSmall, oldHuge := firstReach, firstReachHuge
 			firstReach = func() time.Duration { asked.Add(1); return perPage }
-			t.Cleanup(func() { firstReach = old })
+			firstReachHuge = func() time.Duration { return perHugePage }
+			t.Cleanup(func() { firstReach, firstReachHuge = oldSmall, oldHuge })
 
 			linkOptions(tt.mode)
 			assert.Equal(t, tt.links, int(asked.Load()), "first reaches asked for by the links' options")
 
-			cs, err := NewLocal(ranks, WithTransport("shm"), WithSingleCopy(tt.mode))
+			cs, err := NewLocal(ranks, WithTransport("shm"), WithSingleCopy(tt.mode), WithHugePages(tt.huge))
 			require.NoError(t, err)
 			t.Cleanup(func() {
 				for _, c := range cs {

@@ -31,6 +31,7 @@ type Options struct {
 	singleton       *bool  // WithSingleton; nil: GOCOLL_SINGLETON decides
 	segmentSlot     int    // 0: DefaultSegmentSlot
 	singleCopy      string // WithSingleCopy
+	noHugePages     bool   // WithHugePages(false)
 	statsSampling   int    // time one call in statsSampling below timedFrom; 0: none
 	tracePath       string // "": no timeline (WithTimeline)
 	dumpPath        string // GOCOLL_DUMP: where the flight recorder dumps; "": the log
@@ -45,6 +46,9 @@ type Options struct {
 	// singleRefused, a test hook, makes ranks find that they cannot read
 	// the others' memory.
 	singleRefused func(rank int) bool
+	// hugePageCollapse, a test hook, is called instead of the kernel to
+	// put a rank's buffers on huge pages (WithHugePageCollapse).
+	hugePageCollapse func(rank int, addr, n uintptr) error
 	// lossSettle is LossSettle but for tests, which stretch it.
 	lossSettle time.Duration
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gocoll/gocoll/internal/hugepage"
 	"github.com/gocoll/gocoll/internal/kernel"
 	"github.com/gocoll/gocoll/internal/ops"
 	"github.com/gocoll/gocoll/internal/regmem"
@@ -87,6 +88,7 @@ type Segment struct {
 	allRead   atomic.Int32
 	single    shmem.SingleCopy
 	vm        shmem.VM
+	huge      *hugepage.Collapser // this rank's buffers' huge pages (hugepages.go); nil: off
 	singleOps atomic.Uint64
 	timing    timedOp // the last timed operation this rank decided, until it learns from it
 	// knocks wake this rank's waiter, parked, and knockOthers the
@@ -279,6 +281,7 @@ func (s *Segment) Begin(op *SegmentOp, ctx context.Context, ticket, seq uint64, 
 	}
 	rec := s.record(s.c.rank, ticket)
 	op.putBuffers(rec, bufs)
+	op.useHugePages(bufs, decider)
 	op.chooseWay(rec, decider)
 	recordTook(rec).Store(0)
 	putCall(rec, ticket, op.seq, op.call)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gocoll/gocoll/internal/hugepage"
 	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
@@ -186,8 +187,9 @@ func (s *Segment) cookieOf(r int) shmem.Cookie {
 }
 
 // firstReach is shmem.FirstReach, or what a test makes it: what a single
-// copy's first reach of a page costs on this host.
-var firstReach = shmem.FirstReach
+// copy's first reach of a page costs on this host. firstReachHuge is
+// that of memory on huge pages (shmem.FirstReachHuge).
+var firstReach, firstReachHuge = shmem.FirstReach, shmem.FirstReachHuge
 
 // probeSingle reads every other rank's cookie with process_vm_readv and
 // records in this rank's control line whether it could, once every rank
@@ -195,7 +197,10 @@ var firstReach = shmem.FirstReach
 // times the single copy, it tells the rank's chooser what the copy's
 // first reach of a page costs on this host (shmem.FirstReach), which
 // the process measures once: in 1.7-2.7 ms on the Zen 5 VM where a
-// first reach is slow, most of it the measure's own page faults.
+// first reach is slow, most of it the measure's own page faults. Where
+// the rank puts its buffers on huge pages, it is their first reach
+// (shmem.FirstReachHuge, nothing on that VM), which assumes the other
+// ranks do too, as they do unless told otherwise.
 func (s *Segment) probeSingle() {
 	reads := uint64(readsAll)
 	if f := s.c.ep.opts.singleRefused; f != nil && f(s.c.rank) {
@@ -216,7 +221,14 @@ func (s *Segment) probeSingle() {
 	}
 	if reads == readsAll && (s.policy == singleAuto || s.policy == singleCrowded) {
 		// A call's single copies may reach the buffers of every rank.
-		s.single.SetFirstReach(firstReach() * time.Duration(s.ranks))
+		// A buffer goes on huge pages at its second call
+		// (useHugePages), and a size class that rents copies through
+		// the slots at least twice first.
+		reach := firstReach
+		if s.huge != nil && hugepage.Available() {
+			reach = firstReachHuge
+		}
+		s.single.SetFirstReach(reach() * time.Duration(s.ranks))
 	}
 	s.word64(segControl + s.c.rank*segLine + ctlReads).Store(reads)
 }

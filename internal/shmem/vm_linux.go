@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gocoll/gocoll/internal/hugepage"
 	"github.com/gocoll/gocoll/internal/race"
 )
 
@@ -284,34 +285,60 @@ func (v *VM) checkCookie(c Cookie, got, n int) error {
 // (SingleCopy.SetFirstReach).
 func FirstReach() time.Duration {
 	firstReachOnce.Do(func() {
-		firstReach = min(measureFirstReach(), measureFirstReach())
+		firstReach = min(measureFirstReach(false), measureFirstReach(false))
 	})
 	return firstReach
 }
 
+// FirstReachHuge is FirstReach for memory on 2 MiB pages, per 4 KiB of
+// it, where the host gives this process huge pages (else FirstReach):
+// the kernel fills in its mapping of such memory a huge page at a time.
+// On the Zen 5 VM, reading 8 MiB of another process's memory on huge
+// pages took 0.55-0.59 ms the first time and 0.43 the second, against
+// 11.0-11.3 and 1.4-1.6 on small pages (2026-11-30).
+func FirstReachHuge() time.Duration {
+	firstReachHugeOnce.Do(func() {
+		firstReachHuge = min(measureFirstReach(true), measureFirstReach(true))
+	})
+	return firstReachHuge
+}
+
 var (
-	firstReachOnce sync.Once
-	firstReach     time.Duration
+	firstReachOnce, firstReachHugeOnce sync.Once
+	firstReach, firstReachHuge         time.Duration
 )
 
-// reachPages is how many pages measureFirstReach reads: enough that
-// the system call's own cost is small beside them, few enough that the
-// reads take well under a millisecond where each page costs 9 µs (the
-// measure's own page faults, 11 µs each there, take longer).
+// reachPages is how many pages measureFirstReach reads of small pages:
+// enough that the system call's own cost is small beside them, few
+// enough that the reads take well under a millisecond where each page
+// costs 9 µs (the measure's own page faults, 11 µs each there, take
+// longer). Of huge pages it reads one, whose first reach the kernel
+// pays at once.
 const reachPages = 16
 
 // measureFirstReach reads pages of this process that only the process
 // has touched with process_vm_readv, three times, and returns
-// firstReachOf the times.
-func measureFirstReach() time.Duration {
-	page := unix.Getpagesize()
-	size := reachPages * page
-	mem, err := unix.Mmap(-1, 0, 2*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+// firstReachOf the times. With huge, the pages are a huge page, where
+// the host gives one (else it measures small pages).
+func measureFirstReach(huge bool) time.Duration {
+	size := reachPages * unix.Getpagesize()
+	if huge {
+		size = hugepage.Size
+	}
+	raw, err := unix.Mmap(-1, 0, 3*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return 0
 	}
-	defer unix.Munmap(mem)
-	for i := 0; i < len(mem); i += page {
+	defer unix.Munmap(raw)
+	mem := raw[:2*size]
+	if huge {
+		skip := (size - int(uintptr(unsafe.Pointer(&raw[0])))%size) % size
+		mem = raw[skip : skip+2*size]
+		if unix.Madvise(mem, unix.MADV_HUGEPAGE) != nil {
+			return measureFirstReach(false)
+		}
+	}
+	for i := 0; i < len(mem); i += unix.Getpagesize() {
 		mem[i] = 1 // the process's own first touch, which is not measured
 	}
 	local := []unix.Iovec{{Base: &mem[size]}}

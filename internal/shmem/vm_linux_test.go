@@ -239,18 +239,28 @@ func TestFirstReachOf(t *testing.T) {
 	}
 }
 
-// TestFirstReach measures this host once a process: the same answer
-// every time, and never negative. It logs the answer and what the
-// measure took.
+// TestFirstReach measures this host once a process, on small pages and
+// on huge ones: the same answer every time, and never negative. It logs
+// the answers and what the measures took.
 func TestFirstReach(t *testing.T) {
-	start := time.Now()
-	first := FirstReach()
-	took := time.Since(start)
-	if first < 0 {
-		t.Fatalf("FirstReach() = %v", first)
+	for _, tt := range []struct {
+		name    string
+		measure func() time.Duration
+	}{
+		{"small pages", FirstReach},
+		{"huge pages", FirstReachHuge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			first := tt.measure()
+			took := time.Since(start)
+			if first < 0 {
+				t.Fatalf("first reach %v", first)
+			}
+			if again := tt.measure(); again != first {
+				t.Errorf("first reach %v, then %v", first, again)
+			}
+			t.Logf("first reach %v a 4 KiB page here, measured in %v", first, took)
+		})
 	}
-	if again := FirstReach(); again != first {
-		t.Errorf("FirstReach() = %v, then %v", first, again)
-	}
-	t.Logf("first reach %v a page here, measured in %v", first, took)
 }

@@ -21,3 +21,6 @@ func (v *VM) Check(pid int, c Cookie) error { return ErrUnsupported }
 
 // FirstReach is 0: there is no single copy; see the Linux build.
 func FirstReach() time.Duration { return 0 }
+
+// FirstReachHuge is 0: there is no single copy; see the Linux build.
+func FirstReachHuge() time.Duration { return 0 }

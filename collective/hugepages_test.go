@@ -1,0 +1,91 @@
+package collective
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocoll/gocoll/comm"
+	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/hugepage"
+)
+
+// TestHugePagesForSingleCopies: a rank asks for the aligned regions
+// around its buffer of a call that may copy once to go on huge pages,
+// once, at the buffer's second call; not where single copies are off,
+// nor where huge pages are, nor for a buffer below hugepage.Min, nor for
+// registered memory. The kernel is not asked: a hook records what would
+// have been.
+func TestHugePagesForSingleCopies(t *testing.T) {
+	const calls = 3
+	tests := []struct {
+		name       string
+		opts       []comm.Option
+		elems      int
+		registered bool
+		asked      bool
+	}{
+		{"cma", []comm.Option{comm.WithSingleCopy(core.SingleCopyCMA)}, hugepage.Min / 4, false, true},
+		{"auto", []comm.Option{comm.WithSingleCopy(core.SingleCopyAuto)}, 1 << 18, false, true},
+		{"single copies off", []comm.Option{comm.WithSingleCopy(core.SingleCopyNone)}, 1 << 18, false, false},
+		{"huge pages off", []comm.Option{comm.WithSingleCopy(core.SingleCopyCMA), comm.WithHugePages(false)}, 1 << 18, false, false},
+		{"below Min", []comm.Option{comm.WithSingleCopy(core.SingleCopyCMA)}, hugepage.Min/4 - 1, false, false},
+		{"registered", []comm.Option{comm.WithSingleCopy(core.SingleCopyCMA)}, 1 << 18, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const n = 2
+			var mu sync.Mutex
+			asked := make([][][2]uintptr, n)
+			hook := core.WithHugePageCollapse(func(rank int, addr, size uintptr) error {
+				mu.Lock()
+				defer mu.Unlock()
+				asked[rank] = append(asked[rank], [2]uintptr{addr, size})
+				return nil
+			})
+			cs := shmJob(t, n, append(tt.opts, comm.Option(hook))...)
+			bufs := make([][]float32, n)
+			for r := range bufs {
+				if tt.registered {
+					b, err := Alloc[float32](tt.elems)
+					require.NoError(t, err)
+					t.Cleanup(func() { Free(b) })
+					bufs[r] = b
+				} else {
+					bufs[r] = make([]float32, tt.elems)
+				}
+				for i := range bufs[r] {
+					bufs[r][i] = float32(r*7 + i%1000)
+				}
+			}
+			want := append([]float32(nil), bufs[0]...)
+			for call := 1; call <= calls; call++ {
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					return Bcast(ctx, c, bufs[c.Rank()], 0)
+				})
+				for r := range bufs {
+					require.Equal(t, want, bufs[r], "rank %d's buffer after call %d", r, call)
+				}
+			}
+			for r := range n {
+				if !tt.asked {
+					require.Empty(t, asked[r], "rank %d", r)
+					continue
+				}
+				require.Equal(t, [][2]uintptr{regions(bufs[r])}, asked[r], "rank %d", r)
+			}
+		})
+	}
+}
+
+// regions is where the aligned huge-page regions around b begin, and
+// their length.
+func regions[T any](b []T) [2]uintptr {
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	end := addr + uintptr(len(b))*unsafe.Sizeof(b[0])
+	lo, hi := addr&^(hugepage.Size-1), (end+hugepage.Size-1)&^(hugepage.Size-1)
+	return [2]uintptr{lo, hi - lo}
+}
