@@ -167,31 +167,37 @@ func TestFirstHost(t *testing.T) {
 	}
 }
 
-// TestDurationsFromEnv: the variables that hold durations take Go's
-// durations within their bounds and name the variable and value they
-// refuse.
-func TestDurationsFromEnv(t *testing.T) {
-	heartbeat := func(s jobSpec) (time.Duration, bool) { return s.heartbeat, s.hasHeartbeat }
-	spin := func(s jobSpec) (time.Duration, bool) { return s.spin, s.hasSpin }
+// TestSettingsFromEnv: the variables that hold durations take Go's
+// durations within their bounds, GOCOLL_HUGE_PAGES Go's booleans, and
+// each names the variable and value it refuses.
+func TestSettingsFromEnv(t *testing.T) {
+	heartbeat := func(s jobSpec) (any, bool) { return s.heartbeat, s.hasHeartbeat }
+	spin := func(s jobSpec) (any, bool) { return s.spin, s.hasSpin }
+	huge := func(s jobSpec) (any, bool) { return s.hugePages, s.hasHugePages }
 	tests := []struct {
 		variable, value string
-		get             func(jobSpec) (time.Duration, bool)
-		want            time.Duration
+		get             func(jobSpec) (any, bool)
+		want            any
 		wantErr         string
 	}{
 		{"GOCOLL_HEARTBEAT", "2s", heartbeat, 2 * time.Second, ""},
 		{"GOCOLL_HEARTBEAT", "100ms", heartbeat, 100 * time.Millisecond, ""},
-		{"GOCOLL_HEARTBEAT", "0", heartbeat, 0, ""},
-		{"GOCOLL_HEARTBEAT", "off", heartbeat, 0, ""},
-		{"GOCOLL_HEARTBEAT", "soon", heartbeat, 0, `GOCOLL_HEARTBEAT="soon" is not a duration`},
-		{"GOCOLL_HEARTBEAT", "-1s", heartbeat, 0, `GOCOLL_HEARTBEAT="-1s" is not a duration`},
-		{"GOCOLL_HEARTBEAT", "10ms", heartbeat, 0, "heartbeat period 10ms (want 0 for none, or 100ms to 1h0m0s)"},
+		{"GOCOLL_HEARTBEAT", "0", heartbeat, time.Duration(0), ""},
+		{"GOCOLL_HEARTBEAT", "off", heartbeat, time.Duration(0), ""},
+		{"GOCOLL_HEARTBEAT", "soon", heartbeat, nil, `GOCOLL_HEARTBEAT="soon" is not a duration`},
+		{"GOCOLL_HEARTBEAT", "-1s", heartbeat, nil, `GOCOLL_HEARTBEAT="-1s" is not a duration`},
+		{"GOCOLL_HEARTBEAT", "10ms", heartbeat, nil, "heartbeat period 10ms (want 0 for none, or 100ms to 1h0m0s)"},
 		{"GOCOLL_SPIN", "50us", spin, 50 * time.Microsecond, ""},
 		{"GOCOLL_SPIN", "2ms", spin, 2 * time.Millisecond, ""},
-		{"GOCOLL_SPIN", "0", spin, 0, ""},
-		{"GOCOLL_SPIN", "long", spin, 0, `GOCOLL_SPIN="long" is not a duration from 0 to 10ms`},
-		{"GOCOLL_SPIN", "-1us", spin, 0, `GOCOLL_SPIN="-1us" is not a duration`},
-		{"GOCOLL_SPIN", "1s", spin, 0, `GOCOLL_SPIN="1s" is not a duration`},
+		{"GOCOLL_SPIN", "0", spin, time.Duration(0), ""},
+		{"GOCOLL_SPIN", "long", spin, nil, `GOCOLL_SPIN="long" is not a duration from 0 to 10ms`},
+		{"GOCOLL_SPIN", "-1us", spin, nil, `GOCOLL_SPIN="-1us" is not a duration`},
+		{"GOCOLL_SPIN", "1s", spin, nil, `GOCOLL_SPIN="1s" is not a duration`},
+		{"GOCOLL_HUGE_PAGES", "1", huge, true, ""},
+		{"GOCOLL_HUGE_PAGES", "true", huge, true, ""},
+		{"GOCOLL_HUGE_PAGES", " 0 ", huge, false, ""},
+		{"GOCOLL_HUGE_PAGES", "false", huge, false, ""},
+		{"GOCOLL_HUGE_PAGES", "off", huge, nil, `GOCOLL_HUGE_PAGES="off": want 1 or 0, true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.variable+"="+tt.value, func(t *testing.T) {
@@ -208,45 +214,6 @@ func TestDurationsFromEnv(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
-}
-
-// TestHugePagesFromEnv: GOCOLL_HUGE_PAGES takes Go's booleans and names
-// what it refuses; unset, it leaves the option's default, on.
-func TestHugePagesFromEnv(t *testing.T) {
-	tests := []struct {
-		value   string // "-" for unset
-		set, on bool
-		wantErr string
-	}{
-		{"-", false, false, ""},
-		{"1", true, true, ""},
-		{"true", true, true, ""},
-		{" 0 ", true, false, ""},
-		{"false", true, false, ""},
-		{"off", false, false, `GOCOLL_HUGE_PAGES="off": want 1 or 0, true or false`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			env := map[string]string{"GOCOLL_RANK": "0", "GOCOLL_SIZE": "1", "GOCOLL_ADDR": "h:1"}
-			if tt.value != "-" {
-				env["GOCOLL_HUGE_PAGES"] = tt.value
-			}
-			spec, err := jobFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-			if tt.wantErr != "" {
-				require.ErrorIs(t, err, ErrInvalid)
-				require.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.set, spec.hasHugePages)
-			require.Equal(t, tt.on, spec.hugePages)
-		})
-	}
-	var o Options
-	o.setDefault()
-	require.False(t, o.noHugePages, "on by default")
-	require.NoError(t, WithHugePages(false)(&o))
-	require.True(t, o.noHugePages)
 }
 
 // TestTCPCongestion: GOCOLL_TCP_CONGESTION and WithTCPCongestion reach
