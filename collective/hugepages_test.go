@@ -2,9 +2,14 @@ package collective
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/require"
 
@@ -88,4 +93,60 @@ func regions[T any](b []T) [2]uintptr {
 	end := addr + uintptr(len(b))*unsafe.Sizeof(b[0])
 	lo, hi := addr&^(hugepage.Size-1), (end+hugepage.Size-1)&^(hugepage.Size-1)
 	return [2]uintptr{lo, hi - lo}
+}
+
+// TestSingleCopyBuffersEndOnHugePages: with the kernel asked for real,
+// the buffers of two ranks' single copies are on huge pages after their
+// second call, every result right. Each buffer lies in an anonymous
+// mapping of its own, so that /proc/self/smaps tells of it alone.
+func TestSingleCopyBuffersEndOnHugePages(t *testing.T) {
+	if !hugepage.Available() {
+		t.Skip("this host's transparent huge pages are set to never (/sys/kernel/mm/transparent_hugepage/enabled)")
+	}
+	const n, elems = 2, 1 << 18 // 1 MiB of float32
+	cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyCMA))
+	bufs := make([][]float32, n)
+	for r := range bufs {
+		raw, err := unix.Mmap(-1, 0, 3*hugepage.Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		require.NoError(t, err)
+		t.Cleanup(func() { unix.Munmap(raw) })
+		skip := (hugepage.Size - int(uintptr(unsafe.Pointer(&raw[0])))%hugepage.Size) % hugepage.Size
+		bufs[r] = unsafe.Slice((*float32)(unsafe.Pointer(&raw[skip+hugepage.Size/4])), elems)
+		for i := range bufs[r] {
+			bufs[r][i] = float32(r*3 + i%977)
+		}
+	}
+	want := append([]float32(nil), bufs[0]...)
+	for range 3 {
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			return Bcast(ctx, c, bufs[c.Rank()], 0)
+		})
+	}
+	for r := range n {
+		require.Equal(t, want, bufs[r], "rank %d's buffer", r)
+		require.GreaterOrEqual(t, anonHugeKiB(t, bufs[r]), hugepage.Size>>10, "rank %d's buffer on huge pages", r)
+	}
+}
+
+// anonHugeKiB is what /proc/self/smaps says of the mapping that holds
+// b: its kibibytes on huge pages.
+func anonHugeKiB[T any](t *testing.T, b []T) int {
+	t.Helper()
+	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	in := false
+	for line := range strings.Lines(string(smaps)) {
+		var lo, hi uint64
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if kib := 0; in && strings.HasPrefix(line, "AnonHugePages:") {
+			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kib)
+			return kib
+		}
+	}
+	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
+	return 0
 }
