@@ -2,9 +2,6 @@ package collective
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -16,6 +13,7 @@ import (
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
 	"github.com/gocoll/gocoll/internal/hugepage"
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // TestHugePagesForSingleCopies: a rank asks for the aligned regions
@@ -89,10 +87,8 @@ func TestHugePagesForSingleCopies(t *testing.T) {
 // regions is where the aligned huge-page regions around b begin, and
 // their length.
 func regions[T any](b []T) [2]uintptr {
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	end := addr + uintptr(len(b))*unsafe.Sizeof(b[0])
-	lo, hi := addr&^(hugepage.Size-1), (end+hugepage.Size-1)&^(hugepage.Size-1)
-	return [2]uintptr{lo, hi - lo}
+	start, n := hugepage.Around(uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))*unsafe.Sizeof(b[0]))
+	return [2]uintptr{start, n}
 }
 
 // TestSingleCopyBuffersEndOnHugePages: with the kernel asked for real,
@@ -124,29 +120,6 @@ func TestSingleCopyBuffersEndOnHugePages(t *testing.T) {
 	}
 	for r := range n {
 		require.Equal(t, want, bufs[r], "rank %d's buffer", r)
-		require.GreaterOrEqual(t, anonHugeKiB(t, bufs[r]), hugepage.Size>>10, "rank %d's buffer on huge pages", r)
+		require.GreaterOrEqual(t, testutil.AnonHugeKiB(t, unsafe.Pointer(unsafe.SliceData(bufs[r]))), hugepage.Size>>10, "rank %d's buffer on huge pages", r)
 	}
-}
-
-// anonHugeKiB is what /proc/self/smaps says of the mapping that holds
-// b: its kibibytes on huge pages.
-func anonHugeKiB[T any](t *testing.T, b []T) int {
-	t.Helper()
-	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	require.NoError(t, err)
-	in := false
-	for line := range strings.Lines(string(smaps)) {
-		var lo, hi uint64
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
-			in = lo <= addr && addr < hi
-			continue
-		}
-		if kib := 0; in && strings.HasPrefix(line, "AnonHugePages:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kib)
-			return kib
-		}
-	}
-	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
-	return 0
 }

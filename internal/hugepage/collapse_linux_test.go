@@ -1,17 +1,15 @@
 package hugepage
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gocoll/gocoll/internal/testutil"
 )
 
 // regions maps n huge pages' worth of anonymous memory at an aligned
@@ -35,35 +33,6 @@ func regions(t *testing.T, n int, advice int) []byte {
 		mem[i] = byte(i * 7 >> 12)
 	}
 	return mem
-}
-
-// hugeKiB is what /proc/self/smaps says of the mapping that holds b: its
-// kibibytes on huge pages.
-func hugeKiB(t *testing.T, b []byte) int {
-	t.Helper()
-	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	in := false
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := s.Text()
-		var lo, hi uint64
-		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
-			in = lo <= addr && addr < hi
-			continue
-		}
-		var kib int
-		if in && strings.HasPrefix(line, "AnonHugePages:") {
-			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kib)
-			return kib
-		}
-	}
-	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
-	return 0
 }
 
 // checkPattern fails unless mem still holds what regions wrote, but
@@ -96,7 +65,7 @@ func TestCollapseBacksABufferWithHugePages(t *testing.T) {
 	needHugePages(t)
 	mem := regions(t, 2, 0)
 	buf := mem[Size/4 : Size/4+Size/2] // inside the first region
-	if kib := hugeKiB(t, mem); kib != 0 {
+	if kib := testutil.AnonHugeKiB(t, unsafe.Pointer(&mem[0])); kib != 0 {
 		t.Fatalf("%d KiB on huge pages before any collapse", kib)
 	}
 	var c Collapser
@@ -109,7 +78,7 @@ func TestCollapseBacksABufferWithHugePages(t *testing.T) {
 			t.Fatalf("use %d: asked %v, %v", use, asked, err)
 		}
 	}
-	if kib := hugeKiB(t, mem); kib != Size>>10 {
+	if kib := testutil.AnonHugeKiB(t, unsafe.Pointer(&mem[0])); kib != Size>>10 {
 		t.Fatalf("%d KiB of the buffer's mapping on huge pages, want the region around it, %d", kib, Size>>10)
 	}
 	checkPattern(t, mem, func(int) (byte, bool) { return 0, false })
@@ -163,7 +132,7 @@ func TestCollapseLeavesMemoryMarkedNoHugePage(t *testing.T) {
 	if asked, err := c.Use(mem); !asked || err == nil {
 		t.Fatalf("asked %v, %v; want the kernel asked and refusing", asked, err)
 	}
-	if kib := hugeKiB(t, mem); kib != 0 {
+	if kib := testutil.AnonHugeKiB(t, unsafe.Pointer(&mem[0])); kib != 0 {
 		t.Fatalf("%d KiB on huge pages, want none", kib)
 	}
 	checkPattern(t, mem, func(int) (byte, bool) { return 0, false })

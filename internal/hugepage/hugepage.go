@@ -89,8 +89,14 @@ func (c *Collapser) Use(b []byte) (asked bool, err error) {
 	if !c.cameBack(addr, n) {
 		return false, nil
 	}
-	lo, hi := addr&^(Size-1), (addr+n+Size-1)&^(Size-1)
-	return true, collapse(lo, hi-lo)
+	return true, collapse(Around(addr, n))
+}
+
+// Around is where the aligned regions around n bytes at addr begin, and
+// their length: what a Collapser collapses for such a buffer.
+func Around(addr, n uintptr) (start, length uintptr) {
+	start = addr &^ (Size - 1)
+	return start, (addr+n+Size-1)&^(Size-1) - start
 }
 
 // cameBack reports whether the buffer of n bytes at addr is one that c

@@ -21,9 +21,23 @@ func fake(err error) (*Collapser, *[]asked) {
 
 // regionsOf is the aligned regions around b: what Use collapses.
 func regionsOf(b []byte) asked {
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo, hi := addr&^(Size-1), (addr+uintptr(len(b))+Size-1)&^(Size-1)
-	return asked{lo, hi - lo}
+	start, n := Around(uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	return asked{start, n}
+}
+
+func TestAround(t *testing.T) {
+	tests := []struct{ addr, n, start, length uintptr }{
+		{Size, Min, Size, Size},                  // at a region's start
+		{Size + 8, Size - 8, Size, Size},         // to its end
+		{Size + 8, Size, Size, 2 * Size},         // past it
+		{3*Size - 1, 2, 2 * Size, 2 * Size},      // across a boundary
+		{5 * Size, 3 * Size, 5 * Size, 3 * Size}, // whole regions
+	}
+	for _, tt := range tests {
+		if start, length := Around(tt.addr, tt.n); start != tt.start || length != tt.length {
+			t.Errorf("Around(%#x, %#x) = %#x, %#x; want %#x, %#x", tt.addr, tt.n, start, length, tt.start, tt.length)
+		}
+	}
 }
 
 func TestUseCollapsesBuffersThatComeBack(t *testing.T) {

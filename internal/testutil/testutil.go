@@ -3,8 +3,9 @@
 // of a two-process benchmark (StartPeer) and the run of such a benchmark
 // in processes started on CPUs of their own, as a launcher that binds
 // ranks starts them (RunBound); the checks every copy routine with
-// copy's contract takes (CheckCopies); and the state of a goroutine that
-// went to sleep (Asleep). (Goroutine leaks are go.uber.org/goleak's job.)
+// copy's contract takes (CheckCopies); the state of a goroutine that
+// went to sleep (Asleep); and how much of a mapping is on huge pages
+// (AnonHugeKiB). (Goroutine leaks are go.uber.org/goleak's job.)
 package testutil
 
 import (
