@@ -321,11 +321,11 @@ const reachPages = 16
 // firstReachOf the times. With huge, the pages are a huge page, where
 // the host gives one (else it measures small pages).
 func measureFirstReach(huge bool) time.Duration {
-	size := reachPages * unix.Getpagesize()
+	size, slack := reachPages*unix.Getpagesize(), 0
 	if huge {
-		size = hugepage.Size
+		size, slack = hugepage.Size, hugepage.Size // room to align to a huge page
 	}
-	raw, err := unix.Mmap(-1, 0, 3*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	raw, err := unix.Mmap(-1, 0, 2*size+slack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return 0
 	}
