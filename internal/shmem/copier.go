@@ -294,7 +294,8 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean 
 		return
 	}
 	// A way's first copies pay for first use (the segment's pages, the
-	// caches), so the second replaces the first. A faster copy moves the
+	// caches), so the second replaces the first (of whole operations,
+	// see below). A faster copy moves the
 	// average halfway: nothing makes a copy fast by accident, and the
 	// way not taken is timed seldom. A slower one moves it an eighth,
 	// counting as twice the average at most, so that one copy that the
@@ -319,8 +320,15 @@ func (t *twoWays) learn(kind, bytes int, second bool, amount, nanos int64, mean 
 	// few dozen operations would hold the other's average up for
 	// hundreds.
 	switch w.timed[way]++; {
-	case w.timed[way] <= 2:
+	case w.timed[way] == 1 || !mean && w.timed[way] == 2:
 		w.cost[way] = x
+	case mean && w.timed[way] == 2:
+		// A whole operation's cold ones are not learned, so its first
+		// two are both warm, and either can be slow: the first where
+		// first use lasts longer, the second by chance. The smaller
+		// stands for the way until more come
+		// (TestSingleCopyIsNotTurnedByOneSlowEarlySample).
+		w.cost[way] = min(w.cost[way], x)
 	case mean && second != w.second && w.fresh:
 		w.cost[way], w.fresh = x, false
 	case mean && second != w.second:

@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -219,6 +220,37 @@ func TestSingleCopyIsNotTurnedByOneSlowCall(t *testing.T) {
 	// 256, 512 and 768 take 12.
 	if single := count(choices, 200, copiedOnce); single < 770 {
 		t.Errorf("copied once %d times in the last 800 operations, want about 788", single)
+	}
+}
+
+// TestSingleCopyIsNotTurnedByOneSlowEarlySample: a way's first two warm
+// operations are all that is known of it when the chooser first
+// compares the ways, and one of them can take several times the other:
+// the second by chance (the slots of two ranks' 4 MiB Allreduces took
+// 322 and then 1176 µs, 2026-11-30), or the first where first use of
+// the memory outlasts the cold operations. Neither may decide. Here the
+// slots cost 80 ns/KiB but for one warm sample of 300, against single
+// copies at 150.
+func TestSingleCopyIsNotTurnedByOneSlowEarlySample(t *testing.T) {
+	const kind, bytes = 7, 4 << 20
+	for _, slow := range []int{1, 2} {
+		t.Run(fmt.Sprintf("warm sample %d", slow), func(t *testing.T) {
+			var s SingleCopy
+			slotsWarm := 0
+			choices := drive(t, &s, kind, bytes, 31, func(op int, single bool, since int) float64 {
+				if !single && since >= coldOps {
+					if slotsWarm++; slotsWarm == slow {
+						return 300
+					}
+				}
+				return costs{slots: 80, single: 150}.at(op, single, since)
+			})
+			// Both ways timed by the 8th operation; then, until the run
+			// at the 32nd, the slots.
+			if single := count(choices, 8, copiedOnce); single > 0 {
+				t.Errorf("copied once %d times of the 9th to the 31st operation, want none", single)
+			}
+		})
 	}
 }
 
