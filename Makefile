@@ -11,7 +11,7 @@ RANKS   ?= 4
 # take the longest (104 s of the 269 s all took, on a Zen 3 VM): listed
 # fifth, it started a minute in and ran alone at the end. The race run
 # took 2 min 53 s so, and 1 min 59 s with collective first (2026-11-29).
-RACE_PKGS := ./collective/... ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./internal/timeline/... ./internal/race/...
+RACE_PKGS := ./collective/... ./internal/transport/... ./comm/... ./internal/core/... ./internal/rendezvous/... ./internal/timeline/... ./internal/race/... ./internal/hugepage/...
 
 .PHONY: all build benchtool demo test fmt-check vet test-race test-all test-tools cross fuzz bench gobench clean
 
