@@ -25,10 +25,15 @@ func collapseRegions(addr, n uintptr) error {
 func Available() bool {
 	availableOnce.Do(func() {
 		mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-		available = err == nil && !bytes.Contains(mode, []byte("[never]"))
+		available = err == nil && allows(mode)
 	})
 	return available
 }
+
+// allows reports whether a setting of transparent_hugepage/enabled,
+// which brackets the mode in force ("always [madvise] never"), lets a
+// process have huge pages.
+func allows(mode []byte) bool { return !bytes.Contains(mode, []byte("[never]")) }
 
 var (
 	availableOnce sync.Once

@@ -50,6 +50,23 @@ func checkPattern(t *testing.T, mem []byte, written func(i int) (byte, bool)) {
 	}
 }
 
+// TestAvailableFollowsTheHost: a host set to never gives no huge pages,
+// and a Collapser then does not ask; always and madvise do.
+func TestAvailableFollowsTheHost(t *testing.T) {
+	for _, tt := range []struct {
+		mode string
+		want bool
+	}{
+		{"[always] madvise never\n", true},
+		{"always [madvise] never\n", true},
+		{"always madvise [never]\n", false},
+	} {
+		if got := allows([]byte(tt.mode)); got != tt.want {
+			t.Errorf("allows(%q) = %v, want %v", tt.mode, got, tt.want)
+		}
+	}
+}
+
 // needHugePages skips a test where the host gives no huge pages, saying
 // why.
 func needHugePages(t *testing.T) {
