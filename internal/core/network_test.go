@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocoll/gocoll/internal/hugepage"
+	"github.com/gocoll/gocoll/internal/wire"
 )
 
 // TestLinkOptions: shared-memory links may copy large payloads once
@@ -78,6 +79,56 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 				require.NotNil(t, s, "rank %d has no segment", r)
 				assert.Equal(t, tt.segment, s.single.FirstReach(), "rank %d's segment chooser", r)
 			}
+		})
+	}
+}
+
+// TestSegmentChooserLendsAllreducesLosses: a segment's chooser takes an
+// Allreduce's clear loss of the single copy at one size to its larger
+// sizes, which then go through the slots from their first operation and
+// try copying once only at their first run (the 32nd); a Bcast's, whose
+// family wins and loses by size, is not lent, and its new size times
+// both ways first (the 5th operation copies once).
+func TestSegmentChooserLendsAllreducesLosses(t *testing.T) {
+	cs, err := NewLocal(2, WithTransport("shm"))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	s := cs[0].Segment()
+	require.NotNil(t, s)
+	s.single.SetFirstReach(0) // no rent before the first single copy, on any host
+	// drive makes ops operations of kind and bytes, copying once at
+	// twice the slots' time, and returns the first that copied once.
+	drive := func(kind wire.Kind, bytes, ops int) int {
+		first := -1
+		for op := range ops {
+			c := s.single.Choose(int(kind), singleFamily(kind), bytes)
+			if c.Single && first < 0 {
+				first = op
+			}
+			nanos := int64(bytes / 10)
+			if c.Single {
+				nanos *= 2
+			}
+			if c.Timed {
+				s.single.Learn(int(kind), bytes, c, nanos)
+			}
+		}
+		return first
+	}
+	for _, tt := range []struct {
+		kind      wire.Kind
+		wantFirst int
+	}{
+		{wire.KindAllreduce, 31},
+		{wire.KindBcast, 4},
+	} {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			require.Equal(t, 4, drive(tt.kind, 1<<20, 300), "the first size times both ways")
+			require.Equal(t, tt.wantFirst, drive(tt.kind, 4<<20, 86), "the first single copy of the next size")
 		})
 	}
 }

@@ -287,6 +287,15 @@ func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 // those whose ranks only move data between buffers, and Allreduce,
 // whose ranks read, combine and write back, and which loses to the
 // slots at sizes where the others still win (allreduceSingleMax).
+//
+// Allreduce's single copy has won or lost alike at every size it may
+// take, on each host measured: won from 64 KiB to 4 MiB on an Intel
+// Xeon host, lost at about twice the slots' time from 256 KiB to 16 MiB
+// on the Zen 3 and Zen 5 VMs (2026-11-29 and 2026-11-30). So it lends a
+// clear loss to its larger size classes (shmem.SingleCopy.LendAcrossSizes),
+// which then need not time that loss at their start. The kinds that
+// only move data do not: on many hosts the slots win below some 64 KiB
+// and the single copy above.
 const (
 	familyMoves = iota
 	familyAllreduce

@@ -72,6 +72,25 @@ const (
 	runEvery = 256
 )
 
+// wholeClear is how many times another way's cost a way of whole
+// operations must cost to have clearly lost. A way taken that wins
+// clearly at two of the early runs' points in a row skips the early runs
+// from then on (runDue): each costs runOps operations of a way that
+// loses, and cold ones on both sides of it. Two ranks' 4 MiB Allreduces
+// of an AMD EPYC Zen 3 VM, which copy once at about twice the slots'
+// time (2026-11-30, a build that logged the chooser), copied once 12 to
+// 31 times in a sweep's point of 86, at 1.0-2.4 ms against the slots'
+// 0.5-0.7; the Zen 5 VM's took 465-550 µs under auto against 360-385
+// through the slots alone (2026-11-30). The early runs are for a slow
+// start, which makes ways look alike or flips them, not for a clear win
+// found twice.
+const wholeClear = 1.5
+
+// lendSizes is how many size classes down a class of a lending family
+// (SingleCopy.LendAcrossSizes) looks for its kind's clear loss of the
+// second way: a sweep's sizes step four times apart.
+const lendSizes = 2
+
 type copyKey struct{ kind, class int }
 
 // twoWays is what a Copier or a SingleCopy knows: of every kind of
@@ -83,6 +102,9 @@ type twoWays struct {
 	// costs more than a later one, in nanoseconds per KiB (a
 	// SingleCopy's: SetFirstReach); 0 for a Copier.
 	reach float64
+	// lenders are the families whose kinds lend a clear loss of the
+	// second way to their larger size classes (SingleCopy.LendAcrossSizes).
+	lenders map[int]bool
 }
 
 // copyWays is what is known of one kind and size class: the operations
@@ -100,12 +122,15 @@ type copyWays struct {
 	// way, how many more will still run cold, how many operations the
 	// run of the way not taken has left, whether the run's next sample
 	// is its first warm one, the family of the kind (SingleCopy.Choose),
-	// and whether the class took its way from its family (borrow).
+	// whether the class took its way from its family or a smaller class
+	// (borrow), and at how many of the early runs' points in a row the
+	// way taken had won clearly (runDue).
 	last      bool
 	cold, run int
 	fresh     bool
 	family    int
 	borrowed  bool
+	clearWins int
 }
 
 // Choose reports whether an operation of the given kind and bytes, at
@@ -165,7 +190,7 @@ func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64,
 	w, made := t.entry(kind, bytes)
 	if made {
 		w.family = family
-		t.borrow(w, bits.Len(uint(bytes)))
+		t.borrow(w, kind, bits.Len(uint(bytes)))
 	}
 	w.ops++
 	second, time, cold = w.wholeWay(t.reach)
@@ -187,7 +212,15 @@ func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64,
 // crowded host do not copy once there), so a class's first kind pays
 // for what the others take; a kind that differs finds out at its first
 // run.
-func (t *twoWays) borrow(w *copyWays, class int) {
+//
+// A kind of a lending family (SingleCopy.LendAcrossSizes) with nothing to
+// borrow in its class takes the first way where its nearest smaller
+// class, at most lendSizes classes down, found the second clearly slower
+// (wholeClear), and counts that as one clear win (runDue): an Allreduce
+// that copies once at twice the slots' time at 1 MiB does so at 4 MiB
+// too. Only a loss is lent: a class that borrowed the second way would
+// skip the rent that its first reach of the new, larger buffers costs.
+func (t *twoWays) borrow(w *copyWays, kind, class int) {
 	agreed, second := false, false
 	for k, o := range t.ways {
 		if k.class != class || o == w || o.family != w.family || !o.known() {
@@ -198,14 +231,25 @@ func (t *twoWays) borrow(w *copyWays, class int) {
 		}
 		agreed, second = true, o.second
 	}
-	w.borrowed, w.second = agreed, second
+	if agreed || !t.lenders[w.family] {
+		w.borrowed, w.second = agreed, second
+		return
+	}
+	for c := class - 1; c >= class-lendSizes; c-- {
+		if o := t.ways[copyKey{kind, c}]; o != nil && o.known() {
+			if o.cost[1] >= wholeClear*o.cost[0] {
+				w.borrowed, w.second, w.clearWins = true, false, 1
+			}
+			return
+		}
+	}
 }
 
 // wholeWay is the way of w's next whole operation: a run of the first
 // way until it has two warm samples, and until it has cost what the
 // second's first reach of new buffers would (renting), then one of the
-// second; then the faster way, but for a run of the other one operation
-// in runEvery. The runs' operations need their times; a cold one's time
+// second; then the faster way, but for a run of the other when one is
+// due (runDue). The runs' operations need their times; a cold one's time
 // is not learned, but the way taken after a run learns its first warm
 // ones as it learns any (one in slotsTimedEvery through the slots). A
 // borrowed class takes its way at once, until a run has timed the
@@ -225,7 +269,7 @@ func (w *copyWays) wholeWay(reach float64) (second, time, cold bool) {
 			w.second = w.cost[1] < w.cost[0]
 		}
 		second = w.second
-		if w.ops%runEvery == 0 || w.ops >= 32 && w.ops&(w.ops-1) == 0 {
+		if w.runDue() {
 			w.run, w.fresh = runOps-1, true
 			second, time = !second, true
 		}
@@ -238,6 +282,27 @@ func (w *copyWays) wholeWay(reach float64) (second, time, cold bool) {
 		w.cold--
 	}
 	return second, time, cold
+}
+
+// runDue reports whether w's next operation, its ops'th, starts a run of
+// the way not taken: one in runEvery, and sooner early on, at the 32nd,
+// 64th and 128th, when what the first runs learned may have been a slow
+// start (first use of the buffers' pages), unless the way taken has won
+// by wholeClear at two of those points in a row.
+func (w *copyWays) runDue() bool {
+	switch {
+	case w.ops%runEvery == 0:
+		return true
+	case w.ops < 32 || w.ops&(w.ops-1) != 0:
+		return false
+	case !w.known():
+		// A borrowed way not yet run against the other: run it.
+	case w.cost[0] >= wholeClear*w.cost[1] || w.cost[1] >= wholeClear*w.cost[0]:
+		w.clearWins++
+	default:
+		w.clearWins = 0
+	}
+	return w.clearWins < 2
 }
 
 // renting reports whether w, which has not learned both ways, still

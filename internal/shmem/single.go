@@ -61,6 +61,23 @@ func (s *SingleCopy) SetFirstReach(perPage time.Duration) {
 	s.ways.reach = float64(perPage) / 4
 }
 
+// LendAcrossSizes makes the kinds of family lend a clear loss of the
+// single copy to their own larger size classes: a class with nothing to
+// borrow from its family goes through the segment from its first
+// operation where the nearest smaller class of its kind found copying
+// once clearly slower, and tries copying once at its first run, the
+// 32nd operation. It suits a family whose single copy wins or loses
+// alike from one size to the next, as a kind's first operations of a
+// size then need not time the way that loses.
+func (s *SingleCopy) LendAcrossSizes(family int) {
+	s.ways.mu.Lock()
+	defer s.ways.mu.Unlock()
+	if s.ways.lenders == nil {
+		s.ways.lenders = make(map[int]bool)
+	}
+	s.ways.lenders[family] = true
+}
+
 // FirstReach is what SetFirstReach last set: 0 until it is called.
 func (s *SingleCopy) FirstReach() time.Duration {
 	s.ways.mu.Lock()

@@ -356,3 +356,82 @@ func TestSingleCopyRentsBeforeItsFirstReach(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleCopySkipsEarlyRunsOnceClear: the runs of the way not taken
+// at the 32nd, 64th and 128th operation are for a slow start; where the
+// way taken has won by wholeClear when both ways were first timed and
+// again at the run at the 32nd, the runs at the 64th and 128th are
+// skipped, and each costs four operations of a way that loses. The run
+// at the 256th comes whatever the margin.
+func TestSingleCopySkipsEarlyRunsOnceClear(t *testing.T) {
+	const kind, bytes = 2, 4 << 20
+	tests := []struct {
+		name          string
+		slots, single float64
+		taken         bool // the way that wins: true for the single copy
+		// Of the operations from the 9th to the 255th, how many take
+		// the way not taken, four a run.
+		wantOther int
+	}{
+		{"a clear loss of the single copy", 80, 160, false, 4},
+		{"a clear win of the single copy", 160, 80, true, 4},
+		{"a win that is not clear", 100, 130, false, 12},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			choices := drive(t, &s, kind, bytes, 300, costs{slots: tc.slots, single: tc.single}.at)
+			other := func(c Choice) bool { return c.Single != tc.taken }
+			if n := count(choices[:255], 8, other); n != tc.wantOther {
+				t.Errorf("took the other way %d times from the 9th operation to the 255th, want %d", n, tc.wantOther)
+			}
+			if n := count(choices[255:259], 0, other); n != runOps {
+				t.Errorf("took the other way %d times in the run at the 256th operation, want %d", n, runOps)
+			}
+		})
+	}
+}
+
+// TestSingleCopyLendsAClearLossAcrossSizes: a kind of a family that lends
+// across sizes starts a new size class through the segment where its
+// nearest smaller class found copying once clearly slower, and tries
+// copying once at its first run, the 32nd operation, instead of at its
+// 5th to 8th. Two ranks' Allreduces on the Zen 3 VM copied once at 1.8-2
+// times the slots' time at 1 MiB and 4 MiB alike (2026-11-30). Nothing
+// else is lent: a win, a loss that is not clear, a loss of another
+// family's kind or of a class too far down.
+func TestSingleCopyLendsAClearLossAcrossSizes(t *testing.T) {
+	const lending, bytes = 1, 4 << 20
+	clearLoss := costs{slots: 80, single: 160}.at
+	tests := []struct {
+		name               string
+		family, lenderSize int
+		lender, cost       func(int, bool, int) float64
+		wantFirst          int // the operation, from 0, that first copies once
+		wantSingle         int // copies once in the class's first 86 operations
+	}{
+		{"a clear loss", lending, bytes / 2, clearLoss, clearLoss, 31, 4},
+		{"from two classes down", lending, bytes / 4, clearLoss, clearLoss, 31, 4},
+		{"a class that differs turns at its first run", lending, bytes / 4, clearLoss, costs{slots: 160, single: 80}.at, 31, 55},
+		// Without a loan the class times both ways first (the 5th to the
+		// 8th operation) and runs the single copy at the 32nd.
+		{"not to a family that does not lend", lending + 1, bytes / 4, clearLoss, clearLoss, 4, 8},
+		{"not a loss that is not clear", lending, bytes / 4, costs{slots: 100, single: 130}.at, clearLoss, 4, 8},
+		{"not a win", lending, bytes / 4, costs{slots: 160, single: 80}.at, clearLoss, 4, 8},
+		{"not from three classes down", lending, bytes / 8, clearLoss, clearLoss, 4, 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s SingleCopy
+			s.LendAcrossSizes(lending)
+			driveFamily(t, &s, 2, tc.family, tc.lenderSize, 300, tc.lender)
+			choices := driveFamily(t, &s, 2, tc.family, bytes, 86, tc.cost)
+			if first := slices.IndexFunc(choices, copiedOnce); first != tc.wantFirst {
+				t.Errorf("first copied once at operation %d, want %d", first, tc.wantFirst)
+			}
+			if single := count(choices, 0, copiedOnce); single != tc.wantSingle {
+				t.Errorf("copied once %d times in 86 operations, want %d", single, tc.wantSingle)
+			}
+		})
+	}
+}
