@@ -296,7 +296,8 @@ func (w *copyWays) runDue() bool {
 	case w.ops < 32 || w.ops&(w.ops-1) != 0:
 		return false
 	case !w.known():
-		// A borrowed way not yet run against the other: run it.
+		// A borrowed way, not yet timed against the other: its run is
+		// due, and there is no margin to count.
 	case w.cost[0] >= wholeClear*w.cost[1] || w.cost[1] >= wholeClear*w.cost[0]:
 		w.clearWins++
 	default:
