@@ -32,7 +32,7 @@ func newCollapser(o *Options, rank int) *hugepage.Collapser {
 // are.
 func (op *SegmentOp) useHugePages(bufs [2][]byte, decider int) {
 	s := op.s
-	if s.huge == nil || op.direct || decider < 0 || !s.maySingle(op.call.Kind, op.bytes()) || !s.everyoneReads() {
+	if s.huge == nil || op.direct || !op.chosen(decider) || !s.everyoneReads() {
 		return
 	}
 	for _, b := range bufs {

@@ -257,7 +257,7 @@ func (s *Segment) everyoneReads() bool {
 // policy lets it copy once, and records on the decider the way it takes.
 func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	s := op.s
-	if decider < 0 || !s.maySingle(op.call.Kind, op.bytes()) {
+	if !op.chosen(decider) {
 		return
 	}
 	op.decider = decider
@@ -281,6 +281,14 @@ func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 		}
 	}
 	binary.LittleEndian.PutUint64(rec[recWay:], op.way)
+}
+
+// chosen reports whether the operation's way is chosen, by decider: it
+// has one, and the segment's policy lets the operation copy once. Only
+// then may a rank's buffers be read or written by the others
+// (useHugePages).
+func (op *SegmentOp) chosen(decider int) bool {
+	return decider >= 0 && op.s.maySingle(op.call.Kind, op.bytes())
 }
 
 // The families of kinds that copy once alike (shmem.SingleCopy.Choose):

@@ -288,7 +288,8 @@ func (w *copyWays) wholeWay(reach float64) (second, time, cold bool) {
 // the way not taken: one in runEvery, and sooner early on, at the 32nd,
 // 64th and 128th, when what the first runs learned may have been a slow
 // start (first use of the buffers' pages), unless the way taken has won
-// by wholeClear at two of those points in a row.
+// by wholeClear at two of those points in a row. It counts those wins
+// as it passes the points, so it is asked once an operation.
 func (w *copyWays) runDue() bool {
 	switch {
 	case w.ops%runEvery == 0:
