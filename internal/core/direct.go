@@ -124,6 +124,7 @@ func (op *SegmentOp) Direct(peer int) (bufs [][2][]byte, ok bool, err error) {
 			return nil, false, nil
 		}
 	}
+	op.allBegun = true
 	op.mapped = true
 	s.directOps.Add(1)
 	for r := range s.ranks {

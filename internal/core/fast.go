@@ -10,11 +10,18 @@ package core
 // written again two operations later, by which time every rank has read
 // it: a rank begins an operation only once every rank has begun the one
 // before it, so that none still reads the operation before that. An
-// operation that waits for every rank's line (Exchange with FromAll), and
-// one through the slots (Finish, Direct), ends only after every rank has
-// begun it; after one that did not (Exchange from one rank or from
-// none), the next operation's Begin waits for every rank's line of it
-// and compares its calls (settle).
+// operation that waits for every rank's line (Exchange with FromAll), or
+// for every rank's step or record (Finish, Direct), ends only after every
+// rank has begun it; after one that did not, the next operation's Begin
+// waits until every rank has begun it and compares its calls (settle).
+// Those are an Exchange from one rank or from none, and a rank's part of
+// a single copy that waited for its root only: a Gather's sender or a
+// Scatter's receiver that copied once and left. Before settle
+// covered the latter, a rank of four on two CPUs that was slow in a
+// Barrier read another's line of the Barrier two operations on, past a
+// Gather whose sender had copied once, as its line of the Barrier it was
+// in, and failed the job with a mismatch (2026-11-30); a line that
+// carried data would have given the later operation's data.
 //
 //	0    the ticket (stored last), then the call as a record has it
 //	32   the data, at most FastBytes
@@ -75,30 +82,29 @@ func (op *SegmentOp) Exchange(data []byte, from int) ([][]byte, error) {
 			return nil, err
 		}
 	}
-	if from != FromAll {
-		s.unsettled = op.ticket
-	}
+	op.allBegun = from == FromAll
 	return s.lines, nil
 }
 
 // settle waits until every rank has begun the operation before this one,
-// which ran through the fast lines without waiting for every rank
-// (Exchange), and compares their calls of it with this rank's: it runs
-// before this operation writes anything. Every rank's line of that
-// operation holds it until the rank writes its line of the operation
-// after this one, which it cannot do before this rank has begun this one.
-// A rank that ran that operation through the slots, its call differing,
-// writes no line to wait for; it waits for this rank itself there (every
-// slot operation ends with Finish), finds the difference and aborts the
-// job, which ends this wait.
+// which ended without this rank seeing every rank begin it, and compares
+// their calls of it with this rank's: it runs before this operation
+// writes anything. A rank has begun an operation once its line of it
+// (through the fast lines) or its record of it (through the segment)
+// holds its ticket or a later one; either way its call is there until
+// it writes its line or record of the operation after this one, which it
+// cannot do before this rank has begun this one. A rank whose call of
+// that operation differs from this rank's may have run it the other way,
+// so both are looked at: the comparison then fails the job.
 func (op *SegmentOp) settle() error {
 	s, t := op.s, op.ticket-1
 	for r := range s.ranks {
 		if r == s.c.rank || s.seen[r] >= t {
 			continue
 		}
-		if w := recordTicket(s.fastLine(r, t)); w.Load() < t {
-			if err := op.spin(r, w, t); err != nil {
+		rec, line := recordTicket(s.record(r, t)), recordTicket(s.fastLine(r, t))
+		if rec.Load() < t && line.Load() < t {
+			if err := op.spinOr(r, rec, line, t); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -62,8 +63,9 @@ type Segment struct {
 	round  uint64        // rounds run so far
 	seen   []uint64      // by rank: the last ticket whose calls were compared
 	known  []uint64      // by rank: the highest step seen, so that satisfied waits read no shared line
-	// unsettled is the ticket of the last operation that did not wait
-	// for every rank (Exchange), whose calls the next one compares first.
+	// unsettled is the ticket of the last operation that ended without
+	// seeing every rank begin it (SegmentOp.allBegun), which the next one
+	// waits for and compares first (settle).
 	unsettled uint64
 	// The buffers of a direct operation by rank, as Direct returns
 	// them, and the mappings they lie in (direct.go).
@@ -236,6 +238,10 @@ type SegmentOp struct {
 	deadline time.Time     // when the communicator's timeout passes; zero until the first slow wait
 	live     time.Time     // when to check next that waited-for ranks live; zero until the first slow wait
 	beside   bool          // see Beside
+	// allBegun says that this rank has seen every rank begin the
+	// operation; one that ends without it leaves the next to settle
+	// (fast.go).
+	allBegun bool
 	// unrecorded says that the call is not in the communicator's call
 	// table yet (BeginLines): the first slow wait records it.
 	unrecorded bool
@@ -343,6 +349,9 @@ func (op *SegmentOp) Finish() error {
 
 // End finishes the operation and hands the turn to the next one.
 func (op *SegmentOp) End() {
+	if !op.allBegun {
+		op.s.unsettled = op.ticket
+	}
 	op.recordTook()
 	op.unpin()
 	if op.round != 0 {
@@ -450,6 +459,9 @@ func (op *SegmentOp) waitAll(step uint64) error {
 			}
 		}
 	}
+	if step >= 2*op.first-1 {
+		op.allBegun = true // each published a step of the operation
+	}
 	return nil
 }
 
@@ -482,6 +494,15 @@ func (op *SegmentOp) wait(r int, step uint64) error {
 // mark is set after r's last step, so a rank that left with w still short
 // of step will never reach it.
 func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
+	return op.spinOr(r, w, nil, step)
+}
+
+// errReachedOr ends a wait of spinOr whose other word reached its step.
+var errReachedOr = errors.New("the other word reached the step")
+
+// spinOr is spin that also ends, successfully, once or (nil for none)
+// reaches step.
+func (op *SegmentOp) spinOr(r int, w, or *atomic.Uint64, step uint64) error {
 	s := op.s
 	yield := shmem.ToProcess
 	if s.pids[r] == s.pids[s.c.rank] {
@@ -497,6 +518,9 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		if err := op.failed(r); err != nil {
 			return err
 		}
+		if or != nil && or.Load() >= step {
+			return errReachedOr
+		}
 		switch g := s.gone(r).Load(); {
 		case g == 0 || w.Load() >= step:
 			return nil
@@ -506,6 +530,9 @@ func (op *SegmentOp) spin(r int, w *atomic.Uint64, step uint64) error {
 		return fmt.Errorf("%w: rank %d closed its communicator before reaching step %d of the shared-memory %s",
 			ErrPeerClosed, s.c.group[r], step, op.call)
 	})
+	if err == errReachedOr {
+		return nil
+	}
 	return err
 }
 
