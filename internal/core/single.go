@@ -78,8 +78,9 @@ const (
 // singlePolicy is the policy of a segment that rank 0 makes with the
 // setting mode, on a host that is crowded or not.
 //
-// Where ranks outnumber the CPUs (Crowded), only Gathers, Scatters and
-// Alltoalls (from crowdedAlltoallSingleMin) may copy once by choice. In
+// Where ranks outnumber the CPUs (Crowded), only Gathers and Scatters
+// (from crowdedRootedSingleMin) and Alltoalls (from
+// crowdedAlltoallSingleMin) may copy once by choice. In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
 // its data is in; and every rank would wait for the decider's record,
@@ -125,7 +126,8 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.policy == singleCrowded:
-		return kind == wire.KindGather || kind == wire.KindScatter || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
+		rooted := kind == wire.KindGather || kind == wire.KindScatter
+		return rooted && bytes >= crowdedRootedSingleMin || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
 	case kind == wire.KindAllreduce && s.policy == singleAuto:
 		return bytes <= allreduceSingleMax
 	}
@@ -145,6 +147,19 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 // The Intel Xeon host's crowded Alltoalls won by copying once from 1
 // MiB (see singlePolicy), the smallest it tried.
 const crowdedAlltoallSingleMin = 1 << 20
+
+// crowdedRootedSingleMin is crowdedAlltoallSingleMin for Gathers and
+// Scatters. Where a process switch is slow, the wait for the decider's
+// record costs them too: four ranks on two CPUs of a Zen 5 VM under PVM,
+// whose process switch takes 4.9 µs (against the Zen 4 VM's 2.0),
+// 2026-11-30, µs, auto / always the slots / always once, three sets of
+// five alternating rounds: Gather 256 KiB 41.8 / 26.7 / 35.8, 37.4 /
+// 31.1 / 43.8 and 37.1 / 27.7 (auto with this minimum), Scatter 29.4 /
+// 25.1 / 30.2, 29.5 / 27.4 / 41.0 and 44.5 / 29.2; at 512 KiB the three
+// within each other's ranges (Gather 35.6 / 35.9 / 36.3, Scatter 35.3 /
+// 33.8 / 34.1), at 1 MiB the single copy ahead (Gather 42.0 / 54.1 /
+// 38.4, Scatter 41.2 / 59.4 / 38.6).
+const crowdedRootedSingleMin = 512 << 10
 
 // allreduceSingleMax is the largest Allreduce, in bytes, that may copy
 // once by choice (SingleCopyAuto). Each rank then reads its share of

@@ -13,7 +13,7 @@ import (
 // TestSinglePolicy: which operations may copy once under each setting,
 // on a host that is crowded and on one that is not: with auto on a
 // crowded host only Gathers, Scatters and Alltoalls (of 1 MiB, here;
-// see TestCrowdedAlltoallSingleMin).
+// see TestCrowdedSingleMins).
 func TestSinglePolicy(t *testing.T) {
 	kinds := []wire.Kind{wire.KindAllreduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
@@ -38,24 +38,33 @@ func TestSinglePolicy(t *testing.T) {
 	}
 }
 
-// TestCrowdedAlltoallSingleMin: on a crowded host, auto lets an
-// Alltoall copy once from crowdedAlltoallSingleMin bytes only, and a
-// Gather at any size; cma lets both at any size.
-func TestCrowdedAlltoallSingleMin(t *testing.T) {
+// TestCrowdedSingleMins: on a crowded host, auto lets a Gather or a
+// Scatter copy once from crowdedRootedSingleMin bytes only, and an
+// Alltoall from crowdedAlltoallSingleMin; cma lets them at any size.
+func TestCrowdedSingleMins(t *testing.T) {
 	tests := []struct {
 		mode  string
-		below bool // whether an Alltoall smaller than crowdedAlltoallSingleMin may
+		below bool // whether a call smaller than its kind's minimum may
 	}{
 		{SingleCopyAuto, false},
 		{SingleCopyCMA, true},
 	}
+	mins := []struct {
+		kind wire.Kind
+		min  int
+	}{
+		{wire.KindGather, crowdedRootedSingleMin},
+		{wire.KindScatter, crowdedRootedSingleMin},
+		{wire.KindAlltoall, crowdedAlltoallSingleMin},
+	}
 	for _, tt := range tests {
 		s := &Segment{policy: singlePolicy(tt.mode, true)}
-		t.Run(tt.mode, func(t *testing.T) {
-			require.Equal(t, tt.below, s.maySingle(wire.KindAlltoall, crowdedAlltoallSingleMin-1))
-			require.True(t, s.maySingle(wire.KindAlltoall, crowdedAlltoallSingleMin))
-			require.True(t, s.maySingle(wire.KindGather, 64<<10))
-		})
+		for _, m := range mins {
+			t.Run(tt.mode+"/"+m.kind.String(), func(t *testing.T) {
+				require.Equal(t, tt.below, s.maySingle(m.kind, m.min-1))
+				require.True(t, s.maySingle(m.kind, m.min))
+			})
+		}
 	}
 }
 
