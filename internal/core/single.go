@@ -72,7 +72,7 @@ const (
 	singleNever   = iota // SingleCopyNone
 	singleAuto           // by timing
 	singleAlways         // SingleCopyCMA
-	singleCrowded        // by timing, Gathers, Scatters and large Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleCrowded        // by timing, large Gathers, Scatters and Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
 )
 
 // singlePolicy is the policy of a segment that rank 0 makes with the
@@ -151,14 +151,14 @@ const crowdedAlltoallSingleMin = 1 << 20
 // crowdedRootedSingleMin is crowdedAlltoallSingleMin for Gathers and
 // Scatters. Where a process switch is slow, the wait for the decider's
 // record costs them too: four ranks on two CPUs of a Zen 5 VM under PVM,
-// whose process switch takes 4.9 µs (against the Zen 4 VM's 2.0),
-// 2026-11-30, µs, auto / always the slots / always once, three sets of
-// five alternating rounds: Gather 256 KiB 41.8 / 26.7 / 35.8, 37.4 /
-// 31.1 / 43.8 and 37.1 / 27.7 (auto with this minimum), Scatter 29.4 /
-// 25.1 / 30.2, 29.5 / 27.4 / 41.0 and 44.5 / 29.2; at 512 KiB the three
-// within each other's ranges (Gather 35.6 / 35.9 / 36.3, Scatter 35.3 /
-// 33.8 / 34.1), at 1 MiB the single copy ahead (Gather 42.0 / 54.1 /
-// 38.4, Scatter 41.2 / 59.4 / 38.6).
+// whose process switch takes 4.9 µs (1.95 on a Zen 3 VM), 2026-11-30,
+// µs, auto / always the slots / always once, two sets of five
+// alternating rounds: Gather 256 KiB 41.8 / 26.7 / 35.8 and 37.4 / 31.1
+// / 43.8, Scatter 29.4 / 25.1 / 30.2 and 29.5 / 27.4 / 41.0 (a third,
+// auto / auto with this minimum: Gather 37.1 / 27.7, Scatter 44.5 /
+// 29.2); at 512 KiB the three within each other's ranges (Gather 35.6
+// / 35.9 / 36.3, Scatter 35.3 / 33.8 / 34.1), at 1 MiB the single copy
+// ahead (Gather 42.0 / 54.1 / 38.4, Scatter 41.2 / 59.4 / 38.6).
 const crowdedRootedSingleMin = 512 << 10
 
 // allreduceSingleMax is the largest Allreduce, in bytes, that may copy
