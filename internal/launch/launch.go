@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -410,8 +411,23 @@ func orDefault(w, def io.Writer) io.Writer {
 	return w
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago:
+// where the kernel says which ports it hands to outgoing connections
+// (ephemeralFrom), one below them, since a port it hands out between
+// this look and the port's use is taken. A test's four ranks once found
+// their rendezvous port so taken while other tests' processes connected
+// over loopback (2026-11-30); below that range only another such look
+// can take it.
 func FreePort() (int, error) {
+	if lo, ok := ephemeralFrom(); ok && lo-portsFrom >= portTries {
+		for range portTries {
+			p := portsFrom + mathrand.IntN(lo-portsFrom)
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("launch: finding a free port: %w", err)
@@ -419,6 +435,14 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// FreePort picks among the ports from portsFrom up to the kernel's
+// ephemeral range, above those that services commonly take, and tries
+// portTries of them before it asks the kernel for one of its own.
+const (
+	portsFrom = 10000
+	portTries = 32
+)
 
 // NewSecret returns a fresh random job secret.
 func NewSecret() string {
