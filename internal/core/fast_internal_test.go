@@ -26,21 +26,9 @@ import (
 // operation 2 (through the segment, waiting for nobody) and begin
 // operation 3 through the lines.
 func TestLinesOutliveAnEarlyLeaver(t *testing.T) {
-	cs, err := NewLocal(3, WithTransport("shm"))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	})
+	segs := segmentsOf(t, 3)
 	ctx := context.Background()
-	segs := make([]*Segment, len(cs))
-	for r, c := range cs {
-		segs[r] = c.Segment()
-		require.NotNil(t, segs[r])
-	}
-	lines := wire.Call{Kind: wire.KindAllreduce, DType: kernel.Uint8, Count: 1, Root: -1, Algorithm: wire.AlgoShm}
-	record := wire.Call{Kind: wire.KindGather, DType: kernel.Uint8, Count: 1 << 20, Algorithm: wire.AlgoShm}
+	lines, record := linesCall, recordCall
 	// data is what rank r puts in its line in operation t.
 	data := func(r int, t uint64) []byte { return []byte{byte(10*t) + byte(r)} }
 	// exchange runs operation t through rank r's lines, waiting for
@@ -119,4 +107,50 @@ func TestLinesOutliveAnEarlyLeaver(t *testing.T) {
 	_, err = exchange(&op, 2, 3, FromNone)
 	require.NoError(t, err)
 	op.End()
+}
+
+// TestSettleFindsACallRunTheOtherWay: a rank that left an operation
+// through the segment early, whose peer ran its call of that operation
+// through the fast lines (the two calls differ), finds the difference
+// when its next operation settles the one it left, and the job fails
+// with a mismatch: it looks at the peer's line as well as its record,
+// and does not wait for a record that never comes.
+func TestSettleFindsACallRunTheOtherWay(t *testing.T) {
+	segs := segmentsOf(t, 2, WithTimeout(20*time.Second))
+	ctx := context.Background()
+	for _, s := range segs {
+		s.Enqueue()
+		s.Enqueue()
+	}
+	var op SegmentOp
+	require.NoError(t, segs[0].BeginLines(&op, ctx, 1, 1, linesCall))
+	_, err := op.Exchange([]byte{1}, FromNone)
+	require.NoError(t, err)
+	op.End()
+	require.NoError(t, segs[1].Begin(&op, ctx, 1, 1, recordCall, [2][]byte{}, -1))
+	op.End()
+	err = segs[1].BeginLines(&op, ctx, 2, 2, linesCall)
+	var m *MismatchError
+	require.ErrorAs(t, err, &m, "rank 1's next operation")
+	require.Equal(t, linesCall, m.Remote)
+	require.Equal(t, recordCall, m.Local)
+}
+
+// The calls of the tests above: one through the fast lines, and one
+// through the segment's records.
+var (
+	linesCall  = wire.Call{Kind: wire.KindAllreduce, DType: kernel.Uint8, Count: 1, Root: -1, Algorithm: wire.AlgoShm}
+	recordCall = wire.Call{Kind: wire.KindGather, DType: kernel.Uint8, Count: 1 << 20, Algorithm: wire.AlgoShm}
+)
+
+// segmentsOf is the segments of a pollJob of n ranks over shared memory.
+func segmentsOf(t *testing.T, n int, opts ...Option) []*Segment {
+	t.Helper()
+	cs := pollJob(t, "shm", n, opts...)
+	segs := make([]*Segment, n)
+	for r, c := range cs {
+		segs[r] = c.Segment()
+		require.NotNil(t, segs[r], "rank %d's segment", r)
+	}
+	return segs
 }

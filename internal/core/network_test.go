@@ -90,15 +90,7 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 // family wins and loses by size, is not lent, and its new size times
 // both ways first (the 5th operation copies once).
 func TestSegmentChooserLendsAllreducesLosses(t *testing.T) {
-	cs, err := NewLocal(2, WithTransport("shm"))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	})
-	s := cs[0].Segment()
-	require.NotNil(t, s)
+	s := segmentsOf(t, 2)[0]
 	s.single.SetFirstReach(0) // no rent before the first single copy, on any host
 	// drive makes ops operations of kind and bytes, copying once at
 	// twice the slots' time, and returns the first that copied once.
