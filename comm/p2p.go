@@ -70,7 +70,8 @@ func (c *Comm) Irecv(src, tag int, b []byte) (*Request, error) {
 // Isend starts a send of b to rank dst with the given tag and returns at
 // once; b must not be touched until the request completes. Sends to one
 // rank go in the order they were started, Isend's and Send's alike. Each
-// destination with sends in flight costs one goroutine while it has them.
+// destination that Isend has sent to keeps one goroutine, which sends
+// them, until the world communicator is closed or fails.
 func (c *Comm) Isend(dst, tag int, b []byte) (*Request, error) {
 	r, err := c.core().Isend(dst, tag, b)
 	return (*Request)(r), err

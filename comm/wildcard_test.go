@@ -611,42 +611,84 @@ func TestTypedNonblocking(t *testing.T) {
 }
 
 // TestTypedWildcardAllocs: a steady round trip of typed messages, the
-// reply taken by a wildcard receive, allocates nothing.
+// echo taken by a wildcard receive, allocates nothing, whichever typed
+// calls make it: Send and a wildcard Recv, Isend and a named Irecv, a
+// Sendrecv, a Probe before a named Recv.
 func TestTypedWildcardAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops items); make test runs this without -race")
 	}
-	for _, tr := range transports {
-		t.Run(tr, func(t *testing.T) {
-			cs := newJob(t, 2, comm.WithTransport(tr))
-			ctx := context.Background()
-			const rounds = 200
-			echo := make(chan error, 1)
-			go func() {
-				buf := make([]float32, 256)
-				for range rounds + 1 {
-					st, err := comm.Recv(ctx, cs[1], comm.AnySource, comm.AnyTag, buf)
-					if err == nil {
-						err = comm.Send(ctx, cs[1], st.Source, st.Tag+1, buf[:st.Bytes/4])
-					}
-					if err != nil {
-						echo <- err
-						return
-					}
-				}
-				echo <- nil
-			}()
-			out, in := make([]float32, 256), make([]float32, 256)
-			roundTrip := func() {
-				require.NoError(t, comm.Send(ctx, cs[0], 1, 1, out))
-				_, err := comm.Recv(ctx, cs[0], comm.AnySource, 2, in)
-				require.NoError(t, err)
+	ctx := context.Background()
+	ways := []struct {
+		name string
+		trip func(c *comm.Comm, out, in []float32) error
+	}{
+		{"Send/Recv(AnySource)", func(c *comm.Comm, out, in []float32) error {
+			if err := comm.Send(ctx, c, 1, 1, out); err != nil {
+				return err
 			}
-			roundTrip()
-			allocs := testing.AllocsPerRun(rounds-1, roundTrip)
-			require.NoError(t, <-echo)
-			require.Zero(t, allocs, "allocations per round trip")
-		})
+			_, err := comm.Recv(ctx, c, comm.AnySource, 2, in)
+			return err
+		}},
+		{"Isend/Irecv", func(c *comm.Comm, out, in []float32) error {
+			rr, err := comm.Irecv(c, 1, 2, in)
+			if err != nil {
+				return err
+			}
+			sr, err := comm.Isend(c, 1, 1, out)
+			if err != nil {
+				return err
+			}
+			if _, err := sr.Wait(ctx); err != nil {
+				return err
+			}
+			_, err = rr.Wait(ctx)
+			return err
+		}},
+		{"Sendrecv", func(c *comm.Comm, out, in []float32) error {
+			_, err := comm.Sendrecv(ctx, c, out, 1, 1, in, 1, 2)
+			return err
+		}},
+		{"Probe/Recv", func(c *comm.Comm, out, in []float32) error {
+			if err := comm.Send(ctx, c, 1, 1, out); err != nil {
+				return err
+			}
+			st, err := c.Probe(ctx, comm.AnySource, comm.AnyTag)
+			if err != nil {
+				return err
+			}
+			_, err = comm.Recv(ctx, c, st.Source, st.Tag, in)
+			return err
+		}},
+	}
+	for _, tr := range transports {
+		for _, way := range ways {
+			t.Run(tr+"/"+way.name, func(t *testing.T) {
+				cs := newJob(t, 2, comm.WithTransport(tr))
+				const rounds = 200
+				echo := make(chan error, 1)
+				go func() {
+					buf := make([]float32, 256)
+					for range rounds + 1 {
+						st, err := comm.Recv(ctx, cs[1], comm.AnySource, comm.AnyTag, buf)
+						if err == nil {
+							err = comm.Send(ctx, cs[1], st.Source, st.Tag+1, buf[:st.Bytes/4])
+						}
+						if err != nil {
+							echo <- err
+							return
+						}
+					}
+					echo <- nil
+				}()
+				out, in := make([]float32, 256), make([]float32, 256)
+				roundTrip := func() { require.NoError(t, way.trip(cs[0], out, in)) }
+				roundTrip()
+				allocs := testing.AllocsPerRun(rounds-1, roundTrip)
+				require.NoError(t, <-echo)
+				require.Zero(t, allocs, "allocations per round trip")
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,15 +94,12 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 	ep.watchAll()
 	ep.wild.probers.Add(1)
 	defer ep.wild.probers.Add(-1)
+	wake := ep.wild.waiter()
+	defer ep.wild.doneWaiting(wake)
 	for {
-		// Take the channel before looking: a message that arrives after
-		// the look closes it.
-		ep.wild.mu.Lock()
-		if ep.wild.arrival == nil {
-			ep.wild.arrival = make(chan struct{})
-		}
-		arrival := ep.wild.arrival
-		ep.wild.mu.Unlock()
+		// Ask to be woken before looking: a message that arrives after
+		// the look wakes this probe.
+		ep.wild.await(wake)
 		if err := ep.err(); err != nil {
 			return Status{}, c.opError("probe", src, int64(tag), err)
 		}
@@ -110,7 +108,7 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 		}
 		var err error
 		select {
-		case <-arrival:
+		case <-wake:
 			continue
 		case <-ctx.Done():
 			err = context.Cause(ctx)
@@ -128,17 +126,22 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 }
 
 // Point-to-point sends that return at once (Isend) queue on their
-// destination, where one goroutine, started when the queue fills and
-// ending when it empties, sends them in order. A blocking Send to a
-// destination with queued sends queues behind them, so that no message
-// overtakes one sent before it.
+// destination, where one goroutine, started by the destination's first
+// Isend and ending when the endpoint fails or closes, sends them in
+// order; it waits for more while the queue is empty. A blocking Send to
+// a destination with queued sends queues behind them, so that no message
+// overtakes one sent before it. The goroutine is kept rather than started
+// for each busy spell: a go statement with arguments allocates their
+// closure, and steady Isends allocate nothing.
 
 // sendQueue is the queue of one destination's non-blocking sends.
 type sendQueue struct {
 	mu      sync.Mutex
-	queue   []*Request
-	sending bool
-	n       atomic.Int32 // queued, or being sent
+	queue   []*Request // queued from head on; reused once empty
+	head    int
+	running bool          // the destination's sending goroutine runs
+	work    chan struct{} // buffered, 1: the queue may have sends
+	n       atomic.Int32  // queued, or being sent
 }
 
 // Isend starts a send of b to rank dst with tag and returns at once; b
@@ -170,11 +173,21 @@ func (c *Comm) isend(dst int, h *wire.Header, b, body []byte) *Request {
 	q.mu.Lock()
 	q.queue = append(q.queue, r)
 	q.n.Add(1)
-	start := !q.sending
-	q.sending = true
+	start := !q.running
+	if start {
+		q.running = true
+		if q.work == nil {
+			q.work = make(chan struct{}, 1)
+		}
+	}
 	q.mu.Unlock()
 	if start {
 		go c.ep.sendQueued(r.src, q)
+	} else {
+		select {
+		case q.work <- struct{}{}:
+		default: // the goroutine has a wake-up coming already
+		}
 	}
 	return r
 }
@@ -186,18 +199,32 @@ func userHeader(c *Comm, tag int, b []byte, dt kernel.DType, count int) wire.Hea
 		Count: uint64(count), Length: uint64(len(b)), Root: -1}
 }
 
-// sendQueued sends the queue of world rank dst until it is empty.
+// sendQueued sends the queue of world rank dst, waiting for more while it
+// is empty, until the endpoint fails and the queue is empty: the sends
+// queued after a failure fail at once.
 func (ep *endpoint) sendQueued(dst int, q *sendQueue) {
 	for {
 		q.mu.Lock()
-		if len(q.queue) == 0 {
-			q.sending = false
+		if q.head == len(q.queue) {
+			q.queue, q.head = q.queue[:0], 0
 			q.mu.Unlock()
-			return
+			select {
+			case <-q.work:
+				continue
+			case <-ep.failed:
+			}
+			q.mu.Lock()
+			if q.head == len(q.queue) {
+				q.running = false // a later Isend starts another
+				q.mu.Unlock()
+				return
+			}
+			q.mu.Unlock()
+			continue
 		}
-		r := q.queue[0]
-		q.queue[0] = nil
-		q.queue = q.queue[1:]
+		r := q.queue[q.head]
+		q.queue[q.head] = nil
+		q.head++
 		r.state = reqReceiving // being sent: no longer withdrawn
 		q.mu.Unlock()
 		err := ep.send(context.Background(), dst, &r.hdr, r.buf, r.body)
@@ -220,9 +247,9 @@ func (q *sendQueue) unqueue(r *Request) bool {
 	if r.state != reqPosted {
 		return false
 	}
-	for i, o := range q.queue {
-		if o == r {
-			q.queue = append(q.queue[:i], q.queue[i+1:]...)
+	for i := q.head; i < len(q.queue); i++ {
+		if q.queue[i] == r {
+			q.queue = slices.Delete(q.queue, i, i+1)
 			q.n.Add(-1)
 			r.state = reqDone
 			return true

@@ -53,11 +53,53 @@ type wildcards struct {
 	n atomic.Int32
 	// order numbers the receives posted while wildcard ones may wait.
 	order atomic.Uint64
-	// probers counts blocking probes between their looks; arrival is
-	// closed, and replaced, when an early message arrives while some
-	// wait.
+	// probers counts blocking probes; waiting holds the wake-up
+	// channels of those between their looks, which an early message
+	// that arrives meanwhile signals and takes out; spare holds the
+	// channels of probes that ended, for the next ones, so that a
+	// steady probe allocates nothing.
 	probers atomic.Int32
-	arrival chan struct{}
+	waiting []chan struct{}
+	spare   []chan struct{}
+}
+
+// waiter is a wake-up channel for a blocking probe: buffered, 1, and
+// empty.
+func (w *wildcards) waiter() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.spare); n > 0 {
+		c := w.spare[n-1]
+		w.spare[n-1] = nil
+		w.spare = w.spare[:n-1]
+		return c
+	}
+	return make(chan struct{}, 1)
+}
+
+// await has the next early message that arrives signal wake, unless one
+// will already.
+func (w *wildcards) await(wake chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.waiting, wake) {
+		w.waiting = append(w.waiting, wake)
+	}
+}
+
+// doneWaiting takes back wake, the channel of a probe that ended, for
+// the next probe.
+func (w *wildcards) doneWaiting(wake chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if i := slices.Index(w.waiting, wake); i >= 0 {
+		w.waiting = slices.Delete(w.waiting, i, i+1)
+	}
+	select {
+	case <-wake: // an arrival signalled it after the probe's last look
+	default:
+	}
+	w.spare = append(w.spare, wake)
 }
 
 // arrivals numbers early messages in the order they arrive.
@@ -317,9 +359,13 @@ func (ep *endpoint) noteArrival(m *message) {
 		return
 	}
 	ep.wild.mu.Lock()
-	if ep.wild.arrival != nil {
-		close(ep.wild.arrival)
-		ep.wild.arrival = nil
+	for i, wake := range ep.wild.waiting {
+		select {
+		case wake <- struct{}{}:
+		default: // signalled already
+		}
+		ep.wild.waiting[i] = nil
 	}
+	ep.wild.waiting = ep.wild.waiting[:0]
 	ep.wild.mu.Unlock()
 }
