@@ -89,6 +89,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/kernel
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/objcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 30s ./internal/objcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzRecvObject$$' -fuzztime 30s -fuzzminimizetime 20s ./collective
 
 # Point-to-point and kernel benchmarks.
 # A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,

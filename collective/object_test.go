@@ -724,3 +724,39 @@ func BenchmarkObjectAllgather(b *testing.B) {
 		}
 	}
 }
+
+// TestGobCodecChecksItsFraming: a gob stream whose message declares more
+// bytes than follow is an error before encoding/gob reads it, which would
+// first allocate what it declares (10 MiB for the 7 bytes below, found by
+// FuzzRecvObject), and a length byte that no gob writes is an error, not
+// a panic.
+func TestGobCodecChecksItsFraming(t *testing.T) {
+	valid, err := GobCodec.Append(nil, &[]int32{1, 2, 3})
+	require.NoError(t, err)
+	cases := []struct {
+		name    string
+		payload []byte
+		ok      bool
+	}{
+		{"valid", valid, true},
+		{"truncated", valid[:len(valid)-1], false},
+		{"declares 808 MB", []byte("\xfa\x00\x000000"), false},
+		{"length of 128 bytes", []byte{0x80}, false},
+		{"length cut short", []byte{0xfe, 0x01}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var v []int32
+			before := allocatedBytes()
+			err := GobCodec.Decode(tc.payload, &v)
+			allocated := allocatedBytes() - before
+			if tc.ok {
+				require.NoError(t, err)
+				require.Equal(t, []int32{1, 2, 3}, v)
+				return
+			}
+			require.Error(t, err)
+			require.Less(t, allocated, uint64(64<<10), "allocated bytes")
+		})
+	}
+}
