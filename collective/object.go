@@ -107,7 +107,10 @@ func (gobCodec) Append(b []byte, v any) ([]byte, error) {
 }
 
 func (gobCodec) Decode(b []byte, v any) error {
-	if err := checkGobFraming(b); err != nil {
+	// encoding/gob would allocate what a message's length declares, up
+	// to 10 MiB, before it found the bytes missing: a 7-byte payload from
+	// a hostile or broken peer cost 10 MiB (FuzzRecvObject).
+	if err := objcodec.CheckGobFrames(b); err != nil {
 		return err
 	}
 	r := bytes.NewReader(b)
@@ -116,36 +119,6 @@ func (gobCodec) Decode(b []byte, v any) error {
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes left over after the gob value", r.Len())
-	}
-	return nil
-}
-
-// checkGobFraming walks the messages of the gob stream b, each a length
-// and that many bytes, and fails when one declares more bytes than b has
-// left. encoding/gob would allocate what a length declares, up to 10 MiB
-// a message, before it found the bytes missing: a 7-byte payload from a
-// hostile or broken peer cost 10 MiB (FuzzRecvObject).
-func checkGobFraming(b []byte) error {
-	for off := 0; off < len(b); {
-		// A gob uint: a byte up to 0x7f is the value; otherwise its
-		// negation is the count of big-endian bytes that follow.
-		n, width := uint64(b[off]), 1
-		if n > 0x7f {
-			k := 256 - int(b[off])
-			if k > 8 || off+1+k > len(b) {
-				return fmt.Errorf("gob: a message length cut short at byte %d of %d", off, len(b))
-			}
-			n = 0
-			for _, c := range b[off+1 : off+1+k] {
-				n = n<<8 | uint64(c)
-			}
-			width += k
-		}
-		off += width
-		if n > uint64(len(b)-off) {
-			return fmt.Errorf("gob: a message of %d bytes at byte %d, with %d left", n, off, len(b)-off)
-		}
-		off += int(n)
 	}
 	return nil
 }

@@ -70,6 +70,20 @@
 // Decode sets the whole of *v: pointers point to new values, maps are new
 // maps, and unexported struct fields are zeroed.
 //
+// # Why an encoding of its own
+//
+// gob writes a []float32 element by element, tens of times slower than a
+// typed send, and so do the self-describing formats Go programs reach
+// for (MessagePack, CBOR, JSON: a tagged value per element). The formats
+// that do send numbers as one packed block (Protocol Buffers' packed
+// fields, FlatBuffers, Cap'n Proto) need a schema, and generated code,
+// for every type a worker sends. The object helpers take any Go value
+// that gob takes, with no schema, and want its numbers as one block of
+// memory: that is this encoding, which is small enough to fuzz whole
+// (FuzzDecode, FuzzRoundTrip). gob stays the fallback for values it does
+// not take, and the choice (collective.GobCodec) where an encoding must
+// describe itself.
+//
 // # Hostile input
 //
 // Decode never panics on any input, and never allocates more than 48

@@ -79,7 +79,7 @@ func Decode(b []byte, v any) error {
 		return err
 	}
 	if p.gob {
-		if err := checkGobFrames(b); err != nil {
+		if err := CheckGobFrames(b); err != nil {
 			return err
 		}
 		rv.Elem().SetZero()
@@ -183,10 +183,11 @@ func place(head []byte, bodyLen int, view []byte, v any, call string) ([]byte, b
 	return dst, true, nil
 }
 
-// checkGobFrames checks that b is a sequence of whole gob messages, each
+// CheckGobFrames checks that b is a sequence of whole gob messages, each
 // a count and that many bytes: gob's decoder would allocate a hostile
 // count's bytes (up to 10 MiB) before finding that the input is short.
-func checkGobFrames(b []byte) error {
+// Errors wrap ErrCorrupt.
+func CheckGobFrames(b []byte) error {
 	for len(b) > 0 {
 		c := b[0]
 		b = b[1:]
