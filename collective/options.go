@@ -163,14 +163,16 @@ func WithCompression(c codec.ID) Option { return Option{set: setCompression, cod
 func WithReceipts(on bool) Option { return Option{set: setReceipts, on: on} }
 
 // WithObjectCodec sets the encoding of the values of the object helpers
-// (BcastObject, AllgatherObject, GatherObject, ScatterObject): RawCodec,
-// GobCodec, or a codec of the caller's. The default is RawCodec, because
-// it sends slices and arrays of numbers (and of structs of numbers) as
-// raw blocks, at nearly the speed of a typed collective, and covers
-// everything else that gob encodes; GobCodec is for values whose
-// encoding must describe itself. Every rank must pass the same codec; a
-// rank that cannot decode what another encoded aborts the job with
-// comm.ErrMismatch. The other calls, which move typed slices, ignore the
-// option, so one list of options can serve both. A nil codec is an error
-// of the object helpers that get it.
+// (BcastObject, AllgatherObject, GatherObject, ScatterObject, SendObject,
+// RecvObject and RecvObjectInto): RawCodec, GobCodec, or a codec of the
+// caller's. The default is RawCodec, because it sends slices and arrays
+// of numbers (and of structs of numbers) as raw blocks, at nearly the
+// speed of a typed collective, and covers everything else that gob
+// encodes; GobCodec is for values whose encoding must describe itself.
+// Every rank must pass the same codec: in a collective, a rank that
+// cannot decode what another encoded aborts the job with
+// comm.ErrMismatch; point to point, the receive alone fails with it. The
+// other calls, which move typed slices, ignore the option, so one list of
+// options can serve both. A nil codec is an error of the object helpers
+// that get it.
 func WithObjectCodec(oc ObjectCodec) Option { return Option{set: setObjectCodec, objects: oc} }
