@@ -182,17 +182,33 @@ func (k *call[T]) awaitForward(in *inbound, peer int, dst []T, off int) error {
 
 // decodeArrived leaves the n payload bytes that arrived in in, coded by
 // c, in dst: in place when the call sends raw elements, else decoded,
-// which the tally times.
+// which the tally times; around the caches when the operation is of
+// decodeAroundMin bytes or more.
 func (k *call[T]) decodeArrived(in *inbound, n int, c codec.ID, dst []T) error {
 	if k.cfg.codec == codec.None {
 		codec.Store(dst, in.b)
 		return nil
 	}
 	k.t.Mark()
-	err := kernel.Decode(c, dst, in.b[:n])
+	var err error
+	if k.me.Count*k.size >= decodeAroundMin {
+		err = kernel.DecodeAround(c, dst, in.b[:n])
+	} else {
+		err = kernel.Decode(c, dst, in.b[:n])
+	}
 	k.t.Lap(core.PartCodec)
 	return err
 }
+
+// decodeAroundMin is the smallest operation, in bytes, whose compressed
+// arrivals are decoded around the caches (kernel.DecodeAround): larger
+// than a core's second-level cache on the hosts measured (0.5-2 MiB), so
+// that what a call decodes would not have stayed there for its caller
+// anyway, while a smaller result may. Two ranks' BF16 Allreduces over
+// tcp, in their allgather steps, then write their results to memory once
+// instead of reading each line first (docs/performance.md, 2026-11-30,
+// an Intel Xeon host). Tests lower it.
+var decodeAroundMin = 4 << 20
 
 // arrive waits for in, the receive from peer of want elements at offset
 // off, and checks what arrived: its payload's length and header.

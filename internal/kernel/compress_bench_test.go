@@ -180,3 +180,39 @@ func benchSumDecoded(b *testing.B, c codec.ID, mine []float32, payload, enc []by
 		})
 	}
 }
+
+// BenchmarkDecodeAround times Decode and DecodeAround of BF16 and FP16
+// into float32 out of the caches: 8 MiB a call, each into the next of
+// eight destinations (64 MiB), as a large collective's arrivals land in
+// its result; and, for the other side of decodeAroundMin's choice, 1 MiB
+// into one destination, again and again, which stays in the caches.
+func BenchmarkDecodeAround(b *testing.B) {
+	for _, size := range []struct {
+		name       string
+		bytes, dst int
+	}{{"8MiB-memory", 8 << 20, 8}, {"1MiB-cached", 1 << 20, 1}} {
+		n := size.bytes / 4
+		dsts := make([][]float32, size.dst)
+		for i := range dsts {
+			dsts[i] = make([]float32, n)
+		}
+		for _, c := range []codec.ID{codec.BF16, codec.FP16} {
+			payload, _ := Encode(c, make([]byte, 2*n), dsts[0])
+			for _, way := range []struct {
+				name   string
+				decode func(codec.ID, []float32, []byte) error
+			}{{"through", Decode[float32]}, {"around", DecodeAround[float32]}} {
+				b.Run(fmt.Sprintf("%s/%s/%s", c, size.name, way.name), func(b *testing.B) {
+					b.SetBytes(int64(size.bytes))
+					i := 0
+					for b.Loop() {
+						if err := way.decode(c, dsts[i%len(dsts)], payload); err != nil {
+							b.Fatal(err)
+						}
+						i++
+					}
+				})
+			}
+		}
+	}
+}

@@ -213,6 +213,24 @@ func decodeFP16F32(dst []uint32, src []uint16) {
 	}
 }
 
+// decodeBF16F32Around is decodeBF16F32 whose vector kernel, where the
+// CPU has one, stores around the caches: from dst's first 64-byte
+// boundary on, since non-temporal stores need their vector's alignment.
+func decodeBF16F32Around(dst []uint32, src []uint16) {
+	src = src[:len(dst)]
+	lo, hi := decodeBF16AroundAsm(dst, src)
+	decodeBF16F32(dst[:lo], src[:lo])
+	decodeBF16F32(dst[hi:], src[hi:])
+}
+
+// decodeFP16F32Around is decodeBF16F32Around for decodeFP16F32.
+func decodeFP16F32Around(dst []uint32, src []uint16) {
+	src = src[:len(dst)]
+	lo, hi := decodeFP16AroundAsm(dst, src)
+	decodeFP16F32(dst[:lo], src[:lo])
+	decodeFP16F32(dst[hi:], src[hi:])
+}
+
 // encodeBF16F64 is codec.BFloat16FromFloat64 of each src[i] as float64 bits.
 func encodeBF16F64(dst []uint16, src []uint64) {
 	dst = dst[:len(src)]

@@ -11,8 +11,11 @@ import "github.com/gocoll/gocoll/codec"
 func encodeHalf[F float](c codec.ID, dst []byte, src []F) { encodeHalfPortable(c, dst, src) }
 
 // decodeHalf sets dst to the values of the 16-bit encodings in
-// src[:2*len(dst)].
-func decodeHalf[F float](c codec.ID, dst []F, src []byte) { decodeHalfPortable(c, dst, src) }
+// src[:2*len(dst)], through the caches whatever around says: the
+// portable loops have no stores around them.
+func decodeHalf[F float](c codec.ID, dst []F, src []byte, around bool) {
+	decodeHalfPortable(c, dst, src)
+}
 
 // encodeRoundHalf is encodeHalf that also sets src to what dst decodes
 // to.

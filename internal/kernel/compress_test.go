@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -512,4 +513,43 @@ func testMisaligned[F float](t *testing.T, c codec.ID, src []F) {
 	got := make([]F, len(src))
 	require.NoError(t, Decode(c, got, payload))
 	require.Equal(t, codec.Bytes(want), codec.Bytes(got))
+}
+
+// TestDecodeAround: DecodeAround gives Decode's values bit for bit, for
+// every lossy codec and float type, wherever dst begins against a 64-byte
+// boundary (the stores around the caches start at one) and whatever its
+// length: none, shorter than a vector, a kernel's groups and tails, and
+// longer than one kernel call (chunkBytes). It writes nothing outside
+// dst, and, like Decode, refuses a payload of another length.
+func TestDecodeAround(t *testing.T) {
+	r := elemtest.NewRand(t)
+	for _, c := range []codec.ID{codec.BF16, codec.FP16} {
+		t.Run(c.String(), func(t *testing.T) {
+			testDecodeAround[float32](t, r, c)
+			testDecodeAround[float64](t, r, c)
+		})
+	}
+}
+
+func testDecodeAround[F float](t *testing.T, r *rand.Rand, c codec.ID) {
+	const guard = 16
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 33, 100, 1000, 50_007} {
+		src := elemtest.RandElems[F](r, n)
+		payload := encoded(t, c, src)
+		want := make([]F, n)
+		require.NoError(t, Decode(c, want, payload))
+		for off := range 17 {
+			buf := make([]F, off+n+guard)
+			for i := range buf {
+				buf[i] = -1
+			}
+			require.NoError(t, DecodeAround(c, buf[off:off+n], payload))
+			require.Equal(t, codec.Bytes(want), codec.Bytes(buf[off:off+n]), "%d %s at offset %d", n, DTypeOf[F](), off)
+			for i, v := range slices.Concat(buf[:off], buf[off+n:]) {
+				require.Equal(t, F(-1), v, "%d %s at offset %d wrote outside dst (guard %d)", n, DTypeOf[F](), off, i)
+			}
+		}
+	}
+	err := DecodeAround(c, make([]F, 4), make([]byte, 6))
+	require.ErrorIs(t, err, codec.ErrCorrupt)
 }

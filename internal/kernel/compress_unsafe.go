@@ -55,8 +55,9 @@ func encodeHalf[F float](c codec.ID, dst []byte, src []F) {
 }
 
 // decodeHalf sets dst to the values of the 16-bit encodings in
-// src[:2*len(dst)].
-func decodeHalf[F float](c codec.ID, dst []F, src []byte) {
+// src[:2*len(dst)]; with around, the float32 kernels store around the
+// caches (DecodeAround).
+func decodeHalf[F float](c codec.ID, dst []F, src []byte, around bool) {
 	w, ok := wordsOf(src[:2*len(dst)])
 	if !ok {
 		decodeHalfPortable(c, dst, src)
@@ -64,10 +65,16 @@ func decodeHalf[F float](c codec.ID, dst []F, src []byte) {
 	}
 	switch d := any(dst).(type) {
 	case []float32:
-		if c == codec.BF16 {
-			decodeBF16F32(bitsOf[float32, uint32](d), w)
-		} else {
-			decodeFP16F32(bitsOf[float32, uint32](d), w)
+		bits := bitsOf[float32, uint32](d)
+		switch {
+		case c == codec.BF16 && around:
+			decodeBF16F32Around(bits, w)
+		case c == codec.BF16:
+			decodeBF16F32(bits, w)
+		case around:
+			decodeFP16F32Around(bits, w)
+		default:
+			decodeFP16F32(bits, w)
 		}
 	case []float64:
 		if c == codec.BF16 {
@@ -87,7 +94,7 @@ func encodeRoundHalf[F float](c codec.ID, dst []byte, src []F) {
 		return
 	}
 	encodeHalf(c, dst, src)
-	decodeHalf(c, src, dst)
+	decodeHalf(c, src, dst, false)
 }
 
 // roundHalf sets every value of buf to what it becomes after a trip

@@ -157,3 +157,24 @@ func decodeFP16F32F16C(dst []uint32, src []uint16)
 //
 //go:noescape
 func copyNTAVX2(dst []byte, src []byte)
+
+// decodeBF16F32AVX2Around is decodeBF16F32AVX2 with non-temporal stores,
+// which write to memory around the caches, into a dst aligned to 32
+// bytes. It fences its stores.
+//
+//go:noescape
+func decodeBF16F32AVX2Around(dst []uint32, src []uint16)
+
+// decodeBF16F32AVX512Around is decodeBF16F32AVX512 with non-temporal stores,
+// which write to memory around the caches, into a dst aligned to 64
+// bytes. It fences its stores.
+//
+//go:noescape
+func decodeBF16F32AVX512Around(dst []uint32, src []uint16)
+
+// decodeFP16F32F16CAround is decodeFP16F32F16C with non-temporal stores,
+// which write to memory around the caches, into a dst aligned to 32
+// bytes. It fences its stores.
+//
+//go:noescape
+func decodeFP16F32F16CAround(dst []uint32, src []uint16)

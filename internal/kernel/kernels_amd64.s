@@ -1029,3 +1029,109 @@ done:
 	SFENCE
 	VZEROUPPER
 	RET
+
+// func decodeBF16F32AVX2Around(dst []uint32, src []uint16)
+// Requires: AVX, AVX2, MMX+
+TEXT ·decodeBF16F32AVX2Around(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ dst_len+8(FP), DX
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VPMOVZXWD (CX), Y0
+	VPMOVZXWD 16(CX), Y1
+	VPSLLD    $0x10, Y0, Y0
+	VPSLLD    $0x10, Y1, Y1
+	VMOVNTDQ  Y0, (AX)
+	VMOVNTDQ  Y1, 32(AX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func decodeBF16F32AVX512Around(dst []uint32, src []uint16)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·decodeBF16F32AVX512Around(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ dst_len+8(FP), DX
+
+loop:
+	CMPQ      DX, $0x00000020
+	JB        done
+	VPMOVZXWD (CX), Z0
+	VPMOVZXWD 32(CX), Z1
+	VPSLLD    $0x10, Z0, Z0
+	VPSLLD    $0x10, Z1, Z1
+	VMOVNTDQ  Z0, (AX)
+	VMOVNTDQ  Z1, 64(AX)
+	ADDQ      $0x00000040, CX
+	ADDQ      $0x00000080, AX
+	SUBQ      $0x00000020, DX
+	JMP       loop
+
+done:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func decodeFP16F32F16CAround(dst []uint32, src []uint16)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·decodeFP16F32F16CAround(SB), NOSPLIT, $0-48
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         src_base+24(FP), CX
+	MOVQ         dst_len+8(FP), DX
+	MOVL         $0x00007fff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00007c00, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x7f800000, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00008000, BX
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
+
+loop:
+	CMPQ      DX, $0x00000010
+	JB        done
+	VCVTPH2PS (CX), Y4
+	VPMOVZXWD (CX), Y5
+	VPAND     Y0, Y5, Y6
+	VPCMPGTD  Y1, Y6, Y7
+	VPSLLD    $0x0d, Y6, Y6
+	VPOR      Y2, Y6, Y6
+	VPAND     Y3, Y5, Y5
+	VPSLLD    $0x10, Y5, Y5
+	VPOR      Y5, Y6, Y6
+	VPBLENDVB Y7, Y6, Y4, Y4
+	VCVTPH2PS 16(CX), Y5
+	VPMOVZXWD 16(CX), Y6
+	VPAND     Y0, Y6, Y7
+	VPCMPGTD  Y1, Y7, Y8
+	VPSLLD    $0x0d, Y7, Y7
+	VPOR      Y2, Y7, Y7
+	VPAND     Y3, Y6, Y6
+	VPSLLD    $0x10, Y6, Y6
+	VPOR      Y6, Y7, Y7
+	VPBLENDVB Y8, Y7, Y5, Y5
+	VMOVNTDQ  Y4, (AX)
+	VMOVNTDQ  Y5, 32(AX)
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000040, AX
+	SUBQ      $0x00000010, DX
+	JMP       loop
+
+done:
+	SFENCE
+	VZEROUPPER
+	RET

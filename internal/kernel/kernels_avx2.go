@@ -119,6 +119,31 @@ func decodeBF16Asm(dst []uint32, src []uint16) int {
 	return bf16InChunks(dst, src, decodeBF16F32AVX512, decodeBF16F32AVX2)
 }
 
+// decodeBF16AroundAsm is decodeBF16Asm with the kernels that store
+// around the caches, decodeBF16F32AVX512Around and
+// decodeBF16F32AVX2Around, which need dst aligned to their vectors: it
+// decodes dst[lo:hi], from dst's first 64-byte boundary lo on, and
+// nothing (lo == hi) without either kernel.
+func decodeBF16AroundAsm(dst []uint32, src []uint16) (lo, hi int) {
+	lo = boundary64(dst)
+	return lo, lo + bf16InChunks(dst[lo:], src[lo:], decodeBF16F32AVX512Around, decodeBF16F32AVX2Around)
+}
+
+// decodeFP16AroundAsm is decodeBF16AroundAsm for decodeFP16F32F16CAround.
+func decodeFP16AroundAsm(dst []uint32, src []uint16) (lo, hi int) {
+	lo = boundary64(dst)
+	return lo, lo + inChunks(useF16C, 16, dst[lo:], src[lo:], decodeFP16F32F16CAround)
+}
+
+// boundary64 is the index of dst's first element at a 64-byte boundary,
+// or len(dst) when there is none.
+func boundary64(dst []uint32) int {
+	if len(dst) == 0 {
+		return 0
+	}
+	return min(len(dst), int(-uintptr(unsafe.Pointer(&dst[0]))%64/4))
+}
+
 // bf16InChunks runs a bfloat16 kernel with inChunks: wide, 32 elements
 // at a time, where the CPU has AVX-512, else narrow, 16 at a time.
 func bf16InChunks[D, S uint16 | uint32](dst []D, src []S, wide, narrow func([]D, []S)) int {

@@ -4,6 +4,7 @@ package kernel
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,28 @@ func TestBF16AsmSwitch(t *testing.T) {
 	}
 }
 
+// TestDecodeAroundAsm: DecodeAround's kernels run where the CPU has the
+// decoding kernels they are twins of, from dst's first 64-byte boundary
+// on, with as many elements as those would take; TestDecodeAround, which
+// checks their results, runs them (and, in
+// TestKernelsMatchScalarWithoutAVX512, the AVX2 one where there is
+// AVX-512).
+func TestDecodeAroundAsm(t *testing.T) {
+	buf := make([]uint32, 16+48)
+	for off := range 16 {
+		dst := buf[off : off+48]
+		lo := boundary64(dst)
+		require.Zero(t, uintptr(unsafe.Pointer(&dst[lo]))%64, "offset %d", off)
+		lo, hi := decodeBF16AroundAsm(dst, make([]uint16, 48))
+		require.Equal(t, lo+decodeBF16Asm(dst[lo:], make([]uint16, 48-lo)), hi, "bfloat16, offset %d", off)
+		lo, hi = decodeFP16AroundAsm(dst, make([]uint16, 48))
+		require.Equal(t, lo+decodeFP16Asm(dst[lo:], make([]uint16, 48-lo)), hi, "binary16, offset %d", off)
+		if useAVX2 {
+			require.Less(t, lo, hi, "offset %d", off)
+		}
+	}
+}
+
 // TestKernelsMatchScalarWithoutAVX512 runs TestKernelsMatchScalar on the
 // AVX2 kernels where the CPU would otherwise take the AVX-512 ones.
 func TestKernelsMatchScalarWithoutAVX512(t *testing.T) {
@@ -72,6 +95,7 @@ func TestKernelsMatchScalarWithoutAVX512(t *testing.T) {
 	useAVX512 = false
 	defer func() { useAVX512 = true }()
 	TestKernelsMatchScalar(t)
+	TestDecodeAround(t)
 }
 
 // TestCopyAroundAsm: CopyAround goes around the caches in this build

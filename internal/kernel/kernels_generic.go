@@ -21,6 +21,13 @@ func encodeRoundBF16Asm(dst []uint16, src []uint32) int { return 0 }
 // decodeBF16Asm decodes nothing: decodeBF16F32's Go loop does it all.
 func decodeBF16Asm(dst []uint32, src []uint16) int { return 0 }
 
+// decodeBF16AroundAsm decodes nothing: decodeBF16F32Around's Go loop
+// does it all, through the caches.
+func decodeBF16AroundAsm(dst []uint32, src []uint16) (lo, hi int) { return 0, 0 }
+
+// decodeFP16AroundAsm decodes nothing, as decodeBF16AroundAsm.
+func decodeFP16AroundAsm(dst []uint32, src []uint16) (lo, hi int) { return 0, 0 }
+
 // encodeFP16Asm encodes nothing: encodeFP16F32's Go loop does it all.
 func encodeFP16Asm(dst []uint16, src []uint32) int { return 0 }
 

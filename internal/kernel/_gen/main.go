@@ -73,10 +73,10 @@ func main() {
 	}
 	encodeBF16()
 	encodeRoundBF16()
-	decodeBF16()
+	decodeBF16(false)
 	encodeBF16AVX512()
 	encodeRoundBF16AVX512()
-	decodeBF16AVX512()
+	decodeBF16AVX512(false)
 	for _, format := range []string{"BF16", "FP16"} {
 		for _, wide := range []bool{false, true} {
 			sumDecoded(format, wide, false)
@@ -84,8 +84,11 @@ func main() {
 		}
 	}
 	encodeFP16()
-	decodeFP16()
+	decodeFP16(false)
 	copyNT()
+	decodeBF16(true)
+	decodeBF16AVX512(true)
+	decodeFP16(true)
 	Generate()
 }
 
@@ -216,7 +219,7 @@ func encodeRoundBF16() {
 // doc comment doc; keep makes it store the rounded values over src too.
 func encodeBF16Kernel(name string, keep bool, doc []string) {
 	var rd bf16Rounder
-	conversion(name, "func(dst []uint16, src []uint32)", "src", 16, 64, 32, doc,
+	conversion(name, "func(dst []uint16, src []uint32)", "src", 16, 64, 32, doc, false,
 		func() { rd = newBF16Rounder(false) },
 		func(src, dst reg.Register) {
 			x0, x1, r0, r1 := YMM(), YMM(), YMM(), YMM()
@@ -295,16 +298,55 @@ func (rd bf16Rounder) round(x, r reg.VecVirtual) {
 	VPBLENDVB(m, q, r, r)  // the NaN's bits there
 }
 
+// decodeStores is how a decoding kernel stores its results: through the
+// caches, or, around, with non-temporal stores, which write to memory
+// around them. A destination larger than the caches then costs one write
+// to memory per line instead of a read (to own the line) and a write,
+// and does not push out what the caches hold (kernel.DecodeAround).
+// Non-temporal stores need a destination aligned to the vector, and a
+// fence after them, which conversion emits.
+type decodeStores struct {
+	around bool
+	name   string // the kernel's name: its base name, with "Around" around
+	doc    []string
+}
+
+// newDecodeStores names the kernel base and, around, documents it as the
+// twin of base that it is, whose dst must be aligned to its vectors of
+// vecBytes.
+func newDecodeStores(base string, around bool, vecBytes int, doc []string) decodeStores {
+	if !around {
+		return decodeStores{name: base, doc: doc}
+	}
+	return decodeStores{around: true, name: base + "Around", doc: []string{
+		base + "Around is " + base + " with non-temporal stores,",
+		fmt.Sprintf("which write to memory around the caches, into a dst aligned to %d", vecBytes),
+		"bytes. It fences its stores.",
+	}}
+}
+
+// store stores the vector v at m, as the kernel stores.
+func (d decodeStores) store(v reg.VecVirtual, m Mem) {
+	switch {
+	case d.around:
+		VMOVNTDQ(v, m)
+	case v.Size() == 64:
+		VMOVDQU32(v, m)
+	default:
+		VMOVDQU(v, m)
+	}
+}
+
 // decodeBF16 emits decodeBF16F32AVX2, the kernel of decodeBF16F32: each
 // bfloat16 widened to 32 bits and shifted into the top half, 16 at a
-// time.
-func decodeBF16() {
-	conversion("decodeBF16F32AVX2", "func(dst []uint32, src []uint16)", "dst", 16, 32, 64,
-		[]string{
-			"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
-			"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
-			"multiple of 16. src must be at least as long as dst.",
-		},
+// time; or, around, its twin with non-temporal stores.
+func decodeBF16(around bool) {
+	d := newDecodeStores("decodeBF16F32AVX2", around, 32, []string{
+		"decodeBF16F32AVX2 sets dst[i] to the float32 bits of the bfloat16",
+		"src[i], as decodeBF16F32, for every i < len(dst) rounded down to a",
+		"multiple of 16. src must be at least as long as dst.",
+	})
+	conversion(d.name, "func(dst []uint32, src []uint16)", "dst", 16, 32, 64, d.doc, d.around,
 		func() {},
 		func(src, dst reg.Register) {
 			y0, y1 := YMM(), YMM()
@@ -312,8 +354,8 @@ func decodeBF16() {
 			VPMOVZXWD(Mem{Base: src, Disp: 16}, y1)
 			VPSLLD(U8(16), y0, y0)
 			VPSLLD(U8(16), y1, y1)
-			VMOVDQU(y0, Mem{Base: dst})
-			VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+			d.store(y0, Mem{Base: dst})
+			d.store(y1, Mem{Base: dst, Disp: 32})
 		})
 }
 
@@ -343,7 +385,7 @@ func encodeRoundBF16AVX512() {
 // elements a pass.
 func encodeBF16Kernel512(name string, keep bool, doc []string) {
 	var rd bf16Rounder
-	conversion(name, "func(dst []uint16, src []uint32)", "src", 32, 128, 64, doc,
+	conversion(name, "func(dst []uint16, src []uint32)", "src", 32, 128, 64, doc, false,
 		func() { rd = newBF16Rounder(true) },
 		func(src, dst reg.Register) {
 			x0, x1, r0, r1 := ZMM(), ZMM(), ZMM(), ZMM()
@@ -365,13 +407,14 @@ func encodeBF16Kernel512(name string, keep bool, doc []string) {
 }
 
 // decodeBF16AVX512 emits decodeBF16F32AVX512: decodeBF16F32AVX2 on 32
-// elements a pass, in 512-bit registers.
-func decodeBF16AVX512() {
-	conversion("decodeBF16F32AVX512", "func(dst []uint32, src []uint16)", "dst", 32, 64, 128,
-		[]string{
-			"decodeBF16F32AVX512 is decodeBF16F32AVX2 for every i < len(dst)",
-			"rounded down to a multiple of 32.",
-		},
+// elements a pass, in 512-bit registers; or, around, its twin with
+// non-temporal stores.
+func decodeBF16AVX512(around bool) {
+	d := newDecodeStores("decodeBF16F32AVX512", around, 64, []string{
+		"decodeBF16F32AVX512 is decodeBF16F32AVX2 for every i < len(dst)",
+		"rounded down to a multiple of 32.",
+	})
+	conversion(d.name, "func(dst []uint32, src []uint16)", "dst", 32, 64, 128, d.doc, d.around,
 		func() {},
 		func(src, dst reg.Register) {
 			z0, z1 := ZMM(), ZMM()
@@ -379,8 +422,8 @@ func decodeBF16AVX512() {
 			VPMOVZXWD(Mem{Base: src, Disp: 32}, z1)
 			VPSLLD(U8(16), z0, z0)
 			VPSLLD(U8(16), z1, z1)
-			VMOVDQU32(z0, Mem{Base: dst})
-			VMOVDQU32(z1, Mem{Base: dst, Disp: 64})
+			d.store(z0, Mem{Base: dst})
+			d.store(z1, Mem{Base: dst, Disp: 64})
 		})
 }
 
@@ -524,6 +567,7 @@ func encodeFP16() {
 			"with bits src[i], as encodeFP16F32, for every i < len(src) rounded",
 			"down to a multiple of 16. dst must be at least as long as src.",
 		},
+		false,
 		func() {},
 		func(src, dst reg.Register) {
 			x0, x1 := YMM(), YMM()
@@ -540,14 +584,14 @@ func encodeFP16() {
 // codec.Float16.Float32 keeps a NaN's payload as it is, so lanes holding
 // a NaN take codec.Float16.Float32's bits instead: the sign, the float32
 // exponent of ones and the payload shifted into place.
-func decodeFP16() {
+func decodeFP16(around bool) {
 	var abs, inf, exp32, sign reg.VecVirtual
-	conversion("decodeFP16F32F16C", "func(dst []uint32, src []uint16)", "dst", 16, 32, 64,
-		[]string{
-			"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
-			"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
-			"multiple of 16. src must be at least as long as dst.",
-		},
+	d := newDecodeStores("decodeFP16F32F16C", around, 32, []string{
+		"decodeFP16F32F16C sets dst[i] to the float32 bits of the binary16",
+		"src[i], as decodeFP16F32, for every i < len(dst) rounded down to a",
+		"multiple of 16. src must be at least as long as dst.",
+	})
+	conversion(d.name, "func(dst []uint32, src []uint16)", "dst", 16, 32, 64, d.doc, d.around,
 		func() {
 			abs, inf, exp32, sign = broadcast32(0x7fff), broadcast32(0x7c00), broadcast32(0x7f800000), broadcast32(0x8000)
 		},
@@ -569,8 +613,8 @@ func decodeFP16() {
 			y0, y1 := YMM(), YMM()
 			widen(Mem{Base: src}, y0)
 			widen(Mem{Base: src, Disp: 16}, y1)
-			VMOVDQU(y0, Mem{Base: dst})
-			VMOVDQU(y1, Mem{Base: dst, Disp: 32})
+			d.store(y0, Mem{Base: dst})
+			d.store(y1, Mem{Base: dst, Disp: 32})
 		})
 }
 
@@ -578,8 +622,9 @@ func decodeFP16() {
 // name with signature sig and the doc comment doc: it loads dst and src
 // and, as n, the length of the parameter nParam, runs setup once (the
 // constants), then body on src and dst while n >= group, stepping src by
-// srcStep bytes and dst by dstStep. The rest is left to the Go loop.
-func conversion(name, sig, nParam string, group, srcStep, dstStep int, doc []string, setup func(), body func(src, dst reg.Register)) {
+// srcStep bytes and dst by dstStep, and, with fence, fences the stores.
+// The rest is left to the Go loop.
+func conversion(name, sig, nParam string, group, srcStep, dstStep int, doc []string, fence bool, setup func(), body func(src, dst reg.Register)) {
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc...)
@@ -598,6 +643,9 @@ func conversion(name, sig, nParam string, group, srcStep, dstStep int, doc []str
 	JMP(LabelRef("loop"))
 
 	Label("done")
+	if fence {
+		SFENCE()
+	}
 	VZEROUPPER()
 	RET()
 }
