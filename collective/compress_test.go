@@ -589,11 +589,11 @@ func TestCompressionOverTCP(t *testing.T) {
 
 // TestCompressionDecodedAround runs the compression tests with every
 // compressed arrival decoded around the caches (kernel.DecodeAround),
-// which otherwise only operations of decodeAroundMin bytes do: the same
+// which otherwise only operations of receiveAroundMin bytes do: the same
 // bits must arrive, and reductions must stay as close.
 func TestCompressionDecodedAround(t *testing.T) {
-	defer func(min int) { decodeAroundMin = min }(decodeAroundMin)
-	decodeAroundMin = 0
+	defer func(min int) { receiveAroundMin = min }(receiveAroundMin)
+	receiveAroundMin = 0
 	t.Run("moves", TestCompressionMoves)
 	t.Run("reductions", TestCompressionReductions)
 }

@@ -453,10 +453,15 @@ func (k *call[T]) put(dst, src []T) {
 }
 
 // take copies into dst what another rank put in src: bytes the call
-// receives.
+// receives, around the caches in a large operation (receivesAround).
 func (k *call[T]) take(dst, src []T) {
 	k.t.Mark()
-	n := copy(dst, src)
+	var n int
+	if k.receivesAround() {
+		n = kernel.CopyAround(asBytes(dst), asBytes(src)) / k.size
+	} else {
+		n = copy(dst, src)
+	}
 	k.t.Lap(core.PartCopy)
 	k.t.Received += uint64(n * k.size)
 }

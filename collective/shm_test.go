@@ -62,6 +62,22 @@ func TestShm(t *testing.T) {
 	}
 }
 
+// TestShmReceivedAround runs the shared-memory conformance matrix with
+// every rank taking what it receives out of the slots around the caches
+// (kernel.CopyAround), which otherwise only operations of
+// receiveAroundMin bytes do. In 64 KiB slots the largest counts cross
+// rounds, and their takes are long enough to go around the caches (from
+// 4 KiB).
+func TestShmReceivedAround(t *testing.T) {
+	defer func(min int) { receiveAroundMin = min }(receiveAroundMin)
+	receiveAroundMin = 0
+	for _, n := range []int{2, 3, 5} {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			checkShm(t, shmJob(t, n, comm.WithSegmentSlot(64<<10)), Shm)
+		})
+	}
+}
+
 // checkShm runs every collective that has a shared-memory algorithm on
 // the ranks cs, every root, the counts of the other algorithms' tests
 // (which cross the segment's rounds), and non-commutative reductions.
