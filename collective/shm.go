@@ -261,6 +261,13 @@ func (k *call[T]) acrossHosts(h *core.Hierarchy, acc []T) error {
 // same bits, and each rank copies the round in and out once less its
 // share (two ranks, 1 MiB: memmove was 81 % of the call). The operands
 // are not combined in rank order, hence commutative ops only.
+//
+// In a large operation (receivesAround) the share is combined in the
+// slot instead, where the others read it, and copied out into part
+// around the caches: out of the caches part's lines are then written
+// once rather than read first (two ranks' 16 and 64 MiB Allreduces took
+// 7-8 % less time, 2026-11-30). No other rank reads the share's place in
+// the slot before Done.
 func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, from, part []T) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
 	lo, hi := segShare(m, p, me, k.size)
@@ -268,15 +275,32 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 	k.put(mine[:lo], from[:lo])
 	k.put(mine[hi:m], from[hi:])
 	op.In()
-	copyApart(part[lo:hi], from[lo:hi])
+	around := k.receivesAround()
+	acc := part[lo:hi]
+	if around {
+		// Through the caches, whatever the call's puts do: this rank
+		// combines into it next. The others read the result there.
+		acc = mine[lo:hi]
+		k.t.Mark()
+		shmem.Copy(asBytes(acc), asBytes(from[lo:hi]))
+		k.t.Lap(core.PartCopy)
+		k.t.Sent += uint64(len(acc) * k.size)
+	} else {
+		copyApart(acc, from[lo:hi])
+	}
 	if err := op.WaitIn(); err != nil {
 		return k.wrap(-1, err)
 	}
-	if err := k.combine(part[lo:hi], s, half, lo, hi, me); err != nil {
+	if err := k.combine(acc, s, half, lo, hi, me); err != nil {
 		return err
 	}
-	k.put(mine[lo:hi], part[lo:hi])
-	op.Done()
+	if around {
+		op.Done()
+		k.copyOut(part[lo:hi], acc)
+	} else {
+		k.put(mine[lo:hi], acc)
+		op.Done()
+	}
 	if err := op.WaitDone(); err != nil {
 		return k.wrap(-1, err)
 	}
@@ -453,8 +477,16 @@ func (k *call[T]) put(dst, src []T) {
 }
 
 // take copies into dst what another rank put in src: bytes the call
-// receives, around the caches in a large operation (receivesAround).
+// receives.
 func (k *call[T]) take(dst, src []T) {
+	n := k.copyOut(dst, src)
+	k.t.Received += uint64(n * k.size)
+}
+
+// copyOut copies src, in the segment, into dst, part of the call's
+// result, and returns how many elements it copied: around the caches in a
+// large operation (receivesAround).
+func (k *call[T]) copyOut(dst, src []T) int {
 	k.t.Mark()
 	var n int
 	if k.receivesAround() {
@@ -463,7 +495,7 @@ func (k *call[T]) take(dst, src []T) {
 		n = copy(dst, src)
 	}
 	k.t.Lap(core.PartCopy)
-	k.t.Received += uint64(n * k.size)
+	return n
 }
 
 // bcastShm copies root's buf to every rank through the segment, in

@@ -208,16 +208,17 @@ func (k *call[T]) decodeArrived(in *inbound, n int, c codec.ID, dst []T) error {
 func (k *call[T]) receivesAround() bool { return k.me.Count*k.size >= receiveAroundMin }
 
 // receiveAroundMin is the smallest operation, in bytes, that receives
-// around the caches: larger than a core's second-level cache on the
-// hosts measured (0.5-2 MiB), so that what a call receives would not
-// have stayed there for its caller anyway, while a smaller result may.
-// Out of the caches, a store through them first reads its line from
-// memory; around them it is one write. On an Intel Xeon host
-// (docs/performance.md, 2026-11-30), two ranks' BF16 Allreduces over tcp
-// of 16 and 64 MiB took 12-14 % less time, and two ranks' Allreduces
-// through the segment 10-13 % less, as did its 64 MiB Bcasts, Gathers
-// and Allgathers through the slots. Tests lower it.
-var receiveAroundMin = 4 << 20
+// around the caches. Out of the caches, a store through them first reads
+// its line from memory; around them it is one write. But a result that
+// the caches still hold is written faster through them, and is there for
+// the caller to read. On an Intel Xeon host with 2 MiB of second-level
+// cache a core (docs/performance.md, 2026-11-30), two ranks' Allreduces
+// of 16 and 64 MiB took 10-20 % less time through the segment and 12-14
+// % less in BF16 over tcp, as did 64 MiB Bcasts, Gathers and Allgathers
+// through the slots; at 4 to 12 MiB the two ways were within a few
+// percent, mostly in favour of the caches (Allgathers of 12 MiB 6 %).
+// Tests lower it.
+var receiveAroundMin = 16 << 20
 
 // arrive waits for in, the receive from peer of want elements at offset
 // off, and checks what arrived: its payload's length and header.
