@@ -217,7 +217,16 @@ func (k *call[T]) receivesAround() bool { return k.me.Count*k.size >= receiveAro
 // % less in BF16 over tcp, as did 64 MiB Bcasts, Gathers and Allgathers
 // through the slots; at 4 to 12 MiB the two ways were within a few
 // percent, mostly in favour of the caches (Allgathers of 12 MiB 6 %).
-// Tests lower it.
+// On the AMD EPYC hosts of earlier sessions the decoding kernel with
+// non-temporal stores had been a tenth slower than through the caches
+// even at 32 MiB (there stores that fill whole lines seem not to read
+// them first), which would cost a large operation a few percent there,
+// its copies out being a fifth or less of its time: unmeasured, since
+// no such host was at hand. A Receiver that timed each way's copies was
+// tried and dropped: a store through the caches pays for its line's
+// write-back later, when the line is evicted, not in the copy that
+// timing sees, and it learned to keep the caches where they lost. Tests
+// lower it.
 var receiveAroundMin = 16 << 20
 
 // arrive waits for in, the receive from peer of want elements at offset
