@@ -220,20 +220,34 @@ func allreduceRing[T codec.Elem](k *call[T], from, buf []T, chunk int) error {
 	// the bytes the step before received, unchanged: two block-sized wire
 	// buffers alternate, a step receiving into one and sending from the
 	// other. The last step forwards nothing, so its receives take pooled
-	// buffers, as do all of a two-rank ring's.
+	// buffers, as do all of a two-rank ring's. The reduce-scatter steps
+	// but the last encode their sums into the same two as they make them
+	// (sumWire), and the step after sends those bytes, instead of reading
+	// the sums back from memory to encode them (rounding the sums in buf
+	// meanwhile, which the allgather then overwrites).
 	var wires [2][]byte
 	var wireBufs [2]scratchBuf
-	if k.cfg.codec.Lossy() && p > 2 {
-		wires[1], wireBufs[1] = scratch[byte](2 * maxBlock)
-	}
-	if k.cfg.codec.Lossy() && p > 3 {
+	lossy := k.cfg.codec.Lossy()
+	if lossy && p > 2 {
 		wires[0], wireBufs[0] = scratch[byte](2 * maxBlock)
+		wires[1], wireBufs[1] = scratch[byte](2 * maxBlock)
 	}
 	defer wireBufs[0].release()
 	defer wireBufs[1].release()
 	k.keep = false
 	for s := range p - 1 {
 		st := ringStepOf(n, p, me, s, chunk)
+		if lossy && p > 2 {
+			// Step s's sums go where step s+1 sends them from; the
+			// last reduce-scatter step's (p-3's) into wires[0], since
+			// the allgather's first step receives into wires[1].
+			if s > 0 {
+				st.sendWire = wires[(p-2-s)%2]
+			}
+			if s < p-2 {
+				st.sumWire = wires[(p-3-s)%2]
+			}
+		}
 		var then *ringBlocks
 		if s == p-2 {
 			// The allgather's first step sends this rank's own reduced
@@ -270,12 +284,13 @@ func lastRecvWire(w []byte, p, s int) []byte {
 // ringBlocks is what one ring step moves: block [sendLo, sendHi) of buf
 // to the right, [recvLo, recvHi) from the left, in chunks of chunk
 // elements. With a lossy codec, sendWire holds the send block's wire
-// bytes ready and recvWire, when set, receives the receive block's, for
-// the next step to forward.
+// bytes ready, recvWire, when set, receives the receive block's, for the
+// next step to forward, and sumWire, when set, takes the encoding of the
+// receive block's sums, for the next step to send.
 type ringBlocks struct {
 	sendLo, sendHi, recvLo, recvHi int
 	chunk                          int
-	sendWire, recvWire             []byte
+	sendWire, recvWire, sumWire    []byte
 }
 
 // chunks is how many messages a block of m elements takes; an empty block
@@ -411,7 +426,7 @@ func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left in
 			case then != nil:
 				err = k.reduceOn(recvs.in(i), left, right, (step+1)*ringMaxChunks+i, buf[lo:hi], lo, from[lo:hi], got)
 			case reduce:
-				err = k.awaitReduce(recvs.in(i), left, buf[lo:hi], lo, from[lo:hi], got, true, nil)
+				err = k.awaitReduce(recvs.in(i), left, buf[lo:hi], lo, from[lo:hi], got, true, wireOf(st.sumWire, st.recvLo, lo, hi))
 			default:
 				err = k.await(recvs.in(i), left, got, lo)
 			}
