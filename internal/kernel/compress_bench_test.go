@@ -184,7 +184,7 @@ func benchSumDecoded(b *testing.B, c codec.ID, mine []float32, payload, enc []by
 // BenchmarkDecodeAround times Decode and DecodeAround of BF16 and FP16
 // into float32 out of the caches: 8 MiB a call, each into the next of
 // eight destinations (64 MiB), as a large collective's arrivals land in
-// its result; and, for the other side of decodeAroundMin's choice, 1 MiB
+// its result; and, for the other side of collective's receiveAroundMin, 1 MiB
 // into one destination, again and again, which stays in the caches.
 func BenchmarkDecodeAround(b *testing.B) {
 	for _, size := range []struct {
