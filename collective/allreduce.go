@@ -426,7 +426,7 @@ func ringStep[T codec.Elem](k *call[T], from, buf, tmp []T, step, right, left in
 			case then != nil:
 				err = k.reduceOn(recvs.in(i), left, right, (step+1)*ringMaxChunks+i, buf[lo:hi], lo, from[lo:hi], got)
 			case reduce:
-				err = k.awaitReduce(recvs.in(i), left, buf[lo:hi], lo, from[lo:hi], got, true, wireOf(st.sumWire, st.recvLo, lo, hi))
+				err = k.awaitSendSums(recvs.in(i), left, buf[lo:hi], lo, from[lo:hi], got, wireOf(st.sumWire, st.recvLo, lo, hi))
 			default:
 				err = k.await(recvs.in(i), left, got, lo)
 			}

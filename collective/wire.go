@@ -271,6 +271,19 @@ func (k *call[T]) waitArrival(in *inbound, peer int) (int, wire.Header, error) {
 // KiB at a time, each piece reduced, and encoded, while it is still in
 // the cache, instead of decoding it all and reading it back.
 func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte) error {
+	return k.awaitReduceKept(in, peer, dst, off, mine, got, peerIsRight, encode, true)
+}
+
+// awaitSendSums is awaitReduce for sums that are not kept, only sent on
+// in encode (a ring's reduce-scatter steps before the last, whose sums
+// the allgather overwrites): where kernel.SumEncoded runs, it stores no
+// sum into dst.
+func (k *call[T]) awaitSendSums(in *inbound, peer int, dst []T, off int, mine, got []T, encode []byte) error {
+	return k.awaitReduceKept(in, peer, dst, off, mine, got, true, encode, false)
+}
+
+// awaitReduceKept is awaitReduce, and with kept false awaitSendSums.
+func (k *call[T]) awaitReduceKept(in *inbound, peer int, dst []T, off int, mine, got []T, peerIsRight bool, encode []byte, kept bool) error {
 	if !k.cfg.codec.Lossy() {
 		if err := k.await(in, peer, got, off); err != nil {
 			return err
@@ -287,9 +300,13 @@ func (k *call[T]) awaitReduce(in *inbound, peer int, dst []T, off int, mine, got
 	// every few KiB.
 	k.t.Mark()
 	defer k.t.Lap(core.PartCodec)
-	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) &&
-		kernel.SumDecoded(h.Codec, dst, mine, in.b[:2*len(dst)], encode) {
-		return nil // mine + got in one pass (BF16 or FP16 on float32)
+	if peerIsRight && (k.op == codec.Sum || k.op == codec.Avg) {
+		// mine + got in one pass (BF16 or FP16 on float32)
+		payload := in.b[:2*len(dst)]
+		if !kept && encode != nil && kernel.SumEncoded(h.Codec, encode, mine, payload) ||
+			kernel.SumDecoded(h.Codec, dst, mine, payload, encode) {
+			return nil
+		}
 	}
 	var blk []T
 	var sb scratchBuf

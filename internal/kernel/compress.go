@@ -257,6 +257,23 @@ func SumDecoded[T codec.Elem](c codec.ID, dst, mine []T, src, encode []byte) boo
 	return sumDecodedHalf(c, d, any(mine).([]float32), src, encode)
 }
 
+// SumEncoded is SumDecoded with encode that keeps only the encodings: encode
+// takes, for each i, the encoding of mine[i] plus the value src's element
+// i decodes to, the bytes SumDecoded would write there, and no sum is
+// stored anywhere. It is for sums that go on to another rank and are not
+// kept, such as those of a ring's reduce-scatter steps before the last,
+// and spares their destination's stores. It runs where SumDecoded does,
+// src and encode each holding 2·len(mine) bytes, and reports whether it
+// ran; when it did not, nothing was written. SumEncoded does not
+// allocate.
+func SumEncoded[T codec.Elem](c codec.ID, encode []byte, mine []T, src []byte) bool {
+	m, ok := any(mine).([]float32)
+	if !ok || !c.Lossy() || len(src) != 2*len(mine) || len(encode) != 2*len(mine) {
+		return false
+	}
+	return sumEncodedHalf(c, encode, m, src)
+}
+
 // The zstd coder is made on first use: building one allocates its
 // tables, which a job without zstd should not pay for. One encoder and one
 // decoder serve every goroutine.

@@ -216,6 +216,15 @@ func checkSumDecoded(t *testing.T, c codec.ID, mine []float32, words []uint16) {
 				}
 			}
 		}
+		// SumEncoded writes the encoding SumDecoded writes, from
+		// operands SumDecoded has not rounded, and nothing else.
+		want, enc := make([]float32, len(m)), make([]byte, len(src))
+		ran := SumDecoded(c, want, m, src, enc)
+		operands := slices.Clone(m)
+		got := make([]byte, len(src))
+		require.Equal(t, ran, SumEncoded(c, got, m, src), "offset %d: SumEncoded ran where SumDecoded did not, or the other way", off)
+		require.Equal(t, enc, got, "offset %d: SumEncoded's encoding is not SumDecoded's", off)
+		elemtest.RequireSameBits(t, operands, m)
 	}
 }
 

@@ -31,3 +31,6 @@ func roundHalf[F float](c codec.ID, buf []F) { roundHalfPortable(c, buf) }
 // sumDecodedHalf fuses nothing without views: SumDecoded's callers decode
 // and reduce apart.
 func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool { return false }
+
+// sumEncodedHalf fuses nothing either.
+func sumEncodedHalf(c codec.ID, encode []byte, mine []float32, src []byte) bool { return false }

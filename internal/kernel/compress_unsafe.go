@@ -145,3 +145,33 @@ func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool {
 	}
 	return true
 }
+
+// sumEncodedHalf is SumEncoded on its payloads viewed as words, false
+// where either is misaligned or no assembly kernel runs.
+func sumEncodedHalf(c codec.ID, encode []byte, mine []float32, src []byte) bool {
+	w, ok := wordsOf(src)
+	e, eok := wordsOf(encode)
+	if !ok || !eok {
+		return false
+	}
+	n, ok := sumEncodedAsm(c, e, mine, w)
+	if !ok {
+		return false
+	}
+	// The last elements, fewer than a kernel's pass, a few at a time
+	// through a sum on the stack.
+	var sums [32]float32
+	for n < len(mine) {
+		k := min(len(sums), len(mine)-n)
+		for i := range k {
+			if c == codec.BF16 {
+				sums[i] = mine[n+i] + codec.BFloat16(w[n+i]).Float32()
+			} else {
+				sums[i] = mine[n+i] + codec.Float16(w[n+i]).Float32()
+			}
+		}
+		encodeHalf(c, encode[2*n:2*(n+k)], sums[:k])
+		n += k
+	}
+	return true
+}

@@ -178,3 +178,35 @@ func decodeBF16F32AVX512Around(dst []uint32, src []uint16)
 //
 //go:noescape
 func decodeFP16F32F16CAround(dst []uint32, src []uint16)
+
+// sumEncodedBF16F32AVX2 sets enc[i] to the bfloat16 encoding of the sum that
+// sumDecodedBF16F32AVX2 makes, as SumEncoded, for every i < len(enc)
+// rounded down to a multiple of 16, and stores no sum. mine and src must
+// be at least as long as enc.
+//
+//go:noescape
+func sumEncodedBF16F32AVX2(enc []uint16, mine []float32, src []uint16)
+
+// sumEncodedBF16F32AVX512 sets enc[i] to the bfloat16 encoding of the sum that
+// sumDecodedBF16F32AVX512 makes, as SumEncoded, for every i < len(enc)
+// rounded down to a multiple of 32, and stores no sum. mine and src must
+// be at least as long as enc.
+//
+//go:noescape
+func sumEncodedBF16F32AVX512(enc []uint16, mine []float32, src []uint16)
+
+// sumEncodedFP16F32F16C sets enc[i] to the binary16 encoding of the sum that
+// sumDecodedFP16F32F16C makes, as SumEncoded, for every i < len(enc)
+// rounded down to a multiple of 16, and stores no sum. mine and src must
+// be at least as long as enc.
+//
+//go:noescape
+func sumEncodedFP16F32F16C(enc []uint16, mine []float32, src []uint16)
+
+// sumEncodedFP16F32AVX512 sets enc[i] to the binary16 encoding of the sum that
+// sumDecodedFP16F32AVX512 makes, as SumEncoded, for every i < len(enc)
+// rounded down to a multiple of 32, and stores no sum. mine and src must
+// be at least as long as enc.
+//
+//go:noescape
+func sumEncodedFP16F32AVX512(enc []uint16, mine []float32, src []uint16)

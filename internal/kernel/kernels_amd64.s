@@ -1135,3 +1135,187 @@ done:
 	SFENCE
 	VZEROUPPER
 	RET
+
+// func sumEncodedBF16F32AVX2(enc []uint16, mine []float32, src []uint16)
+// Requires: AVX, AVX2
+TEXT ·sumEncodedBF16F32AVX2(SB), NOSPLIT, $0-72
+	MOVQ         mine_base+24(FP), AX
+	MOVQ         src_base+48(FP), CX
+	MOVQ         enc_base+0(FP), DX
+	MOVL         $0x7fffffff, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x7f800000, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	MOVL         $0x00007fff, BX
+	VMOVD        BX, X2
+	VPBROADCASTD X2, Y2
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x00000040, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y4
+	MOVQ         enc_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000010
+	JB        done
+	VPMOVZXWD (CX), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMOVUPS   (AX), Y6
+	VADDPS    Y5, Y6, Y6
+	VPSRLD    $0x10, Y6, Y7
+	VPAND     Y3, Y7, Y5
+	VPADDD    Y2, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPOR      Y4, Y7, Y7
+	VPAND     Y0, Y6, Y6
+	VPCMPGTD  Y1, Y6, Y6
+	VPBLENDVB Y6, Y7, Y5, Y5
+	VPMOVZXWD 16(CX), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMOVUPS   32(AX), Y7
+	VADDPS    Y6, Y7, Y7
+	VPSRLD    $0x10, Y7, Y8
+	VPAND     Y3, Y8, Y6
+	VPADDD    Y2, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPOR      Y4, Y8, Y8
+	VPAND     Y0, Y7, Y7
+	VPCMPGTD  Y1, Y7, Y7
+	VPBLENDVB Y7, Y8, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (DX)
+	ADDQ      $0x00000020, DX
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000020, CX
+	SUBQ      $0x00000010, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumEncodedBF16F32AVX512(enc []uint16, mine []float32, src []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumEncodedBF16F32AVX512(SB), NOSPLIT, $0-72
+	MOVQ         mine_base+24(FP), AX
+	MOVQ         src_base+48(FP), CX
+	MOVQ         enc_base+0(FP), DX
+	MOVL         $0x7fffffff, BX
+	VPBROADCASTD BX, Z0
+	MOVL         $0x7f800000, BX
+	VPBROADCASTD BX, Z1
+	MOVL         $0x00007fff, BX
+	VPBROADCASTD BX, Z2
+	MOVL         $0x00000001, BX
+	VPBROADCASTD BX, Z3
+	MOVL         $0x00000040, BX
+	VPBROADCASTD BX, Z4
+	MOVQ         enc_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000020
+	JB        done
+	VPMOVZXWD (CX), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMOVUPS   (AX), Z6
+	VADDPS    Z5, Z6, Z6
+	VPSRLD    $0x10, Z6, Z7
+	VPANDD    Z3, Z7, Z5
+	VPADDD    Z2, Z5, Z5
+	VPADDD    Z6, Z5, Z5
+	VPSRLD    $0x10, Z5, Z5
+	VPANDD    Z0, Z6, Z6
+	VPCMPGTD  Z1, Z6, K1
+	VPORD     Z4, Z7, K1, Z5
+	VPMOVZXWD 32(CX), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMOVUPS   64(AX), Z7
+	VADDPS    Z6, Z7, Z7
+	VPSRLD    $0x10, Z7, Z8
+	VPANDD    Z3, Z8, Z6
+	VPADDD    Z2, Z6, Z6
+	VPADDD    Z7, Z6, Z6
+	VPSRLD    $0x10, Z6, Z6
+	VPANDD    Z0, Z7, Z7
+	VPCMPGTD  Z1, Z7, K1
+	VPORD     Z4, Z8, K1, Z6
+	VPMOVDW   Z5, (DX)
+	VPMOVDW   Z6, 32(DX)
+	ADDQ      $0x00000040, DX
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000040, CX
+	SUBQ      $0x00000020, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumEncodedFP16F32F16C(enc []uint16, mine []float32, src []uint16)
+// Requires: AVX, F16C
+TEXT ·sumEncodedFP16F32F16C(SB), NOSPLIT, $0-72
+	MOVQ mine_base+24(FP), AX
+	MOVQ src_base+48(FP), CX
+	MOVQ enc_base+0(FP), DX
+	MOVQ enc_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000010
+	JB        done
+	VCVTPH2PS (CX), Y0
+	VMOVUPS   (AX), Y1
+	VADDPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VMOVDQU   X0, (DX)
+	VCVTPH2PS 16(CX), Y0
+	VMOVUPS   32(AX), Y1
+	VADDPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VMOVDQU   X0, 16(DX)
+	ADDQ      $0x00000020, DX
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000020, CX
+	SUBQ      $0x00000010, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumEncodedFP16F32AVX512(enc []uint16, mine []float32, src []uint16)
+// Requires: AVX, AVX512F
+TEXT ·sumEncodedFP16F32AVX512(SB), NOSPLIT, $0-72
+	MOVQ mine_base+24(FP), AX
+	MOVQ src_base+48(FP), CX
+	MOVQ enc_base+0(FP), DX
+	MOVQ enc_len+8(FP), BX
+
+loop:
+	CMPQ      BX, $0x00000020
+	JB        done
+	VCVTPH2PS (CX), Z0
+	VMOVUPS   (AX), Z1
+	VADDPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y0
+	VMOVDQU   Y0, (DX)
+	VCVTPH2PS 32(CX), Z0
+	VMOVUPS   64(AX), Z1
+	VADDPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y0
+	VMOVDQU   Y0, 32(DX)
+	ADDQ      $0x00000040, DX
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000040, CX
+	SUBQ      $0x00000020, BX
+	JMP       loop
+
+done:
+	VZEROUPPER
+	RET

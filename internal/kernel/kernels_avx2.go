@@ -196,22 +196,11 @@ func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kerne
 // none of them. It tells the race detector what the kernels read and
 // write.
 func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, bool) {
-	var sum func(dst, mine []float32, src []uint16)
-	var sumEncode func(dst, mine []float32, src, enc []uint16)
-	group := 32
-	switch {
-	case useAVX512 && c == codec.BF16:
-		sum, sumEncode = sumDecodedBF16F32AVX512, sumDecodedEncodeBF16F32AVX512
-	case useAVX512:
-		sum, sumEncode = sumDecodedFP16F32AVX512, sumDecodedEncodeFP16F32AVX512
-	case useAVX2 && c == codec.BF16:
-		sum, sumEncode, group = sumDecodedBF16F32AVX2, sumDecodedEncodeBF16F32AVX2, 16
-	case useF16C && c == codec.FP16:
-		sum, sumEncode, group = sumDecodedFP16F32F16C, sumDecodedEncodeFP16F32F16C, 16
-	default:
+	k := sumKernelsOf(c)
+	if k.group == 0 {
 		return 0, false
 	}
-	n := len(dst) &^ (group - 1)
+	n := len(dst) &^ (k.group - 1)
 	if race.Enabled {
 		race.ReadSlice(mine[:n])
 		race.ReadSlice(src[:n])
@@ -220,16 +209,65 @@ func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, boo
 			race.WriteSlice(enc[:n])
 		}
 	}
-	const step = chunkBytes / 4 // float32 elements, a multiple of 32
-	for i := 0; i < n; i += step {
-		j := min(i+step, n)
+	for i := 0; i < n; i += sumStep {
+		j := min(i+sumStep, n)
 		if enc == nil {
-			sum(dst[i:j], mine[i:j], src[i:j])
+			k.sum(dst[i:j], mine[i:j], src[i:j])
 		} else {
-			sumEncode(dst[i:j], mine[i:j], src[i:j], enc[i:j])
+			k.sumEncode(dst[i:j], mine[i:j], src[i:j], enc[i:j])
 		}
 	}
 	return n, true
+}
+
+// sumEncodedAsm is sumDecodedAsm for SumEncoded, with
+// sumEncoded{BF16,FP16}F32{AVX512,AVX2,F16C}: it sets enc to the
+// encodings of the sums and stores no sum.
+func sumEncodedAsm(c codec.ID, enc []uint16, mine []float32, src []uint16) (int, bool) {
+	k := sumKernelsOf(c)
+	if k.group == 0 {
+		return 0, false
+	}
+	n := len(enc) &^ (k.group - 1)
+	if race.Enabled {
+		race.ReadSlice(mine[:n])
+		race.ReadSlice(src[:n])
+		race.WriteSlice(enc[:n])
+	}
+	for i := 0; i < n; i += sumStep {
+		j := min(i+sumStep, n)
+		k.encodeOnly(enc[i:j], mine[i:j], src[i:j])
+	}
+	return n, true
+}
+
+// sumStep is the float32 elements of one call of a fused kernel: a
+// multiple of 32 (see chunkBytes).
+const sumStep = chunkBytes / 4
+
+// sumKernels are a lossy codec's fused kernels on this CPU, which take
+// group elements a pass: 32 with AVX-512, 16 with AVX2 (F16C for FP16),
+// 0 where the CPU runs none.
+type sumKernels struct {
+	sum        func(dst, mine []float32, src []uint16)
+	sumEncode  func(dst, mine []float32, src, enc []uint16)
+	encodeOnly func(enc []uint16, mine []float32, src []uint16)
+	group      int
+}
+
+// sumKernelsOf returns the fused kernels of c on this CPU.
+func sumKernelsOf(c codec.ID) sumKernels {
+	switch {
+	case useAVX512 && c == codec.BF16:
+		return sumKernels{sumDecodedBF16F32AVX512, sumDecodedEncodeBF16F32AVX512, sumEncodedBF16F32AVX512, 32}
+	case useAVX512:
+		return sumKernels{sumDecodedFP16F32AVX512, sumDecodedEncodeFP16F32AVX512, sumEncodedFP16F32AVX512, 32}
+	case useAVX2 && c == codec.BF16:
+		return sumKernels{sumDecodedBF16F32AVX2, sumDecodedEncodeBF16F32AVX2, sumEncodedBF16F32AVX2, 16}
+	case useF16C && c == codec.FP16:
+		return sumKernels{sumDecodedFP16F32F16C, sumDecodedEncodeFP16F32F16C, sumEncodedFP16F32F16C, 16}
+	}
+	return sumKernels{}
 }
 
 // copyAroundAsm copies src into dst, which are as long, with copyNTAVX2

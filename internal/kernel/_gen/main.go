@@ -79,8 +79,8 @@ func main() {
 	decodeBF16AVX512(false)
 	for _, format := range []string{"BF16", "FP16"} {
 		for _, wide := range []bool{false, true} {
-			sumDecoded(format, wide, false)
-			sumDecoded(format, wide, true)
+			sumDecoded(format, wide, sums)
+			sumDecoded(format, wide, sumsEncoded)
 		}
 	}
 	encodeFP16()
@@ -89,6 +89,11 @@ func main() {
 	decodeBF16(true)
 	decodeBF16AVX512(true)
 	decodeFP16(true)
+	for _, format := range []string{"BF16", "FP16"} {
+		for _, wide := range []bool{false, true} {
+			sumDecoded(format, wide, encodingsOnly)
+		}
+	}
 	Generate()
 }
 
@@ -427,12 +432,25 @@ func decodeBF16AVX512(around bool) {
 		})
 }
 
-// sumDecoded emits the kernels of SumDecoded for format, "BF16" or
-// "FP16": each element of mine plus the float32 of the 16-bit value at
-// the same index of src, stored in dst, two vectors a pass (16 elements
-// in 256-bit registers, 32 where wide). With encode the sum is rounded to
-// the format on the way, as encoding and decoding it would: its word goes
-// to enc and what it decodes to to dst. That is a ring's receiving
+// What a kernel of sumDecoded keeps of each sum: the sum (SumDecoded),
+// the sum rounded to the format and its encoding (SumDecoded with
+// encode), or the encoding alone (SumEncoded).
+type sumsKept int
+
+const (
+	sums sumsKept = iota
+	sumsEncoded
+	encodingsOnly
+)
+
+// sumDecoded emits the kernels of SumDecoded and SumEncoded for format,
+// "BF16" or "FP16": each element of mine plus the float32 of the 16-bit
+// value at the same index of src, stored in dst, two vectors a pass (16
+// elements in 256-bit registers, 32 where wide). With sumsEncoded the sum
+// is rounded to the format on the way, as encoding and decoding it would:
+// its word goes to enc and what it decodes to to dst; with encodingsOnly
+// its word goes to enc and nothing to dst, which the kernel does not
+// take. That is a ring's receiving
 // reduce-scatter step in one pass over its operands, where decoding into
 // a scratch block, summing and encoding took three. mine is the first
 // operand of VADDPS, as dst is in the add kernels, so that where dst is
@@ -445,7 +463,7 @@ func decodeBF16AVX512(around bool) {
 // signalling NaN quiet and decodeFP16 restores its bits, the sum here
 // needs no such care: adding makes the NaN quiet either way, and the
 // binary16 NaNs the encoding makes are quiet already.
-func sumDecoded(format string, wide, encode bool) {
+func sumDecoded(format string, wide bool, kept sumsKept) {
 	lanes, vec, half, width := 8, YMM, XMM, "AVX2"
 	if wide {
 		lanes, vec, half, width = 16, ZMM, YMM, "AVX512"
@@ -453,15 +471,17 @@ func sumDecoded(format string, wide, encode bool) {
 	if format == "FP16" && !wide {
 		width = "F16C"
 	}
+	encode, store := kept != sums, kept != encodingsOnly
 	what := map[string]string{"BF16": "bfloat16", "FP16": "binary16"}[format]
 	base := "sumDecoded" + format + "F32" + width
-	name, sig := base, "func(dst, mine []float32, src []uint16)"
+	name, sig, n := base, "func(dst, mine []float32, src []uint16)", "dst"
 	doc := []string{
 		name + " sets dst[i] = mine[i] + the float32 of the " + what,
 		"src[i], as SumDecoded, for every i < len(dst) rounded down to a",
 		fmt.Sprintf("multiple of %d. mine and src must be at least as long as dst.", 2*lanes),
 	}
-	if encode {
+	switch kept {
+	case sumsEncoded:
 		name, sig = "sumDecodedEncode"+format+"F32"+width, "func(dst, mine []float32, src, enc []uint16)"
 		doc = []string{
 			name + " is " + base + " that also",
@@ -469,11 +489,22 @@ func sumDecoded(format string, wide, encode bool) {
 			"what that decodes to, as encode" + format + "F32 and decode" + format + "F32 make them.",
 			"enc must be at least as long as dst.",
 		}
+	case encodingsOnly:
+		name, sig, n = "sumEncoded"+format+"F32"+width, "func(enc []uint16, mine []float32, src []uint16)", "enc"
+		doc = []string{
+			name + " sets enc[i] to the " + what + " encoding of the sum that",
+			base + " makes, as SumEncoded, for every i < len(enc)",
+			fmt.Sprintf("rounded down to a multiple of %d, and stores no sum. mine and src must", 2*lanes),
+			"be at least as long as enc.",
+		}
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
 	Doc(doc...)
-	dst := Load(Param("dst").Base(), GP64())
+	var dst reg.Register
+	if store {
+		dst = Load(Param("dst").Base(), GP64())
+	}
 	mine := Load(Param("mine").Base(), GP64())
 	src := Load(Param("src").Base(), GP64())
 	var enc reg.Register
@@ -484,10 +515,10 @@ func sumDecoded(format string, wide, encode bool) {
 			rd = newBF16Rounder(wide)
 		}
 	}
-	n := Load(Param("dst").Len(), GP64())
+	count := Load(Param(n).Len(), GP64())
 
 	Label("loop")
-	CMPQ(n, U32(2*lanes))
+	CMPQ(count, U32(2*lanes))
 	JB(LabelRef("done"))
 	var words [2]reg.VecVirtual
 	for i := range words {
@@ -504,15 +535,21 @@ func sumDecoded(format string, wide, encode bool) {
 		case encode && format == "BF16":
 			words[i] = vec()
 			rd.round(m, words[i])
-			VPSLLD(U8(16), words[i], m)
+			if store {
+				VPSLLD(U8(16), words[i], m)
+			}
 		case encode:
 			const toNearestEven = 0 // as in encodeFP16
 			h := half()
 			VCVTPS2PH(U8(toNearestEven), m, h)
-			VCVTPH2PS(h, m)
+			if store {
+				VCVTPH2PS(h, m)
+			}
 			VMOVDQU(h, Mem{Base: enc, Disp: 2 * lanes * i})
 		}
-		VMOVUPS(m, Mem{Base: dst, Disp: 4 * lanes * i})
+		if store {
+			VMOVUPS(m, Mem{Base: dst, Disp: 4 * lanes * i})
+		}
 	}
 	if encode && format == "BF16" {
 		if wide {
@@ -525,10 +562,12 @@ func sumDecoded(format string, wide, encode bool) {
 	if encode {
 		ADDQ(U32(4*lanes), enc)
 	}
-	ADDQ(U32(8*lanes), dst)
+	if store {
+		ADDQ(U32(8*lanes), dst)
+	}
 	ADDQ(U32(8*lanes), mine)
 	ADDQ(U32(4*lanes), src)
-	SUBQ(U32(2*lanes), n)
+	SUBQ(U32(2*lanes), count)
 	JMP(LabelRef("loop"))
 
 	Label("done")
