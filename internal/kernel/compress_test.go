@@ -487,6 +487,32 @@ func allocsOfTrip[T codec.Elem](t *testing.T, c codec.ID, src []T) float64 {
 	})
 }
 
+// TestFusedAllocateNothing: SumDecoded, SumEncoded and DecodeAround
+// allocate nothing, on a length whose last elements their kernels leave
+// to Go loops (SumEncoded's tail once put its sums in an array that
+// escaped: six allocations a compressed Allreduce).
+func TestFusedAllocateNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("AllocsPerRun takes a while")
+	}
+	const n = 1001
+	mine, dst := elemtest.RandElems[float32](elemtest.NewRand(t), n), make([]float32, n)
+	for _, c := range []codec.ID{codec.BF16, codec.FP16} {
+		t.Run(c.String(), func(t *testing.T) {
+			payload := encoded(t, c, mine)
+			enc := make([]byte, len(payload))
+			for name, f := range map[string]func(){
+				"SumDecoded":           func() { SumDecoded(c, dst, mine, payload, nil) },
+				"SumDecoded, encoding": func() { SumDecoded(c, dst, mine, payload, enc) },
+				"SumEncoded":           func() { SumEncoded(c, enc, mine, payload) },
+				"DecodeAround":         func() { _ = DecodeAround(c, dst, payload) },
+			} {
+				require.Zero(t, testing.AllocsPerRun(20, f), "%s allocates", name)
+			}
+		})
+	}
+}
+
 // TestEncodeMisaligned checks the path for payloads at odd addresses,
 // which the lossy codecs cannot view as 16-bit words: the bytes are the
 // same as at an aligned address, and so are the decoded values.

@@ -158,20 +158,13 @@ func sumEncodedHalf(c codec.ID, encode []byte, mine []float32, src []byte) bool 
 	if !ok {
 		return false
 	}
-	// The last elements, fewer than a kernel's pass, a few at a time
-	// through a sum on the stack.
-	var sums [32]float32
-	for n < len(mine) {
-		k := min(len(sums), len(mine)-n)
-		for i := range k {
-			if c == codec.BF16 {
-				sums[i] = mine[n+i] + codec.BFloat16(w[n+i]).Float32()
-			} else {
-				sums[i] = mine[n+i] + codec.Float16(w[n+i]).Float32()
-			}
+	// The last elements, fewer than a kernel's pass, one at a time.
+	for i := n; i < len(mine); i++ {
+		if c == codec.BF16 {
+			e[i] = uint16(codec.BFloat16FromFloat32(mine[i] + codec.BFloat16(w[i]).Float32()))
+		} else {
+			e[i] = uint16(codec.Float16FromFloat32(mine[i] + codec.Float16(w[i]).Float32()))
 		}
-		encodeHalf(c, encode[2*n:2*(n+k)], sums[:k])
-		n += k
 	}
 	return true
 }
