@@ -154,7 +154,7 @@ func sumEncodedHalf(c codec.ID, encode []byte, mine []float32, src []byte) bool 
 	if !ok || !eok {
 		return false
 	}
-	n, ok := sumEncodedAsm(c, e, mine, w)
+	n, ok := sumDecodedAsm(c, nil, mine, w, e)
 	if !ok {
 		return false
 	}

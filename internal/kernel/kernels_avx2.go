@@ -188,55 +188,40 @@ func inChunks[D, S uint16 | uint32](can bool, group int, dst []D, src []S, kerne
 
 // sumDecodedAsm sets dst to mine plus the values of the words src in the
 // lossy codec c, as SumDecoded, with
-// sumDecoded{BF16,FP16}F32{AVX512,AVX2,F16C} (with enc non-nil, their
-// twins that also round the sums and encode them into enc): the first
-// len(dst) elements rounded down to 32 (AVX-512) or 16, at most
-// chunkBytes of dst a call, as reduceAsm does. It returns how many
-// elements it summed, and false, having done nothing, where the CPU runs
-// none of them. It tells the race detector what the kernels read and
-// write.
+// sumDecoded{BF16,FP16}F32{AVX512,AVX2,F16C}; with enc non-nil, their
+// twins that also round the sums and encode them into enc; with dst nil,
+// the twins that only encode them (sumEncoded…, for SumEncoded). It
+// takes the first len(mine) elements rounded down to 32 (AVX-512) or 16,
+// at most chunkBytes of floats a call, as reduceAsm does. It returns how
+// many elements it summed, and false, having done nothing, where the CPU
+// runs none of them. It tells the race detector what the kernels read
+// and write.
 func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, bool) {
 	k := sumKernelsOf(c)
 	if k.group == 0 {
 		return 0, false
 	}
-	n := len(dst) &^ (k.group - 1)
+	n := len(mine) &^ (k.group - 1)
 	if race.Enabled {
 		race.ReadSlice(mine[:n])
 		race.ReadSlice(src[:n])
-		race.WriteSlice(dst[:n])
+		if dst != nil {
+			race.WriteSlice(dst[:n])
+		}
 		if enc != nil {
 			race.WriteSlice(enc[:n])
 		}
 	}
 	for i := 0; i < n; i += sumStep {
 		j := min(i+sumStep, n)
-		if enc == nil {
+		switch {
+		case dst == nil:
+			k.encodeOnly(enc[i:j], mine[i:j], src[i:j])
+		case enc == nil:
 			k.sum(dst[i:j], mine[i:j], src[i:j])
-		} else {
+		default:
 			k.sumEncode(dst[i:j], mine[i:j], src[i:j], enc[i:j])
 		}
-	}
-	return n, true
-}
-
-// sumEncodedAsm is sumDecodedAsm for SumEncoded, with
-// sumEncoded{BF16,FP16}F32{AVX512,AVX2,F16C}: it sets enc to the
-// encodings of the sums and stores no sum.
-func sumEncodedAsm(c codec.ID, enc []uint16, mine []float32, src []uint16) (int, bool) {
-	k := sumKernelsOf(c)
-	if k.group == 0 {
-		return 0, false
-	}
-	n := len(enc) &^ (k.group - 1)
-	if race.Enabled {
-		race.ReadSlice(mine[:n])
-		race.ReadSlice(src[:n])
-		race.WriteSlice(enc[:n])
-	}
-	for i := 0; i < n; i += sumStep {
-		j := min(i+sumStep, n)
-		k.encodeOnly(enc[i:j], mine[i:j], src[i:j])
 	}
 	return n, true
 }

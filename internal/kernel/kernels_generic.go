@@ -37,9 +37,4 @@ func decodeFP16Asm(dst []uint32, src []uint16) int { return 0 }
 // sumDecodedAsm has no kernel to run.
 func sumDecodedAsm(c codec.ID, dst, mine []float32, src, enc []uint16) (int, bool) { return 0, false }
 
-// sumEncodedAsm has no kernel to run.
-func sumEncodedAsm(c codec.ID, enc []uint16, mine []float32, src []uint16) (int, bool) {
-	return 0, false
-}
-
 func copyAroundAsm(dst, src []byte) bool { return false }
