@@ -217,12 +217,14 @@ func (k *call[T]) receivesAround() bool { return k.me.Count*k.size >= receiveAro
 // % less in BF16 over tcp, as did 64 MiB Bcasts, Gathers and Allgathers
 // through the slots; at 4 to 12 MiB the two ways were within a few
 // percent, mostly in favour of the caches (Allgathers of 12 MiB 6 %).
-// On the AMD EPYC hosts of earlier sessions the decoding kernel with
-// non-temporal stores had been a tenth slower than through the caches
-// even at 32 MiB (there stores that fill whole lines seem not to read
-// them first), which would cost a large operation a few percent there,
-// its copies out being a fifth or less of its time: unmeasured, since
-// no such host was at hand. A Receiver that timed each way's copies was
+// On an AMD EPYC Zen 3 VM, whose decoding kernel alone had been a tenth
+// slower with non-temporal stores even at 32 MiB, whole operations were
+// level or faster around the caches (2026-11-30, against a build that
+// never goes around, median ms of 6-10 alternating rounds): two ranks'
+// BF16 Allreduces over tcp 6.1-6.2 against 6.3-7.0 at 16 MiB and
+// 26.5-27.6 against 28.6-31.7 at 64 MiB, four ranks' 19.7 against 21.2
+// at 16 MiB; through the segment 16 and 64 MiB within the host's swings
+// both ways. A Receiver that timed each way's copies was
 // tried and dropped: a store through the caches pays for its line's
 // write-back later, when the line is evicted, not in the copy that
 // timing sees, and with it two ranks' 64 MiB Allreduces through the
