@@ -30,7 +30,9 @@ import (
 // readers lose more: two-rank Bcasts, Allgathers, Gathers and Allreduces
 // of 16-32 KiB took 1.6-1.9 times as long as through the caches
 // (2026-11-28), while in the slow state the writer gains about five
-// times (16 µs against 3). It tries the way it does not take one
+// times (16 µs against 3). In operations of aroundLargeMin bytes and
+// more the readers have little to lose, and the margin is
+// aroundGainLarge. It tries the way it does not take one
 // operation in exploreEvery (one in four of the first exploreEarly,
 // unless it has been twice as slow),
 // which follows a host that changes state during a run.
@@ -48,6 +50,31 @@ const (
 	exploreEvery = 32
 	exploreEarly = 16
 )
+
+// aroundGainLarge is aroundGain for operations of aroundLargeMin bytes
+// and more, whose data the readers' caches do not keep for them either
+// way. A Zen 3 VM (2026-11-30) ran two ranks' 16 MiB Allreduces through
+// the slots at 3.2-3.7 ms a call in some runs and 5.7-6.5 in others. In
+// the slow ones a put through the caches cost 1.8-2.8 times one around
+// them (4 MiB: 2.0-5.0), short of aroundGain mostly; in the fast ones
+// 0.8 (4 MiB: 0.4-0.6), so they stayed. With this margin, fourteen pairs
+// of runs alternating with the build before, median of the pairs' time
+// ratios: 4 MiB 0.90, 8 MiB 0.70, 16 MiB 0.85, 64 MiB 0.95; Allgathers,
+// Bcasts and Gathers, which mostly copy once there, within the host's
+// swings. The margin keeps one slow copy from flipping the way.
+const (
+	aroundGainLarge = 1.25
+	aroundLargeMin  = 4 << 20
+)
+
+// copierGain is the margin by which a copy around the caches must be
+// faster for a Copier to take it in an operation of bytes.
+func copierGain(bytes int) float64 {
+	if bytes >= aroundLargeMin {
+		return aroundGainLarge
+	}
+	return aroundGain
+}
 
 // What a SingleCopy does differently, since it times whole operations.
 // A way's first operations after the other way's run cold: the memory
@@ -136,7 +163,7 @@ type copyWays struct {
 // Choose reports whether an operation of the given kind and bytes, at
 // least CopierMin, should copy around the caches.
 func (c *Copier) Choose(kind, bytes int) bool {
-	around, _ := c.ways.choose(kind, bytes, aroundGain)
+	around, _ := c.ways.choose(kind, bytes, copierGain(bytes))
 	return around
 }
 

@@ -83,6 +83,43 @@ func TestCopier(t *testing.T) {
 	}
 }
 
+// TestCopierMargin: around the caches must copy aroundGain times faster
+// to be taken in an operation below aroundLargeMin bytes, and only
+// aroundGainLarge times from there on.
+func TestCopierMargin(t *testing.T) {
+	const kind = 2
+	for _, tc := range []struct {
+		name           string
+		bytes          int
+		cached, around int64
+		want           bool
+	}{
+		{"small, around 1.8 times faster", 64 << 10, 90, 50, false},
+		{"small, around 3.6 times faster", 64 << 10, 180, 50, true},
+		{"large, around 1.8 times faster", aroundLargeMin, 90, 50, true},
+		{"large, around 1.1 times faster", 16 << 20, 55, 50, false},
+		{"large, around slower", 16 << 20, 40, 50, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Copier
+			around := 0
+			const ops = 10 * exploreEvery
+			for range ops {
+				a := c.Choose(kind, tc.bytes)
+				cost := tc.cached
+				if a {
+					around++
+					cost = tc.around
+				}
+				c.Learn(kind, tc.bytes, a, 1024, cost)
+			}
+			if got := around > ops/2; got != tc.want {
+				t.Errorf("around the caches %d times of %d, want mostly around: %v", around, ops, tc.want)
+			}
+		})
+	}
+}
+
 // TestCopierClearLoserIsNotRetriedEarly: once each way has been timed
 // twice, a way that loses by twice the margin it needs (around the
 // caches, which must copy aroundGain times faster to be taken) is tried
