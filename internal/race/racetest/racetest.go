@@ -35,8 +35,8 @@ const touchEvery = 50 * time.Microsecond
 // shown, and then does not say so: TestRaceReports/write of
 // transport/shm saw none in a child about one run in 30 to 150 on a
 // quiet two-vCPU VM (2026-11-30), and failed CI once, touches every
-// touchEvery notwithstanding. A detector that can report the race has
-// then missed it three times in a row one run in some 10^5.
+// touchEvery notwithstanding. At the worse of those rates, three
+// children in a row miss it about one run in 27 000.
 const racyTries = 3
 
 // env names the mode and case that a child runs: "racy:name" or
