@@ -61,7 +61,11 @@ const (
 // of runs alternating with the build before, median of the pairs' time
 // ratios: 4 MiB 0.90, 8 MiB 0.70, 16 MiB 0.85, 64 MiB 0.95; Allgathers,
 // Bcasts and Gathers, which mostly copy once there, within the host's
-// swings. The margin keeps one slow copy from flipping the way.
+// swings. The margin keeps one slow copy from flipping the way. Where the
+// last-level cache holds such operations whole (the Intel host's 300
+// MiB), readers could lose by it: unmeasured there, and taking results
+// out of the slots around the caches lost slightly at 4-12 MiB on that
+// host (collective's receiveAroundMin).
 const (
 	aroundGainLarge = 1.25
 	aroundLargeMin  = 4 << 20
