@@ -262,12 +262,18 @@ func (k *call[T]) acrossHosts(h *core.Hierarchy, acc []T) error {
 // share (two ranks, 1 MiB: memmove was 81 % of the call). The operands
 // are not combined in rank order, hence commutative ops only.
 //
-// In a large operation (receivesAround) the share is combined in the
-// slot instead, where the others read it, and copied out into part
-// around the caches: out of the caches part's lines are then written
-// once rather than read first (two ranks' 16 and 64 MiB Allreduces took
-// 7-8 % less time, 2026-11-30). No other rank reads the share's place in
-// the slot before Done.
+// In a large operation (receivesAround) into another buffer the share
+// is combined in the slot instead, where the others read it, and copied
+// out into part around the caches: out of the caches part's lines are
+// then written once rather than read first (two ranks' 16 and 64 MiB
+// Allreduces took 7-8 % less time, 2026-11-30). In place, from is part,
+// and combining there then putting the share into the slot makes two
+// passes over it where the slot's way makes three (a copy in, the
+// combining, the copy out): ten pairs of runs of two ranks' in-place
+// Allreduces through the slots, the slot's way against this one, had
+// this one at 0.84 of its time at 16 MiB and 0.90 at 64 MiB (medians
+// of the pairs' ratios, a Zen 3 VM, 2026-11-30). No other rank reads the
+// share's place in the slot before Done.
 func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, from, part []T) error {
 	p, me, m := s.Size(), s.Rank(), len(part)
 	lo, hi := segShare(m, p, me, k.size)
@@ -275,7 +281,7 @@ func (k *call[T]) reduceOwned(op *core.SegmentOp, s *core.Segment, half int, fro
 	k.put(mine[:lo], from[:lo])
 	k.put(mine[hi:m], from[hi:])
 	op.In()
-	around := k.receivesAround()
+	around := k.receivesAround() && !sameSlice(from, part)
 	acc := part[lo:hi]
 	if around {
 		// Through the caches, whatever the call's puts do: this rank
