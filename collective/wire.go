@@ -203,7 +203,7 @@ func (k *call[T]) decodeArrived(in *inbound, n int, c codec.ID, dst []T) error {
 // receivesAround reports whether the call writes what it receives into
 // its result around the caches, with non-temporal stores: the decoded
 // payloads of a compressing call (kernel.DecodeAround) and what it takes
-// out of the segment's slots (take). It does in operations of
+// out of the segment's slots (copyOut). It does in operations of
 // receiveAroundMin bytes and more.
 func (k *call[T]) receivesAround() bool { return k.me.Count*k.size >= receiveAroundMin }
 
@@ -224,13 +224,12 @@ func (k *call[T]) receivesAround() bool { return k.me.Count*k.size >= receiveAro
 // BF16 Allreduces over tcp 6.1-6.2 against 6.3-7.0 at 16 MiB and
 // 26.5-27.6 against 28.6-31.7 at 64 MiB, four ranks' 19.7 against 21.2
 // at 16 MiB; through the segment 16 and 64 MiB within the host's swings
-// both ways. A Receiver that timed each way's copies was
-// tried and dropped: a store through the caches pays for its line's
-// write-back later, when the line is evicted, not in the copy that
-// timing sees, and with it two ranks' 64 MiB Allreduces through the
-// segment took as long as without stores around the caches (20154 µs
-// against 20077; this rule 17147, three alternating rounds). Tests lower
-// it.
+// both ways. A Receiver that timed each way's copies was tried and
+// dropped: a store through the caches pays for its line's write-back
+// later, when the line is evicted, not in the copy that timing sees,
+// and with it two ranks' 64 MiB Allreduces through the segment took as
+// long as without stores around the caches (20154 µs against 20077;
+// this rule 17147, three alternating rounds). Tests lower it.
 var receiveAroundMin = 16 << 20
 
 // arrive waits for in, the receive from peer of want elements at offset

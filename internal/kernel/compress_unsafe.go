@@ -134,11 +134,7 @@ func sumDecodedHalf(c codec.ID, dst, mine []float32, src, encode []byte) bool {
 	}
 	// The last elements, fewer than a kernel's pass.
 	for i := n; i < len(dst); i++ {
-		if c == codec.BF16 {
-			dst[i] = mine[i] + codec.BFloat16(w[i]).Float32()
-		} else {
-			dst[i] = mine[i] + codec.Float16(w[i]).Float32()
-		}
+		dst[i] = sumWord(c, mine[i], w[i])
 	}
 	if e != nil {
 		encodeRoundHalf(c, encode[2*n:len(src)], dst[n:])
@@ -160,11 +156,21 @@ func sumEncodedHalf(c codec.ID, encode []byte, mine []float32, src []byte) bool 
 	}
 	// The last elements, fewer than a kernel's pass, one at a time.
 	for i := n; i < len(mine); i++ {
+		v := sumWord(c, mine[i], w[i])
 		if c == codec.BF16 {
-			e[i] = uint16(codec.BFloat16FromFloat32(mine[i] + codec.BFloat16(w[i]).Float32()))
+			e[i] = uint16(codec.BFloat16FromFloat32(v))
 		} else {
-			e[i] = uint16(codec.Float16FromFloat32(mine[i] + codec.Float16(w[i]).Float32()))
+			e[i] = uint16(codec.Float16FromFloat32(v))
 		}
 	}
 	return true
+}
+
+// sumWord is mine plus the value that w, a word of the lossy codec c,
+// decodes to: one element of what the fused kernels compute.
+func sumWord(c codec.ID, mine float32, w uint16) float32 {
+	if c == codec.BF16 {
+		return mine + codec.BFloat16(w).Float32()
+	}
+	return mine + codec.Float16(w).Float32()
 }

@@ -138,11 +138,12 @@ func decodeFP16AroundAsm(dst []uint32, src []uint16) (lo, hi int) {
 // boundary64 is the index of dst's first element at a 64-byte boundary,
 // or len(dst) when there is none.
 func boundary64(dst []uint32) int {
-	if len(dst) == 0 {
-		return 0
-	}
-	return min(len(dst), int(-uintptr(unsafe.Pointer(&dst[0]))%64/4))
+	return min(len(dst), bytesToBoundary(unsafe.Pointer(unsafe.SliceData(dst)), 64)/4)
 }
+
+// bytesToBoundary is how many bytes lie from p to the next multiple of
+// align, a power of two (0 if p is one).
+func bytesToBoundary(p unsafe.Pointer, align uintptr) int { return int(-uintptr(p) & (align - 1)) }
 
 // bf16InChunks runs a bfloat16 kernel with inChunks: wide, 32 elements
 // at a time, where the CPU has AVX-512, else narrow, 16 at a time.
@@ -262,7 +263,7 @@ func copyAroundAsm(dst, src []byte) bool {
 	if !useAVX2 {
 		return false
 	}
-	head := min(int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))&31), len(dst))
+	head := min(bytesToBoundary(unsafe.Pointer(unsafe.SliceData(dst)), 32), len(dst))
 	copy(dst[:head], src)
 	end := head + (len(dst)-head)&^127
 	if race.Enabled {
