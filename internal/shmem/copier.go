@@ -62,10 +62,15 @@ const (
 // ratios: 4 MiB 0.90, 8 MiB 0.70, 16 MiB 0.85, 64 MiB 0.95; Allgathers,
 // Bcasts and Gathers, which mostly copy once there, within the host's
 // swings. The margin keeps one slow copy from flipping the way. Where the
-// last-level cache holds such operations whole (the Intel host's 300
-// MiB), readers could lose by it: unmeasured there, and taking results
-// out of the slots around the caches lost slightly at 4-12 MiB on that
-// host (collective's receiveAroundMin).
+// last-level cache holds such operations whole, readers could lose by
+// it, as taking results out of the slots around the caches lost
+// slightly at 4-12 MiB on the Intel host of 300 MiB (collective's
+// receiveAroundMin). There (2026-11-30), against the margin of 3, median
+// of the pairs' time ratios, two ranks in ten pairs of runs: Allreduce
+// 0.89 / 1.01 / 1.05 / 1.00 at 4 / 8 / 16 / 64 MiB, Bcast 0.88 / 0.88 /
+// 0.87 / 1.06, Allgather and Gather 0.91-1.14; four ranks (two CPUs) in
+// fourteen: 0.93-1.18, the worst Allreduce at 16 MiB, 1.12, slower in
+// 12 pairs. Within the host's swings, so the margin holds there too.
 const (
 	aroundGainLarge = 1.25
 	aroundLargeMin  = 4 << 20
