@@ -79,9 +79,9 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // writing into them with process_vm_writev (a Bcast's root its share, the
 // ranks of a Gather, an Allgather, an Alltoall and an Allreduce their
 // parts), wherever the kernel allows it; "none" always copies twice,
-// through the segment. Auto tries one copy in Allreduces up to 4 MiB
-// only, and on a host whose ranks outnumber its CPUs in Gathers and
-// Scatters, and Alltoalls from 1 MiB, only. Which is faster depends on
+// through the segment. On a host whose ranks outnumber its CPUs, auto
+// tries one copy in Gathers and Scatters, and Alltoalls from 1 MiB,
+// only. Which is faster depends on
 // the host: on one of this project's machines two copies matched or beat
 // one everywhere, on another one copy took a third of the time of a
 // handoff through shared memory (64 KiB: 3.4 µs against 10.5) and made

@@ -128,8 +128,6 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleCrowded:
 		rooted := kind == wire.KindGather || kind == wire.KindScatter
 		return rooted && bytes >= crowdedRootedSingleMin || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
-	case kind == wire.KindAllreduce && s.policy == singleAuto:
-		return bytes <= allreduceSingleMax
 	}
 	return true
 }
@@ -160,18 +158,6 @@ const crowdedAlltoallSingleMin = 1 << 20
 // / 35.9 / 36.3, Scatter 35.3 / 33.8 / 34.1), at 1 MiB the single copy
 // ahead (Gather 42.0 / 54.1 / 38.4, Scatter 41.2 / 59.4 / 38.6).
 const crowdedRootedSingleMin = 512 << 10
-
-// allreduceSingleMax is the largest Allreduce, in bytes, that may copy
-// once by choice (SingleCopyAuto). Each rank then reads its share of
-// every other rank's buffer, combines it and writes the result into
-// every other rank's buffer, a system call per 32 KiB piece of each,
-// which won up to 4 MiB and lost from 16 MiB, where the reads and writes of memory no longer in the
-// caches cost more than the slots' copies (two ranks on an Intel Xeon
-// host, µs through the slots / once, 2026-11-29: 64 KiB 9.4-9.9 / 7.4,
-// 1 MiB 188-190 / 155-175, 4 MiB 754-769 / 653-687, 16 MiB 3302-3350 /
-// 3997-4134, 64 MiB 18.6 / 25.9-26.5 ms); where a way always loses, the
-// timing that would find it out costs calls for nothing.
-const allreduceSingleMax = 4 << 20
 
 // WithSingleCopy sets how the collectives of a segment copy between
 // ordinary buffers: SingleCopyAuto, SingleCopyCMA or SingleCopyNone.
@@ -308,13 +294,21 @@ func (op *SegmentOp) chosen(decider int) bool {
 
 // The families of kinds that copy once alike (shmem.SingleCopy.Choose):
 // those whose ranks only move data between buffers, and Allreduce,
-// whose ranks read, combine and write back, and which loses to the
-// slots at sizes where the others still win (allreduceSingleMax).
+// whose ranks read, combine and write back.
 //
 // Allreduce's single copy has won or lost alike at every size it may
 // take, on each host measured: won from 64 KiB to 4 MiB on an Intel
 // Xeon host, lost at about twice the slots' time from 256 KiB to 16 MiB
-// on the Zen 3 and Zen 5 VMs (2026-11-29 and 2026-11-30). So it lends a
+// on the Zen 3 and Zen 5 VMs (2026-11-29 and 2026-11-30). On the Intel
+// host it then lost from 16 MiB (two ranks, µs through the slots /
+// once, 2026-11-29: 4 MiB 754-769 / 653-687, 16 MiB 3302-3350 /
+// 3997-4134, 64 MiB 18.6 / 25.9-26.5 ms), and Allreduces above 4 MiB
+// never copied once by choice. Since each rank combines in its own
+// receive buffer and in chunks of 128 KiB (collective's
+// allreduceSingle), it wins there at every size (2026-11-30, five
+// alternating runs, median of the pairs' time ratios, once against the
+// slots: 4 MiB 0.65, 8 MiB 0.65, 16 MiB 0.87, 32 MiB 0.95, 64 MiB 0.82),
+// so no size is kept from it. So it lends a
 // clear loss to its larger size classes (shmem.SingleCopy.LendAcrossSizes),
 // which then need not time that loss at their start. The kinds that
 // only move data do not: on many hosts the slots win below some 64 KiB

@@ -68,23 +68,28 @@ func TestCrowdedSingleMins(t *testing.T) {
 	}
 }
 
-// TestAllreduceSingleMax: an Allreduce may copy once by choice up to
-// allreduceSingleMax bytes, and at every size where the setting says
-// always.
-func TestAllreduceSingleMax(t *testing.T) {
+// TestAllreduceMayCopyOnceAtEverySize: on a host with a CPU for each
+// rank, an Allreduce may copy once at every size, by choice as when the
+// setting says always (until 2026-11-30 only up to 4 MiB by choice); on
+// a crowded host only where the setting says always.
+func TestAllreduceMayCopyOnceAtEverySize(t *testing.T) {
 	tests := []struct {
-		mode  string
-		above bool // whether one larger than allreduceSingleMax may
+		mode    string
+		crowded bool
+		may     bool
 	}{
-		{SingleCopyAuto, false},
-		{SingleCopyCMA, true},
+		{SingleCopyAuto, false, true},
+		{SingleCopyCMA, false, true},
+		{SingleCopyAuto, true, false},
+		{SingleCopyCMA, true, true},
+		{SingleCopyNone, false, false},
 	}
 	for _, tt := range tests {
-		s := &Segment{policy: singlePolicy(tt.mode, false)}
-		t.Run(tt.mode, func(t *testing.T) {
-			require.True(t, s.maySingle(wire.KindAllreduce, allreduceSingleMax))
-			require.Equal(t, tt.above, s.maySingle(wire.KindAllreduce, allreduceSingleMax+1))
-			require.True(t, s.maySingle(wire.KindBcast, allreduceSingleMax+1))
+		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded)}
+		t.Run(fmt.Sprintf("%s/crowded=%t", tt.mode, tt.crowded), func(t *testing.T) {
+			for _, bytes := range []int{64 << 10, 4 << 20, 4<<20 + 4, 64 << 20, 1 << 30} {
+				require.Equal(t, tt.may, s.maySingle(wire.KindAllreduce, bytes), "%d bytes", bytes)
+			}
 		})
 	}
 }
