@@ -14,9 +14,10 @@ import (
 // memory from Alloc, each rank maps the others' (core.SegmentOp.Direct)
 // and data moves straight between the buffers, once, instead of into the
 // segment's slots and out again. Where they are ordinary Go memory, a
-// Bcast, Gather, Allgather, Allgatherv, Scatter or Alltoall can still
-// copy once, each rank reading what it needs out of the others' buffers
-// with process_vm_readv, where the segment's SingleCopy chose so
+// Bcast, Gather, Allgather, Allgatherv, Scatter, Alltoall, Allreduce or
+// ReduceScatter can still copy once, each rank reading what it needs out
+// of the others' buffers with process_vm_readv or writing into them with
+// process_vm_writev, where the segment's SingleCopy chose so
 // (core.SegmentOp.Single). Each ends with every rank that lent its
 // buffers waiting until nobody reads or writes them any more.
 
@@ -283,7 +284,7 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 
 // allreduceSingle is allreduceDirect between ordinary buffers, copying
 // once (core.SegmentOp.Single): rank me combines its share of the
-// elements, in rank order, reading the others' parts of it out of their
+// elements (combineOnce), reading the others' parts of it out of their
 // send buffers, and puts the result into every rank's receive buffer,
 // the others' with process_vm_writev; each element is read once from
 // each send buffer and written once into each receive buffer, where
@@ -291,12 +292,16 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 // goes chunk by chunk through this rank's slot of the operation's round,
 // which nobody reads once Next has returned it: another rank's part in
 // its second half. The partial result is combined in this rank's
-// receive buffer where its own operand comes first, as rank 0's does, or
-// as any rank's does with a commutative op; otherwise in the slot's first
-// half, and copied out. (Two ranks' 1 MiB Allreduces spent 18 % of their
-// time in memmove when every rank combined in the slot, 2026-11-30.)
-// Nobody else reads this rank's share of its send buffer, or writes
-// that of its receive buffer, so an Allreduce in place can combine there.
+// receive buffer, but for a rank whose own operand does not come first
+// in an Allreduce in place, whose first half of the slot takes it; it
+// is copied out from there. (Two ranks' 1 MiB Allreduces spent 18 % of
+// their time in memmove when every rank combined in the slot,
+// 2026-11-30.) Nobody else reads this rank's share of its send buffer,
+// or writes that of its receive buffer, so an Allreduce in place can
+// combine there. With a commutative op the operand that comes first is
+// this rank's own in place, where it lies already, and otherwise the
+// next rank's, read straight into the receive buffer: no copy either
+// way.
 func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf []T) (err error) {
 	ranks, me := s.Size(), s.Rank()
 	half, err := p.op.Next()
@@ -313,35 +318,23 @@ func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, b
 	acc, part := segView[T](slot[:len(slot)/2]), segView[T](slot[len(slot)/2:])
 	step := max(1, min(singleChunk, len(slot)/2)/k.size)
 	lo, hi := segShare(len(buf), ranks, me, k.size)
-	first := 0 // whose operand comes first
-	if k.op.Commutative() {
+	inPlace := sameSlice(send, buf)
+	first := 0
+	switch {
+	case !k.op.Commutative():
+	case inPlace:
 		first = me
+	default:
+		first = (me + 1) % ranks
 	}
 	for c0 := lo; c0 < hi; c0 += step {
 		c1 := min(hi, c0+step)
 		a := buf[c0:c1]
-		if first == me {
-			copyApart(a, send[c0:c1])
-		} else {
+		if inPlace && first != me {
 			a = acc[:c1-c0]
-			if err := k.read(p, a, first, 0, c0); err != nil {
-				return err
-			}
 		}
-		for q := range ranks {
-			if q == first {
-				continue
-			}
-			x := send[c0:c1]
-			if q != me {
-				x = part[:c1-c0]
-				if err := k.read(p, x, q, 0, c0); err != nil {
-					return err
-				}
-			}
-			k.t.Mark()
-			kernel.Reduce(k.op, a, x)
-			k.t.Lap(core.PartReduce)
+		if err := k.combineOnce(p, first, a, part, send, c0); err != nil {
+			return err
 		}
 		copyApart(buf[c0:c1], a)
 		for i := 1; i < ranks; i++ {
@@ -356,6 +349,48 @@ func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, b
 		}
 	}
 	return nil
+}
+
+// combineOnce sets acc to the combination of the len(acc) elements from
+// element off on of every rank's send buffer, this rank's being send:
+// first's operand, then the others' in rank order, which with first 0 is
+// rank order and otherwise needs a commutative op. Each other rank's
+// operand is read where it lies in registered memory or, copying once,
+// into scratch, first's into acc itself. acc may be this rank's own
+// operand, in place, where that comes first; it overlaps no other.
+func (k *call[T]) combineOnce(p peers, first int, acc, scratch, send []T, off int) error {
+	n := len(acc)
+	x, err := k.operand(p, first, off, n, send, acc)
+	if err != nil {
+		return err
+	}
+	copyApart(acc, x)
+	for q := range k.c.Size() {
+		if q == first {
+			continue
+		}
+		x, err := k.operand(p, q, off, n, send, scratch)
+		if err != nil {
+			return err
+		}
+		k.t.Mark()
+		kernel.Reduce(k.op, acc, x)
+		k.t.Lap(core.PartReduce)
+	}
+	return nil
+}
+
+// operand is rank q's n elements of its send buffer from element off on:
+// this rank's own, in send, and another's in registered memory, where
+// they lie; otherwise read into into, which then has at least n elements.
+func (k *call[T]) operand(p peers, q, off, n int, send, into []T) ([]T, error) {
+	switch {
+	case q == k.c.Rank():
+		return send[off : off+n], nil
+	case p.mapped != nil:
+		return segView[T](p.mapped[q][0])[off : off+n], nil
+	}
+	return into[:n], k.read(p, into[:n], q, 0, off)
 }
 
 // recvIndex is which of rank r's buffers of a single-copy Allreduce
@@ -401,25 +436,41 @@ func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
 	}
 }
 
-// reduceScatterDirect: every rank combines its block from every rank's
-// send buffer, in rank order, into its receive buffer.
-func reduceScatterDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]byte) (err error) {
-	me := k.c.Rank()
-	recv := segView[T](bufs[me][1])
-	m := len(recv)
+// reduceScatterDirect: every rank combines its block of every rank's
+// send buffer into its receive buffer, chunk by chunk (combineOnce):
+// reading the others' blocks where they lie in registered memory or,
+// copying once, through its slot of the operation's round, which nobody
+// reads once Next has returned it. Each block is then read once from
+// each send buffer, where through the slots every rank copies all of its
+// send buffer into its slot first. Copying once with a commutative op,
+// the next rank's block comes first, read straight into the receive
+// buffer, so that no block is copied.
+func reduceScatterDirect[T codec.Elem](k *call[T], p peers, s *core.Segment, send, recv []T) (err error) {
+	me, m := k.c.Rank(), len(recv)
+	first := 0
+	if p.mapped == nil && k.op.Commutative() {
+		first = (me + 1) % k.c.Size()
+	}
+	half, err := p.op.Next()
+	if err != nil {
+		return k.wrap(-1, err)
+	}
 	defer func() {
 		if err == nil {
-			err = k.lent(op)
+			err = k.lentInRound(p.op)
 		}
 	}()
 	defer k.recoverOp(&err)
+	var scratch []T
 	step := max(1, directChunk/k.size)
+	if p.mapped == nil {
+		scratch = segView[T](s.Slot(me, half))
+		step = max(1, min(singleChunk/k.size, len(scratch)))
+	}
 	for c0 := 0; c0 < m; c0 += step {
 		c1 := min(m, c0+step)
-		acc := recv[c0:c1]
-		copy(acc, segView[T](bufs[0][0])[me*m+c0:me*m+c1])
-		for q := 1; q < len(bufs); q++ {
-			kernel.Reduce(k.op, acc, segView[T](bufs[q][0])[me*m+c0:me*m+c1])
+		if err := k.combineOnce(p, first, recv[c0:c1], scratch, send, me*m+c0); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -869,13 +869,13 @@ func reduceScatterShm[T codec.Elem](k *call[T], send, recv []T) error {
 		return reduceScatterFast(k, s, send, recv)
 	}
 	var op core.SegmentOp
-	bufs, direct, err := k.segBegin(&op, s, send, recv, -1, -1)
+	bufs, direct, err := k.segBegin(&op, s, send, recv, -1, 0)
 	if err != nil {
 		return err
 	}
 	defer k.endOp(&op)
 	if direct {
-		return reduceScatterDirect(k, &op, bufs.mapped)
+		return reduceScatterDirect(k, bufs, s, send, recv)
 	}
 	p, me, m := s.Size(), k.c.Rank(), len(recv)
 	per := s.SlotBytes() / k.size / p

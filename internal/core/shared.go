@@ -253,7 +253,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 		direct: make([][2][]byte, n), views: make([][2]*regmem.View, n), lines: make([][]byte, n),
 		cookie: word}
 	s.policy = s.word64(segSingle).Load()
-	s.single.LendAcrossSizes(familyAllreduce)
+	s.single.LendAcrossSizes(familyCombines)
 	s.huge = newCollapser(&ep.opts, c.rank)
 	s.crowded = s.word64(segCrowded).Load() == 1
 	for r := range n {

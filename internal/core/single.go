@@ -293,8 +293,9 @@ func (op *SegmentOp) chosen(decider int) bool {
 }
 
 // The families of kinds that copy once alike (shmem.SingleCopy.Choose):
-// those whose ranks only move data between buffers, and Allreduce,
-// whose ranks read, combine and write back.
+// those whose ranks only move data between buffers, and Allreduce and
+// ReduceScatter, whose ranks read and combine (an Allreduce's write the
+// result back too).
 //
 // Allreduce's single copy has won or lost alike at every size it may
 // take, on each host measured: won from 64 KiB to 4 MiB on an Intel
@@ -315,13 +316,13 @@ func (op *SegmentOp) chosen(decider int) bool {
 // and the single copy above.
 const (
 	familyMoves = iota
-	familyAllreduce
+	familyCombines
 )
 
 // singleFamily is the family of kind.
 func singleFamily(kind wire.Kind) int {
-	if kind == wire.KindAllreduce {
-		return familyAllreduce
+	if kind == wire.KindAllreduce || kind == wire.KindReduceScatter {
+		return familyCombines
 	}
 	return familyMoves
 }

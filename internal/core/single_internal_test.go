@@ -94,15 +94,17 @@ func TestAllreduceMayCopyOnceAtEverySize(t *testing.T) {
 	}
 }
 
-// TestSingleFamily: an Allreduce, whose ranks combine what they read,
-// does not borrow its single-copy choice from the kinds that only move
-// data, nor they from it; those kinds are one family.
+// TestSingleFamily: an Allreduce and a ReduceScatter, whose ranks
+// combine what they read, are one family and do not borrow their
+// single-copy choice from the kinds that only move data, nor they from
+// them; those kinds are another.
 func TestSingleFamily(t *testing.T) {
 	tests := []struct {
 		kind   wire.Kind
 		family int
 	}{
-		{wire.KindAllreduce, familyAllreduce},
+		{wire.KindAllreduce, familyCombines},
+		{wire.KindReduceScatter, familyCombines},
 		{wire.KindBcast, familyMoves},
 		{wire.KindGather, familyMoves},
 		{wire.KindScatter, familyMoves},
@@ -115,5 +117,5 @@ func TestSingleFamily(t *testing.T) {
 			require.Equal(t, tt.family, singleFamily(tt.kind))
 		})
 	}
-	require.NotEqual(t, familyMoves, familyAllreduce)
+	require.NotEqual(t, familyMoves, familyCombines)
 }
