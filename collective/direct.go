@@ -26,15 +26,16 @@ import (
 // next rank's operand is added to it and while it is copied out.
 const directChunk = 32 << 10
 
-// singleChunk is directChunk for a single-copy Allreduce
-// (allreduceSingle), whose every chunk costs a process_vm_readv from each
-// other rank and a process_vm_writev to each: larger chunks make fewer of
-// those calls, each of which looks up and pins the other process's pages,
-// while a chunk still stays in the second-level cache. Two ranks on the
-// Intel host (2 MiB of L2 a core), six alternating runs, median of the
-// pairs' time ratios against 32 KiB chunks: 128 KiB 0.69 / 0.76 / 0.81
-// at 256 KiB / 1 MiB / 2 MiB; 256 KiB chunks as fast as 128, 512 KiB
-// 1.10-1.19 times slower than 128 (2026-11-30).
+// singleChunk is directChunk for a single-copy Allreduce or
+// ReduceScatter, whose every chunk costs a process_vm_readv from each
+// other rank (and an Allreduce's a process_vm_writev to each): larger
+// chunks make fewer of those calls, each of which looks up and pins the
+// other process's pages, while a chunk still stays in the second-level
+// cache. Two ranks' Allreduces on the Intel host (2 MiB of L2 a core),
+// six alternating runs, median of the pairs' time ratios against 32 KiB
+// chunks: 128 KiB 0.69 / 0.76 / 0.81 at 256 KiB / 1 MiB / 2 MiB; 256
+// KiB chunks as fast as 128, 512 KiB 1.10-1.19 times slower than 128
+// (2026-11-30).
 const singleChunk = 128 << 10
 
 // directMin is the smallest call, in bytes of its count, that goes

@@ -309,11 +309,11 @@ func (op *SegmentOp) chosen(decider int) bool {
 // allreduceSingle), it wins there at every size (2026-11-30, five
 // alternating runs, median of the pairs' time ratios, once against the
 // slots: 4 MiB 0.65, 8 MiB 0.65, 16 MiB 0.87, 32 MiB 0.95, 64 MiB 0.82),
-// so no size is kept from it. So it lends a
-// clear loss to its larger size classes (shmem.SingleCopy.LendAcrossSizes),
-// which then need not time that loss at their start. The kinds that
-// only move data do not: on many hosts the slots win below some 64 KiB
-// and the single copy above.
+// so no size is kept from it. Since it wins or loses alike, the family
+// lends a clear loss to its larger size classes
+// (shmem.SingleCopy.LendAcrossSizes), which then need not time that
+// loss at their start. The kinds that only move data do not: on many
+// hosts the slots win below some 64 KiB and the single copy above.
 const (
 	familyMoves = iota
 	familyCombines
