@@ -14,8 +14,8 @@ import (
 // memory from Alloc, each rank maps the others' (core.SegmentOp.Direct)
 // and data moves straight between the buffers, once, instead of into the
 // segment's slots and out again. Where they are ordinary Go memory, a
-// Bcast, Gather, Allgather, Allgatherv, Scatter, Alltoall, Allreduce or
-// ReduceScatter can still copy once, each rank reading what it needs out
+// Bcast, Gather, Allgather, Allgatherv, Scatter, Alltoall, Allreduce,
+// Reduce or ReduceScatter can still copy once, each rank reading what it needs out
 // of the others' buffers with process_vm_readv or writing into them with
 // process_vm_writev, where the segment's SingleCopy chose so
 // (core.SegmentOp.Single). Each ends with every rank that lent its
@@ -26,7 +26,7 @@ import (
 // next rank's operand is added to it and while it is copied out.
 const directChunk = 32 << 10
 
-// singleChunk is directChunk for a single-copy Allreduce or
+// singleChunk is directChunk for a single-copy Allreduce, Reduce or
 // ReduceScatter, whose every chunk costs a process_vm_readv from each
 // other rank (and an Allreduce's a process_vm_writev to each): larger
 // chunks make fewer of those calls, each of which looks up and pins the
@@ -283,27 +283,28 @@ func allreduceDirect[T codec.Elem](k *call[T], op *core.SegmentOp, bufs [][2][]b
 	return nil
 }
 
-// allreduceSingle is allreduceDirect between ordinary buffers, copying
-// once (core.SegmentOp.Single): rank me combines its share of the
-// elements (combineOnce), reading the others' parts of it out of their
-// send buffers, and puts the result into every rank's receive buffer,
-// the others' with process_vm_writev; each element is read once from
-// each send buffer and written once into each receive buffer, where
-// through the slots it is copied in and out of them besides. A share
-// goes chunk by chunk through this rank's slot of the operation's round,
-// which nobody reads once Next has returned it: another rank's part in
-// its second half. The partial result is combined in this rank's
-// receive buffer, but for a rank whose own operand does not come first
-// in an Allreduce in place, whose first half of the slot takes it; it
-// is copied out from there. (Two ranks' 1 MiB Allreduces spent 18 % of
-// their time in memmove when every rank combined in the slot,
-// 2026-11-30.) Nobody else reads this rank's share of its send buffer,
-// or writes that of its receive buffer, so an Allreduce in place can
-// combine there. With a commutative op the operand that comes first is
-// this rank's own in place, where it lies already, and otherwise the
-// next rank's, read straight into the receive buffer: no copy either
+// reduceSingle is allreduceDirect between ordinary buffers, copying
+// once (core.SegmentOp.Single), or with root 0 or more a Reduce's: rank
+// me combines its share of the elements (combineOnce), reading the
+// others' parts of it out of their send buffers, and puts the result
+// into every rank's receive buffer (root's alone), the others' with
+// process_vm_writev; each element is read once from each send buffer and
+// written once into each receive buffer, where through the slots it is
+// copied in and out of them besides. A share goes chunk by chunk through
+// this rank's slot of the operation's round, which nobody reads once
+// Next has returned it: another rank's part in its second half. The
+// partial result is combined in this rank's receive buffer, but for a
+// rank that receives nothing (a Reduce's other than root) or whose own
+// operand does not come first in place, whose first half of the slot
+// takes it; a rank that receives copies it out from there. (Two ranks'
+// 1 MiB Allreduces spent 18 % of their time in memmove when every rank
+// combined in the slot, 2026-11-30.) Nobody else reads this rank's share
+// of its send buffer, or writes that of its receive buffer, so a call in
+// place can combine there. With a commutative op the operand that comes
+// first is this rank's own where it combines in place, and otherwise
+// the next rank's, read straight into where it combines: no copy either
 // way.
-func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf []T) (err error) {
+func reduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf []T, root int) (err error) {
 	ranks, me := s.Size(), s.Rank()
 	half, err := p.op.Next()
 	if err != nil {
@@ -319,11 +320,11 @@ func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, b
 	acc, part := segView[T](slot[:len(slot)/2]), segView[T](slot[len(slot)/2:])
 	step := max(1, min(singleChunk, len(slot)/2)/k.size)
 	lo, hi := segShare(len(buf), ranks, me, k.size)
-	inPlace := sameSlice(send, buf)
+	inPlace, receives := sameSlice(send, buf), root < 0 || me == root
 	first := 0
 	switch {
 	case !k.op.Commutative():
-	case inPlace:
+	case inPlace && receives:
 		first = me
 	default:
 		first = (me + 1) % ranks
@@ -331,15 +332,20 @@ func allreduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, b
 	for c0 := lo; c0 < hi; c0 += step {
 		c1 := min(hi, c0+step)
 		a := buf[c0:c1]
-		if inPlace && first != me {
+		if !receives || inPlace && first != me {
 			a = acc[:c1-c0]
 		}
 		if err := k.combineOnce(p, first, a, part, send, c0); err != nil {
 			return err
 		}
-		copyApart(buf[c0:c1], a)
+		if receives {
+			copyApart(buf[c0:c1], a)
+		}
 		for i := 1; i < ranks; i++ {
 			r := (me + i) % ranks
+			if root >= 0 && r != root {
+				continue
+			}
 			into, err := k.recvIndex(p, r)
 			if err == nil {
 				err = k.write(p, a, r, into, c0)
@@ -394,8 +400,8 @@ func (k *call[T]) operand(p peers, q, off, n int, send, into []T) ([]T, error) {
 	return into[:n], k.read(p, into[:n], q, 0, off)
 }
 
-// recvIndex is which of rank r's buffers of a single-copy Allreduce
-// receives: its second, or its first where it reduces in place.
+// recvIndex is which of rank r's buffers of a single-copy Allreduce or
+// Reduce receives: its second, or its first where it reduces in place.
 func (k *call[T]) recvIndex(p peers, r int) (int, error) {
 	n, err := k.length(p, r, 1)
 	if n > 0 {

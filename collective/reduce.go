@@ -10,9 +10,11 @@ import (
 )
 
 // Reduce combines buf of every rank with op and leaves the result in
-// root's buf; every other rank's buf is left as it was. The one
-// algorithm is Tree, a binomial tree: lg p steps, each rank sends once.
-// A non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
+// root's buf; every other rank's buf is left as it was. Algorithms: Tree,
+// a binomial tree (lg p steps, each rank sends once), and Shm, through
+// the communicator's shared segment, or copying once between the ranks'
+// bufs where that has been faster (comm.WithSingleCopy). A
+// non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
 func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) (err error) {
 	var k call[T]
 	if err = begin(&k, ctx, c, wire.KindReduce, op, len(buf), root, opts); err != nil {

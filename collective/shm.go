@@ -137,18 +137,15 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	}
 	var op core.SegmentOp
 	var err error
-	// An Allreduce on one host can copy once between ordinary buffers,
-	// as rank 0 chooses (allreduceSingle).
+	// An Allreduce or a Reduce on one host can copy once between ordinary
+	// buffers, as rank 0 or root chooses (reduceSingle).
 	decider := -1
-	if root < 0 && h == nil {
-		decider = 0
+	if h == nil {
+		decider = max(root, 0)
 	}
-	switch {
-	case root >= 0:
-		err = k.segBeginDirect(&op, s, nil, nil, -1)
-	case sameSlice(send, buf):
+	if sameSlice(send, buf) {
 		err = k.segBeginDirect(&op, s, buf, nil, decider)
-	default:
+	} else {
 		err = k.segBeginDirect(&op, s, send, buf, decider)
 	}
 	if err != nil {
@@ -157,17 +154,19 @@ func reduceShm[T codec.Elem](k *call[T], s *core.Segment, send, buf []T, root in
 	defer k.endOp(&op)
 	me := s.Rank()
 	per := min(s.SlotBytes(), reduceRound) / k.size
-	bufs, direct, err := k.direct(&op, -1)
-	if err != nil {
-		return err
-	}
-	if direct {
-		return allreduceDirect(k, &op, bufs, me, h, per)
+	if root < 0 { // a Reduce does not go direct
+		bufs, direct, err := k.direct(&op, -1)
+		if err != nil {
+			return err
+		}
+		if direct {
+			return allreduceDirect(k, &op, bufs, me, h, per)
+		}
 	}
 	if single, err := op.Single(); err != nil {
 		return k.wrap(-1, err)
 	} else if single {
-		return allreduceSingle(k, peers{op: &op}, s, send, buf)
+		return reduceSingle(k, peers{op: &op}, s, send, buf, root)
 	}
 	owned := h == nil && root < 0 && k.op.Commutative()
 	for off := 0; ; {

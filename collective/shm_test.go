@@ -375,40 +375,48 @@ func checkShmDirect(t *testing.T, cs []*comm.Comm, direct, single bool) {
 // mixed counts of Allgatherv at two ranks, still adds up to 128 KiB.
 const directElems = 2 * directMinCrowded / 4
 
-// directChecks are the collectives that have a direct path, each as its
-// test's check on counts of directElems in all, and how many calls of the
-// collective that check makes. The rooted calls' roots differ, so that
-// the first rank, a middle one and the last each lend their buffers.
+// directChecks are the collectives that have a direct path or copy once,
+// each as its test's check on counts of directElems in all, and how many
+// calls of the collective that check makes. The rooted calls' roots
+// differ, so that the first rank, a middle one and the last each lend
+// their buffers.
 var directChecks = []struct {
 	name   string
 	calls  int
-	single bool // whether it copies once out of ordinary buffers too
+	direct bool // whether it goes direct where every rank's buffers are registered
+	single bool // whether it copies once out of ordinary buffers
 	check  func(t *testing.T, cs []*comm.Comm)
 }{
-	{"allreduce", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	{"allreduce", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAllreduce[float32](t, cs, Auto, codec.Sum, []int{directElems})
 	}},
-	{"reducescatter", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	{"reducescatter", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkReduceScatter[float32](t, cs, Auto, codec.Sum, []int{perRank(len(cs))})
 	}},
-	{"bcast", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	// A commutative op to the middle rank, and a non-commutative one,
+	// combined in rank order, to the last.
+	{"reduce", 2, false, true, func(t *testing.T, cs []*comm.Comm) {
+		checkReduce[float32](t, cs, Auto, codec.Sum, len(cs)/2, []int{directElems})
+		checkReduce[uint64](t, cs, Auto, packedMatMul, len(cs)-1, []int{directElems / 2})
+	}},
+	{"bcast", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkBcast[float32](t, cs, Auto, len(cs)-1, []int{directElems})
 	}},
-	{"gather", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	{"gather", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkGather[float32](t, cs, Auto, len(cs)/2, []int{perRank(len(cs))})
 	}},
-	{"scatter", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	{"scatter", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkScatter[float32](t, cs, Auto, 0, []int{perRank(len(cs))})
 	}},
 	// Out of place and in place.
-	{"allgather", 2, true, func(t *testing.T, cs []*comm.Comm) {
+	{"allgather", 2, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAllgather[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
 	// Equal counts and mixed ones.
-	{"allgatherv", 2, true, func(t *testing.T, cs []*comm.Comm) {
+	{"allgatherv", 2, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAllgatherv[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
-	{"alltoall", 1, true, func(t *testing.T, cs []*comm.Comm) {
+	{"alltoall", 1, true, true, func(t *testing.T, cs []*comm.Comm) {
 		checkAlltoall[float32](t, cs, Auto, []int{perRank(len(cs))})
 	}},
 }
@@ -426,7 +434,7 @@ func checkEachDirect(t *testing.T, cs []*comm.Comm, direct, single bool) {
 	for _, dc := range directChecks {
 		t.Run("direct/"+dc.name, func(t *testing.T) {
 			want, wantSingle := 0, 0
-			if direct {
+			if direct && dc.direct {
 				want = dc.calls
 			}
 			if single && dc.single {

@@ -77,13 +77,13 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // the segment; "cma" copies once, each rank reading what it needs out of
 // the others' slices with process_vm_readv (as Open MPI's vader does) or
 // writing into them with process_vm_writev (a Bcast's root its share, the
-// ranks of a Gather, an Allgather, an Alltoall and an Allreduce their
-// parts; a ReduceScatter's ranks read), wherever the kernel allows it;
-// "none" always copies twice, through the segment. On a host whose ranks
-// outnumber its CPUs, auto tries one copy in Gathers and Scatters, and
-// Alltoalls from 1 MiB, only. Which is faster depends on the host: on
-// one of this project's machines two copies matched or beat one
-// everywhere, on another one copy took a third of the time of a
+// ranks of a Gather, an Allgather, an Alltoall, an Allreduce and a
+// Reduce their parts; a ReduceScatter's ranks read), wherever the kernel
+// allows it; "none" always copies twice, through the segment. On a host
+// whose ranks outnumber its CPUs, auto tries one copy in Gathers and
+// Scatters, and Alltoalls from 1 MiB, only. Which is faster depends on
+// the host: on one of this project's machines two copies matched or beat
+// one everywhere, on another one copy took a third of the time of a
 // handoff through shared memory (64 KiB: 3.4 µs against 10.5) and made
 // Bcasts, Gathers, Scatters and Alltoalls of 64 to 256 KiB up to twice as
 // fast. "auto" follows the host: the root of each call times both ways

@@ -371,11 +371,13 @@ func singleWorker(ctx context.Context, c *comm.Comm) error {
 	}
 	fmt.Println("ready")
 	start := time.Now()
-	// Bcasts read the others' buffers and write into them, Gathers,
-	// Allgathers and Allreduces write into them, ReduceScatters read them.
+	// Bcasts, Allreduces and Reduces read the others' buffers and write
+	// into them, Gathers and Allgathers write into them, ReduceScatters
+	// read them.
 	calls := []func(root int) error{
 		func(int) error { return collective.Allgather(ctx, c, send, recv) },
 		func(int) error { return collective.Allreduce(ctx, c, send, codec.Sum) },
+		func(root int) error { return collective.Reduce(ctx, c, send, codec.Sum, root) },
 		func(int) error { return collective.ReduceScatter(ctx, c, recv, send, codec.Sum) },
 		func(root int) error { return collective.Bcast(ctx, c, send, root) },
 		func(root int) error { return collective.Gather(ctx, c, send, recv, root) },

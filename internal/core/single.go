@@ -293,9 +293,9 @@ func (op *SegmentOp) chosen(decider int) bool {
 }
 
 // The families of kinds that copy once alike (shmem.SingleCopy.Choose):
-// those whose ranks only move data between buffers, and Allreduce and
-// ReduceScatter, whose ranks read and combine (an Allreduce's write the
-// result back too).
+// those whose ranks only move data between buffers, and Allreduce,
+// Reduce and ReduceScatter, whose ranks read and combine (an Allreduce's
+// and a Reduce's write the result back too).
 //
 // Allreduce's single copy has won or lost alike at every size it may
 // take, on each host measured: won from 64 KiB to 4 MiB on an Intel
@@ -306,7 +306,7 @@ func (op *SegmentOp) chosen(decider int) bool {
 // 3997-4134, 64 MiB 18.6 / 25.9-26.5 ms), and Allreduces above 4 MiB
 // never copied once by choice. Since each rank combines in its own
 // receive buffer and in chunks of 128 KiB (collective's
-// allreduceSingle), it wins there at every size (2026-11-30, five
+// reduceSingle), it wins there at every size (2026-11-30, five
 // alternating runs, median of the pairs' time ratios, once against the
 // slots: 4 MiB 0.65, 8 MiB 0.65, 16 MiB 0.87, 32 MiB 0.95, 64 MiB 0.82),
 // so no size is kept from it. Since it wins or loses alike, the family
@@ -321,7 +321,8 @@ const (
 
 // singleFamily is the family of kind.
 func singleFamily(kind wire.Kind) int {
-	if kind == wire.KindAllreduce || kind == wire.KindReduceScatter {
+	switch kind {
+	case wire.KindAllreduce, wire.KindReduce, wire.KindReduceScatter:
 		return familyCombines
 	}
 	return familyMoves

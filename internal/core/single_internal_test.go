@@ -94,7 +94,7 @@ func TestAllreduceMayCopyOnceAtEverySize(t *testing.T) {
 	}
 }
 
-// TestSingleFamily: an Allreduce and a ReduceScatter, whose ranks
+// TestSingleFamily: Allreduce, Reduce and ReduceScatter, whose ranks
 // combine what they read, are one family and do not borrow their
 // single-copy choice from the kinds that only move data, nor they from
 // them; those kinds are another.
@@ -104,6 +104,7 @@ func TestSingleFamily(t *testing.T) {
 		family int
 	}{
 		{wire.KindAllreduce, familyCombines},
+		{wire.KindReduce, familyCombines},
 		{wire.KindReduceScatter, familyCombines},
 		{wire.KindBcast, familyMoves},
 		{wire.KindGather, familyMoves},
