@@ -15,9 +15,9 @@ import (
 // and data moves straight between the buffers, once, instead of into the
 // segment's slots and out again. Where they are ordinary Go memory, a
 // Bcast, Gather, Allgather, Allgatherv, Scatter, Alltoall, Allreduce,
-// Reduce or ReduceScatter can still copy once, each rank reading what it needs out
-// of the others' buffers with process_vm_readv or writing into them with
-// process_vm_writev, where the segment's SingleCopy chose so
+// Reduce or ReduceScatter can still copy once, each rank reading what it
+// needs out of the others' buffers with process_vm_readv or writing into
+// them with process_vm_writev, where the segment's SingleCopy chose so
 // (core.SegmentOp.Single). Each ends with every rank that lent its
 // buffers waiting until nobody reads or writes them any more.
 
