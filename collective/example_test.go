@@ -104,6 +104,29 @@ func ExampleGather() {
 	// Output: [0 1 10 11 20 21]
 }
 
+// Every rank's partial counts are summed into the root's totals, as
+// MPI_Reduce with two buffers does; the counts stay as they were, and
+// recv matters only on the root.
+func ExampleReduceInto() {
+	var totals []int64
+	job(3, func(ctx context.Context, c *comm.Comm) error {
+		counts := []int64{int64(c.Rank()), 10}
+		var recv []int64
+		if c.Rank() == 0 {
+			recv = make([]int64, len(counts))
+		}
+		if err := collective.ReduceInto(ctx, c, counts, recv, codec.Sum, 0); err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			totals = recv
+		}
+		return nil
+	})
+	fmt.Println(totals)
+	// Output: [3 30]
+}
+
 // A user op: the element-wise largest magnitude, which no built-in op
 // computes. Every rank must create the op with the same name.
 func ExampleAllreduce_userOp() {

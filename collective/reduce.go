@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -21,16 +22,62 @@ func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.O
 		return err
 	}
 	defer k.leave(&err)
+	return k.reduceTo(buf, buf, root)
+}
+
+// ReduceInto is Reduce out of place, as MPI_Reduce with two buffers: it
+// combines send of every rank with op and leaves the result in root's
+// recv. send is never written. recv matters at root only, where it must
+// be as long as send and either send itself or apart from it; every other
+// rank's recv is not read or written, and may be nil. A rank may call
+// Reduce while another calls ReduceInto in the same collective.
+//
+// It is what root copying send into recv and calling Reduce computes, but
+// cheaper through shared memory (Shm), where the algorithms read root's
+// send where they would have read its buf and never copy it whole. Over
+// links root copies send into recv first.
+func ReduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, root int, opts ...Option) (err error) {
+	var k call[T]
+	if err = prepare(&k, ctx, c, wire.KindReduce, op, len(send), root, opts); err != nil {
+		return err
+	}
+	if c.Rank() == root {
+		if len(send) != len(recv) {
+			return k.invalid(fmt.Errorf("%w: ReduceInto's send has %d elements and root's recv %d; they must be equal",
+				codec.ErrInvalid, len(send), len(recv)))
+		}
+		if overlapApart(send, recv) {
+			return k.invalid(fmt.Errorf("%w: ReduceInto's send and root's recv (%d elements) overlap without being one slice",
+				codec.ErrInvalid, len(recv)))
+		}
+	}
+	if err = k.start(); err != nil {
+		return err
+	}
+	defer k.leave(&err)
+	return k.reduceTo(send, recv, root)
+}
+
+// reduceTo runs the chosen algorithm from send of every rank into recv
+// of root (send itself in place; other ranks' recv is not used), and
+// finishes the op there (Avg divides).
+func (k *call[T]) reduceTo(send, recv []T, root int) error {
+	buf := send // the buffer the algorithms take: a rank's result where it gets one
+	if k.c.Rank() == root {
+		buf = recv
+	}
+	var err error
 	if k.me.Algorithm == Shm {
-		err = reduceShm(&k, k.c.Segment(), buf, buf, root, nil)
+		err = reduceShm(k, k.c.Segment(), send, buf, root, nil)
 	} else {
-		err = reduceTree(&k, buf, root, 0)
+		copyApart(buf, send)
+		err = reduceTree(k, buf, root, 0)
 	}
 	if err != nil {
 		return err
 	}
-	if c.Rank() == root {
-		kernel.Finish(op, buf, c.Size())
+	if k.c.Rank() == root {
+		kernel.Finish(k.op, buf, k.c.Size())
 	}
 	return nil
 }

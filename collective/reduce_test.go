@@ -59,12 +59,18 @@ func TestReduce(t *testing.T) {
 
 // checkReduce runs Reduce with each count and compares root's result
 // with the sequential reference bit for bit, and every other rank's buf
-// with its input: Reduce must not write there.
+// with its input: Reduce must not write there. The ranks take turns
+// calling Reduce, ReduceInto from a send buffer into another (a rank
+// other than root passing a recv of its own, which must stay as it was,
+// or nil) and ReduceInto with one slice for both; every send must come
+// back unchanged.
 // Every rank passes opts after the algorithm.
 func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op codec.Op, root int, sizes []int, opts ...Option) {
 	t.Helper()
 	n := len(cs)
-	for _, count := range sizes {
+	opts = append([]Option{WithAlgorithm(algo)}, opts...)
+	for i, count := range sizes {
+		turn := i + root + int(kernel.DTypeOf[T]())
 		t.Run(fmt.Sprintf("%s/%s/count=%d", kernel.DTypeOf[T](), op, count), func(t *testing.T) {
 			inputs := make([][]T, n)
 			for r := range n {
@@ -72,15 +78,38 @@ func checkReduce[T codec.Elem](t *testing.T, cs []*comm.Comm, algo Algorithm, op
 			}
 			want := reference(op, inputs)
 			allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-				buf := slices.Clone(inputs[c.Rank()])
-				if err := Reduce(ctx, c, buf, op, root, append([]Option{WithAlgorithm(algo)}, opts...)...); err != nil {
+				me := c.Rank()
+				send := slices.Clone(inputs[me])
+				buf, untouched := send, []T(nil) // buf holds root's result; untouched must stay as it was
+				var err error
+				switch (me + turn) % 3 {
+				case 0:
+					err = Reduce(ctx, c, send, op, root, opts...)
+				case 1:
+					buf = make([]T, count)
+					if me != root && count%2 == 0 {
+						buf = nil
+					}
+					untouched = slices.Clone(buf)
+					err = ReduceInto(ctx, c, send, buf, op, root, opts...)
+				default:
+					err = ReduceInto(ctx, c, send, send, op, root, opts...)
+				}
+				if err != nil {
 					return err
 				}
-				if c.Rank() == root {
-					return equalBits(buf, want)
+				switch {
+				case me == root:
+					if err := equalBits(buf, want); err != nil || sameSlice(send, buf) {
+						return err // in place, send holds the result
+					}
+				case untouched != nil:
+					if err := equalBits(buf, untouched); err != nil {
+						return fmt.Errorf("recv of non-root rank %d changed: %w", me, err)
+					}
 				}
-				if err := equalBits(buf, inputs[c.Rank()]); err != nil {
-					return fmt.Errorf("buf of non-root rank %d changed: %w", c.Rank(), err)
+				if err := equalBits(send, inputs[me]); err != nil {
+					return fmt.Errorf("send of rank %d changed: %w", me, err)
 				}
 				return nil
 			})
@@ -310,3 +339,55 @@ var allocMax = codec.NewOp("max", func(dst, src []float32) {
 		dst[i] = max(dst[i], src[i])
 	}
 }, false)
+
+// TestReduceIntoRefusesBadArguments: a root whose recv is not as long as
+// send, or overlaps it without being one slice, fails with ErrInvalid
+// naming the sizes, and the others are aborted instead of left waiting;
+// the others' recv, short and overlapping here, is not checked.
+func TestReduceIntoRefusesBadArguments(t *testing.T) {
+	const root = 1
+	tests := []struct {
+		name string
+		call func(ctx context.Context, c *comm.Comm) error
+		want string
+	}{
+		{
+			name: "lengths",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				recv := make([]float32, 4)
+				if c.Rank() == root {
+					recv = make([]float32, 3)
+				}
+				return ReduceInto(ctx, c, make([]float32, 4), recv, codec.Sum, root)
+			},
+			want: "send has 4 elements and root's recv 3",
+		},
+		{
+			name: "overlap",
+			call: func(ctx context.Context, c *comm.Comm) error {
+				buf := make([]float32, 8)
+				if c.Rank() == root {
+					return ReduceInto(ctx, c, buf[:4], buf[2:6], codec.Sum, root)
+				}
+				return ReduceInto(ctx, c, buf[:4], buf[:1], codec.Sum, root)
+			},
+			want: "send and root's recv (4 elements) overlap",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := job(t, 3, comm.WithTimeout(watchdog))
+			for r, err := range onEveryRank(t, cs, tt.call) {
+				require.Error(t, err, "rank %d", r)
+				if r != root {
+					require.ErrorIs(t, err, comm.ErrAborted, "rank %d", r)
+					continue
+				}
+				require.ErrorIs(t, err, codec.ErrInvalid, "rank %d", r)
+				require.ErrorContains(t, err, fmt.Sprintf("on rank %d", r))
+				require.ErrorContains(t, err, "Reduce(4 × float32, sum")
+				require.ErrorContains(t, err, tt.want)
+			}
+		})
+	}
+}

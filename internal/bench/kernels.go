@@ -244,9 +244,9 @@ func (k *kernel) expectAll(m int, want func(i int) float32) error {
 }
 
 // allreduce sums each rank's vector out of place, as MPI_Allreduce with
-// two buffers does (AllreduceInto). Reduce, which works in place, does
-// the same to rank 0 only, the one rank whose buffer it defines, with
-// the copy of the send buffer inside the timed call.
+// two buffers does (AllreduceInto); reduce does the same to rank 0 only,
+// the one rank whose result it defines, as MPI_Reduce with two buffers
+// does (ReduceInto).
 func (k *kernel) allreduce() {
 	send, out := k.buffer(k.elems()), k.buffer(k.elems())
 	for i := range send {
@@ -255,10 +255,7 @@ func (k *kernel) allreduce() {
 	k.out = out
 	k.prepare = func(it int) { send[0] = k.stamp(k.me, it) }
 	if k.p.collective == "reduce" {
-		k.call = func() error {
-			copy(out, send)
-			return collective.Reduce(k.ctx, k.c, out, codec.Sum, 0, k.opts...)
-		}
+		k.call = func() error { return collective.ReduceInto(k.ctx, k.c, send, out, codec.Sum, 0, k.opts...) }
 		if k.me != 0 {
 			return
 		}
