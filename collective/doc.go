@@ -174,8 +174,9 @@
 //
 // The collectives reduce and copy in place on the caller's slices, with
 // no allocation per call once warm (the tests count them); AllreduceInto
-// reduces from a send slice into a receive slice without copying the
-// send slice first, as MPI_Allreduce with two buffers does. They move
+// and ReduceInto reduce from a send slice into a receive slice without
+// copying the send slice first, as MPI_Allreduce and MPI_Reduce with two
+// buffers do. They move
 // large buffers in chunks so that sending, receiving and reducing
 // overlap. docs/performance.md in the repository has the measurements
 // against Open MPI and the commands that reproduce them (gocoll bench,
