@@ -12,8 +12,12 @@ import (
 
 // Reduce combines buf of every rank with op and leaves the result in
 // root's buf; every other rank's buf is left as it was. Algorithms: Tree,
-// a binomial tree (lg p steps, each rank sends once), and Shm, through
-// the communicator's shared segment, or copying once between the ranks'
+// a binomial tree (lg p steps, each rank sends once); Rabenseifner,
+// recursive halving, after which each rank holds its share of the
+// result, and root gathers the shares (each rank combines a share and
+// sends about twice its buf's bytes where the tree's ranks send it
+// whole and only root combines the last of it); and Shm, through the
+// communicator's shared segment, or copying once between the ranks'
 // bufs where that has been faster (comm.WithSingleCopy). A
 // non-commutative op is applied in rank order, r0∘r1∘…∘rN-1.
 func Reduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op codec.Op, root int, opts ...Option) (err error) {
@@ -67,9 +71,12 @@ func (k *call[T]) reduceTo(send, recv []T, root int) error {
 		buf = recv
 	}
 	var err error
-	if k.me.Algorithm == Shm {
+	switch k.me.Algorithm {
+	case Shm:
 		err = reduceShm(k, k.c.Segment(), send, buf, root, nil)
-	} else {
+	case Rabenseifner:
+		err = reduceHalving(k, send, buf, root)
+	default:
 		copyApart(buf, send)
 		err = reduceTree(k, buf, root, 0)
 	}
@@ -78,6 +85,45 @@ func (k *call[T]) reduceTo(send, recv []T, root int) error {
 	}
 	if k.c.Rank() == root {
 		kernel.Finish(k.op, buf, k.c.Size())
+	}
+	return nil
+}
+
+// reduceHalving is Reduce as Rabenseifner's: recursive halving
+// (reduceScatterHalving) leaves each rank the combination of its blocks,
+// in rank order where the op needs it, and root receives every other
+// rank's blocks straight into buf, at step halvingSteps. Root works in
+// buf, the others in scratch, since their buf must stay as it was; send
+// is only read.
+func reduceHalving[T codec.Elem](k *call[T], send, buf []T, root int) error {
+	me, n := k.c.Rank(), len(buf)
+	work := buf
+	if me != root {
+		var sb scratchBuf
+		work, sb = scratch[T](n)
+		defer sb.release()
+	}
+	lo, hi, err := reduceScatterHalving(k, send, work, 0)
+	if err != nil || me != root {
+		if err == nil && lo < hi {
+			err = k.send(root, halvingSteps, work[lo:hi], lo)
+		}
+		return err
+	}
+	g := newHalving(k)
+	for r := range k.c.Size() {
+		first, last := g.owned(r)
+		if r == root || first == last {
+			continue // root's own blocks, or a rank the fold removed
+		}
+		a, _ := block(n, g.p, first)
+		b, _ := block(n, g.p, last)
+		if a == b {
+			continue // fewer elements than ranks: r sends nothing
+		}
+		if err := k.recv(r, halvingSteps, buf[a:b], a); err != nil {
+			return err
+		}
 	}
 	return nil
 }

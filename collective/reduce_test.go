@@ -39,7 +39,7 @@ func rootedCase(t *testing.T, n int, check func(t *testing.T, root int, full boo
 }
 
 func TestReduce(t *testing.T) {
-	for _, algo := range []Algorithm{Auto, Tree} {
+	for _, algo := range []Algorithm{Auto, Tree, Rabenseifner} {
 		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
@@ -50,6 +50,7 @@ func TestReduce(t *testing.T) {
 						checkReduce[int32](t, cs, algo, codec.Prod, root, countsFor(n, false))
 						checkReduce[uint8](t, cs, algo, codec.Xor, root, countsFor(n, false))
 						checkReduce[codec.BFloat16](t, cs, algo, codec.Max, root, countsFor(n, false))
+						checkReduce[uint64](t, cs, algo, packedMatMul, root, countsFor(n, false))
 					})
 				})
 			}
@@ -187,8 +188,11 @@ func TestRootedOverTCP(t *testing.T) {
 			for _, count := range []int{5, 10000} {
 				root := n - 1
 				t.Run(fmt.Sprint("count=", count), func(t *testing.T) {
-					checkReduce[float32](t, cs, Tree, codec.Sum, root, []int{count})
 					checkReduce[float64](t, cs, Tree, reduceMatMul, 0, []int{count})
+					for _, algo := range []Algorithm{Tree, Rabenseifner} {
+						checkReduce[float32](t, cs, algo, codec.Sum, root, []int{count})
+						checkReduce[uint64](t, cs, algo, packedMatMul, 1, []int{count})
+					}
 					for _, algo := range []Algorithm{Tree, Linear, Chain, ScatterAllgather} {
 						checkBcast[float32](t, cs, algo, root, []int{count})
 					}

@@ -15,7 +15,7 @@ import (
 // It is an array, not a map: every call looks in it.
 var accepted = [...][]Algorithm{
 	KindAllreduce:     {AlgoRecursiveDoubling, AlgoRing, AlgoRingChunked, AlgoRabenseifner, AlgoTree, AlgoShm, AlgoHierarchical},
-	KindReduce:        {AlgoTree, AlgoShm},
+	KindReduce:        {AlgoTree, AlgoRabenseifner, AlgoShm},
 	KindBcast:         {AlgoTree, AlgoLinear, AlgoChain, AlgoScatterAllgather, AlgoShm},
 	KindGather:        {AlgoTree, AlgoLinear, AlgoShm},
 	KindGatherv:       {AlgoLinear, AlgoShm},
