@@ -129,7 +129,7 @@ func TestPlan(t *testing.T) {
 				"allreduce/rabenseifner/8", "allreduce/tree/8", "bcast/tree/8", "bcast/linear/8", "bcast/chain/8", "bcast/scatter_allgather/8"}},
 		{"all with shared memory and auto", Config{Collectives: []string{"gather", "reduce"}, Sizes: []int64{8}, Algorithms: []string{"all", "auto"}},
 			topology{ranks: 2, shared: true}, []string{"gather/auto/8", "gather/tree/8", "gather/linear/8", "gather/shm/8",
-				"reduce/auto/8", "reduce/tree/8", "reduce/shm/8"}},
+				"reduce/auto/8", "reduce/tree/8", "reduce/rabenseifner/8", "reduce/shm/8"}},
 		{"hierarchical across hosts", Config{Collectives: []string{"allreduce"}, Sizes: []int64{8}, Algorithms: []string{"shm", "hierarchical"}},
 			topology{ranks: 4, hierarchical: true}, []string{"allreduce/hierarchical/8"}},
 		{"barrier once, whatever the sizes", Config{Collectives: []string{"barrier"}, Sizes: []int64{8, 16}, Algorithms: []string{"all"}},
