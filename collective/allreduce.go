@@ -50,19 +50,29 @@ func AllreduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv [
 	if err = prepare(&k, ctx, c, wire.KindAllreduce, op, len(recv), -1, opts); err != nil {
 		return err
 	}
-	if len(send) != len(recv) {
-		return k.invalid(fmt.Errorf("%w: AllreduceInto's send has %d elements and recv %d; they must be equal",
-			codec.ErrInvalid, len(send), len(recv)))
-	}
-	if overlapApart(send, recv) {
-		return k.invalid(fmt.Errorf("%w: AllreduceInto's send and recv (%d elements) overlap without being one slice",
-			codec.ErrInvalid, len(recv)))
+	if err = k.checkApart("AllreduceInto", "recv", send, recv); err != nil {
+		return err
 	}
 	if err = k.start(); err != nil {
 		return err
 	}
 	defer k.leave(&err)
 	return k.allreduce(send, recv)
+}
+
+// checkApart refuses, as the call's invalid input, a send and recv of fn
+// that differ in length or overlap without being one slice; recvName is
+// how the messages name recv.
+func (k *call[T]) checkApart(fn, recvName string, send, recv []T) error {
+	if len(send) != len(recv) {
+		return k.invalid(fmt.Errorf("%w: %s's send has %d elements and %s %d; they must be equal",
+			codec.ErrInvalid, fn, len(send), recvName, len(recv)))
+	}
+	if overlapApart(send, recv) {
+		return k.invalid(fmt.Errorf("%w: %s's send and %s (%d elements) overlap without being one slice",
+			codec.ErrInvalid, fn, recvName, len(recv)))
+	}
+	return nil
 }
 
 // allreduce runs the chosen algorithm, from send (buf itself in place)

@@ -321,14 +321,7 @@ func reduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf 
 	step := max(1, min(singleChunk, len(slot)/2)/k.size)
 	lo, hi := segShare(len(buf), ranks, me, k.size)
 	inPlace, receives := sameSlice(send, buf), root < 0 || me == root
-	first := 0
-	switch {
-	case !k.op.Commutative():
-	case inPlace && receives:
-		first = me
-	default:
-		first = (me + 1) % ranks
-	}
+	first := k.firstOperand(inPlace && receives)
 	for c0 := lo; c0 < hi; c0 += step {
 		c1 := min(hi, c0+step)
 		a := buf[c0:c1]
@@ -356,6 +349,21 @@ func reduceSingle[T codec.Elem](k *call[T], p peers, s *core.Segment, send, buf 
 		}
 	}
 	return nil
+}
+
+// firstOperand is the rank whose operand a rank combining once starts
+// from (combineOnce): rank 0 where the op needs rank order; otherwise
+// this rank where its own operand lies already where it combines (own),
+// and the next rank elsewhere, whose operand is then read straight into
+// where it combines.
+func (k *call[T]) firstOperand(own bool) int {
+	switch {
+	case !k.op.Commutative():
+		return 0
+	case own:
+		return k.c.Rank()
+	}
+	return (k.c.Rank() + 1) % k.c.Size()
 }
 
 // combineOnce sets acc to the combination of the len(acc) elements from
@@ -454,9 +462,9 @@ func (k *call[T]) copyOutDirect(bufs [][2][]byte, lo, hi int) {
 // buffer, so that no block is copied.
 func reduceScatterDirect[T codec.Elem](k *call[T], p peers, s *core.Segment, send, recv []T) (err error) {
 	me, m := k.c.Rank(), len(recv)
-	first := 0
-	if p.mapped == nil && k.op.Commutative() {
-		first = (me + 1) % k.c.Size()
+	first := 0 // a registered operand is copied from wherever it lies
+	if p.mapped == nil {
+		first = k.firstOperand(false)
 	}
 	half, err := p.op.Next()
 	if err != nil {

@@ -2,7 +2,6 @@ package collective
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
@@ -46,13 +45,8 @@ func ReduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T,
 		return err
 	}
 	if c.Rank() == root {
-		if len(send) != len(recv) {
-			return k.invalid(fmt.Errorf("%w: ReduceInto's send has %d elements and root's recv %d; they must be equal",
-				codec.ErrInvalid, len(send), len(recv)))
-		}
-		if overlapApart(send, recv) {
-			return k.invalid(fmt.Errorf("%w: ReduceInto's send and root's recv (%d elements) overlap without being one slice",
-				codec.ErrInvalid, len(recv)))
+		if err = k.checkApart("ReduceInto", "root's recv", send, recv); err != nil {
+			return err
 		}
 	}
 	if err = k.start(); err != nil {
@@ -104,11 +98,13 @@ func reduceHalving[T codec.Elem](k *call[T], send, buf []T, root int) error {
 		defer sb.release()
 	}
 	lo, hi, err := reduceScatterHalving(k, send, work, 0)
-	if err != nil || me != root {
-		if err == nil && lo < hi {
-			err = k.send(root, halvingSteps, work[lo:hi], lo)
-		}
+	switch {
+	case err != nil:
 		return err
+	case me != root && lo < hi:
+		return k.send(root, halvingSteps, work[lo:hi], lo)
+	case me != root:
+		return nil // a rank the fold removed, or one of fewer elements than ranks
 	}
 	g := newHalving(k)
 	for r := range k.c.Size() {

@@ -266,6 +266,10 @@ func TestRootedAllocatesNothing(t *testing.T) {
 		return Reduce(ctx, c, a[:count], codec.Sum, 1)
 	}}, op{"Reduce/noncommutative", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
 		return Reduce(ctx, c, a[:count], allocMax, 2)
+	}}, op{"Reduce/rabenseifner", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return Reduce(ctx, c, a[:count], codec.Sum, 1, WithAlgorithm(Rabenseifner))
+	}}, op{"ReduceInto", func(ctx context.Context, c *comm.Comm, a, b []float32) error {
+		return ReduceInto(ctx, c, a[:count], b[:count], codec.Sum, 1)
 	}})
 	for _, algo := range []Algorithm{Tree, Linear} {
 		ops = append(ops, op{"Gather/" + algo.String(), func(ctx context.Context, c *comm.Comm, a, b []float32) error {
