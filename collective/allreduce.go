@@ -42,9 +42,9 @@ func Allreduce[T codec.Elem](ctx context.Context, c *comm.Comm, buf []T, op code
 // each element of send is read once by the rank that combines it and the
 // result written once into each recv. Over links, Ring, RingChunked and
 // Rabenseifner send this rank's data from send and receive the first
-// partial sums straight into recv, so send is never copied whole either;
-// RecursiveDoubling and Tree, made for small buffers, copy send into recv
-// first.
+// partial sums straight into recv, and Tree combines send with what it
+// receives, so send is never copied whole either; RecursiveDoubling, made
+// for small buffers, copies send into recv first.
 func AllreduceInto[T codec.Elem](ctx context.Context, c *comm.Comm, send, recv []T, op codec.Op, opts ...Option) (err error) {
 	var k call[T]
 	if err = prepare(&k, ctx, c, wire.KindAllreduce, op, len(recv), -1, opts); err != nil {
@@ -99,9 +99,9 @@ func (k *call[T]) allreduce(send, buf []T) error {
 }
 
 // allreduceLinks runs the chosen algorithm over links, from send into
-// buf. The ring and Rabenseifner read send where they first need this
-// rank's data and never copy it whole; the others, made for small
-// buffers, copy it into buf first.
+// buf. The ring, Rabenseifner and Tree read send where they first need
+// this rank's data and never copy it whole; recursive doubling, made for
+// small buffers, copies it into buf first.
 func (k *call[T]) allreduceLinks(send, buf []T) error {
 	switch k.me.Algorithm {
 	case Ring:
@@ -116,19 +116,16 @@ func (k *call[T]) allreduceLinks(send, buf []T) error {
 		}
 		k.keep = true
 		return allgatherDoubling(k, buf, lo, hi, halvingSteps)
-	}
-	copyApart(buf, send)
-	switch k.me.Algorithm {
 	case Tree:
 		k.keep = false
-		if err := reduceTree(k, buf, 0, 0); err != nil {
+		if err := reduceTree(k, send, buf, 0, 0); err != nil {
 			return err
 		}
 		k.keep = true
 		return bcastTree(k, buf, 0, phaseSteps)
-	default:
-		return allreduceDoubling(k, buf)
 	}
+	copyApart(buf, send)
+	return allreduceDoubling(k, buf)
 }
 
 // allreduceDoubling is recursive doubling. With p not a power of two, the

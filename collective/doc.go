@@ -166,9 +166,9 @@
 //
 // # Pipelining
 //
-// The pipelined algorithms (Chain, RingChunked) cut a buffer into chunks
-// of WithChunkSize bytes, at most MaxChunks of them: a smaller chunk size
-// is raised to fit.
+// The pipelined algorithms (Chain, RingChunked, and Reduce's Tree) cut a
+// buffer into chunks of WithChunkSize bytes, at most MaxChunks of them: a
+// smaller chunk size is raised to fit.
 //
 // # Performance
 //

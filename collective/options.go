@@ -106,10 +106,11 @@ func (o Option) apply(c *config) error {
 func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: a} }
 
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
-// (RingChunked, Chain). Every rank must pass the same size. The default
-// is GOCOLL_CHUNK when set, else the tuning table's, else
-// DefaultChunkSize; with a lossy codec (BF16, FP16) it is 1 MiB, so that
-// each chunk's encoding and decoding overlap the network's transfer of
+// (RingChunked, Chain, and the segments of Reduce's Tree). Every rank must
+// pass the same size. The default is GOCOLL_CHUNK when set, else the
+// tuning table's, else 256 KiB for Reduce's Tree and DefaultChunkSize for
+// the others, whose default with a lossy codec (BF16, FP16) is 1 MiB, so
+// that each chunk's encoding and decoding overlap the network's transfer of
 // its neighbours, and its wire bytes stay in the caches on their way
 // between the codec and the kernel. A size that would cut a buffer into
 // more than MaxChunks chunks is raised to fit.

@@ -64,15 +64,21 @@ const (
 	// p-1. Above, MPICH takes the ring for the sake of networks that pair
 	// distant ranks; on one host the ring has nothing to gain.
 	allgatherLarge = 512 << 10
-	// reduceLarge: from here a Reduce over links is Rabenseifner's, whose
-	// ranks each combine a share and send it to root, where the tree's
-	// send whole buffers and root combines the last of them. Over tcp on
-	// one host, where every byte costs a copy at both ends, three runs of
-	// the Intel host (2026-11-30), median µs, Rabenseifner's time over
-	// the tree's: two ranks 1.57 at 256 KiB, 1.08 at 1 MiB, 1.04 at 4 MiB,
-	// 0.84 at 16 MiB (6144 against 7283); four ranks on two CPUs 1.11,
-	// 1.14, 0.90 and 0.88.
-	reduceLarge = 4 << 20
+	// reduceLarge and reduceTreeRanks: from reduceLarge, a Reduce of
+	// more than reduceTreeRanks ranks across hosts is Rabenseifner's,
+	// whose ranks each combine a share and send it to root, about twice
+	// the buffer's bytes each, where the pipelined tree's root receives
+	// lg p buffers. That is the cost model's choice, as MPICH's, and not
+	// measured: on one host the tree won at every size and rank count
+	// measured, since every byte either moves costs the host's CPUs a
+	// copy at both ends. Over tcp on the AMD EPYC Zen 3 VM (2026-11-30,
+	// three rounds, median µs, the tree against Rabenseifner's) two ranks
+	// 2058 against 2428 at 4 MiB and 8931 against 10648 at 16 MiB; four
+	// ranks 948 against 1170, 5269 against 5569 and 22879 against 26986
+	// at 1, 4 and 16 MiB; eight ranks on two CPUs 3242 against 3469,
+	// 12077 against 13166, 50064 against 56182.
+	reduceLarge     = 4 << 20
+	reduceTreeRanks = 4
 
 	// DefaultChunkSize is the chunk of the pipelined algorithms when
 	// WithChunkSize is not given: large enough that per-message cost is
@@ -258,7 +264,7 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *c
 		}
 		return Ring
 	case wire.KindReduce:
-		if bytes >= reduceLarge {
+		if bytes >= reduceLarge && ranks > reduceTreeRanks && !topo.oneHost {
 			return Rabenseifner // keeps rank order too
 		}
 		return Tree
@@ -277,18 +283,22 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *c
 // the call's WithChunkSize, else GOCOLL_CHUNK, else the tuning table's,
 // else lossyChunk for a lossy codec, else DefaultChunkSize.
 func (c config) chunkElems(elemSize int) int {
-	bytes := c.chunk
-	if bytes == 0 {
+	if c.codec.Lossy() {
+		return c.chunkElemsOr(elemSize, lossyChunk)
+	}
+	return c.chunkElemsOr(elemSize, DefaultChunkSize)
+}
+
+// chunkElemsOr is chunkElems with bytes, not the default of the ring and
+// the chain, where nothing sets the chunk.
+func (c config) chunkElemsOr(elemSize, bytes int) int {
+	switch {
+	case c.chunk != 0:
+		bytes = c.chunk
+	case envChunk() != 0:
 		bytes = envChunk()
-	}
-	if bytes == 0 {
+	case c.tunedChunk != 0:
 		bytes = c.tunedChunk
-	}
-	if bytes == 0 && c.codec.Lossy() {
-		bytes = lossyChunk
-	}
-	if bytes == 0 {
-		bytes = DefaultChunkSize
 	}
 	return max(1, bytes/elemSize)
 }
