@@ -142,6 +142,7 @@ func bcastChain[T codec.Elem](k *call[T], buf []T, root, step0 int) error {
 	// An empty buffer still goes down the chain as one empty message, so
 	// that a rank with a different count is told instead of left waiting.
 	nc := max(1, (n+chunk-1)/chunk)
+	k.pieceLen = min(chunk, n)
 
 	if v == 0 {
 		for i := range nc {

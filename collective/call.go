@@ -43,6 +43,13 @@ type call[T codec.Elem] struct {
 	// algorithms clear it for their reduce phases, whose partial sums the
 	// sender does not keep.
 	keep bool
+	// pieceLen is the elements of the chunks or segments in which the
+	// call's pipelined algorithm cuts its buffer, at most its length (0
+	// where the algorithm cuts none). Calls do not record the chunk size,
+	// so acknowledgements carry it: a rank that cuts its buffer otherwise
+	// than the rank it hears from fails in the call, even where it only
+	// sends.
+	pieceLen int
 	// entered says that the call holds its communicator (start).
 	entered bool
 	// beside says that the call runs in a goroutine of its own, beside

@@ -202,6 +202,33 @@ func TestMismatch(t *testing.T) {
 			want: []string{"Reduce(6 × int64, sum, root 0)", "Reduce(5 × int64, sum, root 0)"},
 		},
 		{
+			// Reduce's tree sends in segments of the chunk size, which
+			// calls do not record: the segments' lengths tell.
+			name:  "reduce segments",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				chunk := 64
+				if c.Rank() == 0 {
+					chunk = 128
+				}
+				return Reduce(ctx, c, make([]int64, 100), codec.Sum, 0, WithAlgorithm(Tree), WithChunkSize(chunk))
+			},
+			want: []string{"Reduce(100 × int64, sum, root 0)", "different chunk sizes?"},
+		},
+		{
+			// The same for the chain's chunks: the root only sends.
+			name:  "chain bcast chunks",
+			ranks: []int{2, 3},
+			call: func(ctx context.Context, c *comm.Comm) error {
+				chunk := 64
+				if c.Rank() == 0 {
+					chunk = 128
+				}
+				return Bcast(ctx, c, make([]int64, 100), 0, WithAlgorithm(Chain), WithChunkSize(chunk))
+			},
+			want: []string{"Bcast(100 × int64, root 0) with chain"},
+		},
+		{
 			name:  "gather leaf count",
 			ranks: []int{2, 3, 4},
 			call: func(ctx context.Context, c *comm.Comm) error {

@@ -107,7 +107,8 @@ func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: 
 
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
 // (RingChunked, Chain, and the segments of Reduce's Tree). Every rank must
-// pass the same size. The default is GOCOLL_CHUNK when set, else the
+// pass the same size; where the sizes cut the buffer differently, every
+// rank of the call fails with ErrMismatch. The default is GOCOLL_CHUNK when set, else the
 // tuning table's, else 256 KiB for Reduce's Tree and DefaultChunkSize for
 // the others, whose default with a lossy codec (BF16, FP16) is 1 MiB, so
 // that each chunk's encoding and decoding overlap the network's transfer of

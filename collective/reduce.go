@@ -185,6 +185,7 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 	n := len(buf)
 	seg := min(capChunk(k.cfg.chunkElemsOr(k.size, reduceSegment), n), max(n, 1))
 	segs := max(1, (n+seg-1)/seg) // an empty buffer still goes up, as one empty message
+	k.pieceLen = min(seg, n)
 
 	// A leaf receives nothing (in a Reduce; Allreduce's bcast follows),
 	// so its parent acknowledges it.

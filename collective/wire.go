@@ -456,8 +456,11 @@ func (k *call[T]) codecMismatch(peer int, h *wire.Header) error {
 // acknowledgement then travels while the data does, and the sender waits
 // for it no longer than the data takes to arrive, instead of for a round
 // trip. In a loop of calls it arrives before the sender even looks.
-// These acknowledgements are the receipts of WithReceipts: a call without
-// receipts neither sends nor awaits one.
+// Its Offset carries the length of the acknowledging rank's pieces
+// (call.pieceLen), the one thing about its call that a pipelined
+// algorithm's sender could not tell otherwise. These acknowledgements are
+// the receipts of WithReceipts: a call without receipts neither sends nor
+// awaits one.
 
 // ackStep is the step of acknowledgements, above every step an algorithm
 // of a rooted collective uses.
@@ -473,7 +476,7 @@ func (k *call[T]) ackCount(peer, count int) error {
 	if k.me.NoReceipts {
 		return nil
 	}
-	h := k.header(ackStep, 0, 0)
+	h := k.header(ackStep, 0, k.pieceLen)
 	h.Codec, h.Count = k.cfg.codec, uint64(count)
 	if err := k.c.SendHeader(k.ctx, peer, &h, nil); err != nil {
 		return k.sendFailed(peer, err)
@@ -492,7 +495,7 @@ func (k *call[T]) awaitAck(peer int) error {
 		return err
 	}
 	defer in.withdraw()
-	_, _, err = k.arrive(&in, peer, 0, 0)
+	_, _, err = k.arrive(&in, peer, 0, k.pieceLen)
 	return err
 }
 
