@@ -39,32 +39,37 @@ func rootedCase(t *testing.T, n int, check func(t *testing.T, root int, full boo
 }
 
 func TestReduce(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		algo Algorithm
-		opts []Option
-	}{
-		{"auto", Auto, nil},
-		{"tree", Tree, nil},
-		// Segments of a few elements: every count but the smallest goes
-		// up the tree in many, more than a rank keeps receives posted for.
-		{"tree/segments", Tree, []Option{WithChunkSize(24)}},
-		{"rabenseifner", Rabenseifner, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, algo := range []Algorithm{Auto, Tree, Rabenseifner} {
+		t.Run(algo.String(), func(t *testing.T) {
 			for _, n := range rankCounts {
 				t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
 					cs := job(t, n)
 					rootedCase(t, n, func(t *testing.T, root int, full bool) {
-						checkReduce[float32](t, cs, tc.algo, codec.Sum, root, countsFor(n, full), tc.opts...)
-						checkReduce[float64](t, cs, tc.algo, codec.Avg, root, countsFor(n, false), tc.opts...)
-						checkReduce[int32](t, cs, tc.algo, codec.Prod, root, countsFor(n, false), tc.opts...)
-						checkReduce[uint8](t, cs, tc.algo, codec.Xor, root, countsFor(n, false), tc.opts...)
-						checkReduce[codec.BFloat16](t, cs, tc.algo, codec.Max, root, countsFor(n, false), tc.opts...)
-						checkReduce[uint64](t, cs, tc.algo, packedMatMul, root, countsFor(n, false), tc.opts...)
+						checkReduce[float32](t, cs, algo, codec.Sum, root, countsFor(n, full))
+						checkReduce[float64](t, cs, algo, codec.Avg, root, countsFor(n, false))
+						checkReduce[int32](t, cs, algo, codec.Prod, root, countsFor(n, false))
+						checkReduce[uint8](t, cs, algo, codec.Xor, root, countsFor(n, false))
+						checkReduce[codec.BFloat16](t, cs, algo, codec.Max, root, countsFor(n, false))
+						checkReduce[uint64](t, cs, algo, packedMatMul, root, countsFor(n, false))
 					})
 				})
 			}
+		})
+	}
+}
+
+// TestReduceSegments: Reduce's tree in segments of a few elements, many
+// more than a rank keeps receives posted for, with a commutative and a
+// non-commutative op, at every job size and root.
+func TestReduceSegments(t *testing.T) {
+	for _, n := range rankCounts {
+		t.Run(fmt.Sprint("n=", n), func(t *testing.T) {
+			cs := job(t, n)
+			rootedCase(t, n, func(t *testing.T, root int, _ bool) {
+				sizes := []int{0, 1, n + 1, 1000}
+				checkReduce[float32](t, cs, Tree, codec.Sum, root, sizes, WithChunkSize(24))
+				checkReduce[uint64](t, cs, Tree, packedMatMul, root, sizes, WithChunkSize(24))
+			})
 		})
 	}
 }
