@@ -207,11 +207,7 @@ func TestMismatch(t *testing.T) {
 			name:  "reduce segments",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				chunk := 64
-				if c.Rank() == 0 {
-					chunk = 128
-				}
-				return Reduce(ctx, c, make([]int64, 100), codec.Sum, 0, WithAlgorithm(Tree), WithChunkSize(chunk))
+				return Reduce(ctx, c, make([]int64, 100), codec.Sum, 0, WithAlgorithm(Tree), rootsChunk(c))
 			},
 			want: []string{"Reduce(100 × int64, sum, root 0)", "different chunk sizes?"},
 		},
@@ -220,11 +216,7 @@ func TestMismatch(t *testing.T) {
 			name:  "chain bcast chunks",
 			ranks: []int{2, 3},
 			call: func(ctx context.Context, c *comm.Comm) error {
-				chunk := 64
-				if c.Rank() == 0 {
-					chunk = 128
-				}
-				return Bcast(ctx, c, make([]int64, 100), 0, WithAlgorithm(Chain), WithChunkSize(chunk))
+				return Bcast(ctx, c, make([]int64, 100), 0, WithAlgorithm(Chain), rootsChunk(c))
 			},
 			want: []string{"Bcast(100 × int64, root 0) with chain"},
 		},
@@ -306,4 +298,13 @@ func TestMismatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rootsChunk gives rank 0 chunks of 128 bytes and the other ranks chunks
+// of 64: calls that cut their buffers differently.
+func rootsChunk(c *comm.Comm) Option {
+	if c.Rank() == 0 {
+		return WithChunkSize(128)
+	}
+	return WithChunkSize(64)
 }
