@@ -28,7 +28,18 @@ import (
 const (
 	allreduceSmall = 64 << 10  // below: recursive doubling
 	allreduceFew   = 512 << 10 // below, with at most 4 ranks: recursive doubling too
-	allreduceLarge = 4 << 20   // from here: pipelined ring
+	// allreduceLossyFew: with a lossy codec, allreduceFew stops here.
+	// Recursive doubling encodes and decodes the whole buffer at every
+	// step, where the ring and Rabenseifner each code a share of it. BF16
+	// over tcp on the AMD EPYC Zen 3 VM (2026-11-30, three rounds, µs):
+	// two ranks, recursive doubling against the ring, 51-61 against 58-76
+	// at 64 KiB, 117-143 against 66-76 at 128 KiB, 192-210 against
+	// 141-209 at 256 KiB, 317-426 against 195-317 at 512 KiB; four ranks
+	// on two CPUs, against Rabenseifner, 245-277 against 196-309 at 64
+	// KiB, 339-410 against 283-309 at 128 KiB, 465-600 against 361-429 at
+	// 256 KiB, 1034-1086 against 584-708 at 512 KiB.
+	allreduceLossyFew = 128 << 10
+	allreduceLarge    = 4 << 20 // from here: pipelined ring
 	// allreduceLossyRing: from here, and at two ranks, a lossy codec takes
 	// the ring where Rabenseifner would run uncompressed. The ring
 	// encodes its own block while reducing it and forwards the rest as it
@@ -230,7 +241,7 @@ func defaultAlgorithm(kind wire.Kind, ranks, bytes int, commutative bool, cfg *c
 		switch {
 		case bytes < allreduceSmall || !commutative:
 			return RecursiveDoubling
-		case ranks <= 4 && bytes < allreduceFew:
+		case ranks <= 4 && bytes < allreduceFew && !(cfg.codec.Lossy() && bytes >= allreduceLossyFew):
 			return RecursiveDoubling
 		case bytes >= allreduceLarge:
 			return RingChunked

@@ -63,9 +63,11 @@ func TestParseEnv(t *testing.T) {
 // moves the selector. A lossy codec takes the ring where Rabenseifner
 // would run uncompressed, for the ring's encoding in the cache and
 // forwarding without encoding again, but for more than two ranks below
-// allreduceLossyRing, where Rabenseifner's fewer steps count more; a small Bcast of few ranks goes
-// flat (Linear) when it takes no receipts, and down the tree when it
-// does or when there are more ranks.
+// allreduceLossyRing, where Rabenseifner's fewer steps count more, and
+// from allreduceLossyFew where recursive doubling would code the whole
+// buffer at every step; a small Bcast of few ranks goes flat (Linear)
+// when it takes no receipts, and down the tree when it does or when there
+// are more ranks.
 func TestChooseByOptions(t *testing.T) {
 	bf16, noReceipts := config{codec: codec.BF16, codecSet: true}, config{noReceipts: true}
 	tests := []struct {
@@ -84,6 +86,11 @@ func TestChooseByOptions(t *testing.T) {
 		{"allreduce, zstd, 4 ranks, 1 MiB", wire.KindAllreduce, config{codec: codec.Zstd, codecSet: true}, 4, 1 << 20, Rabenseifner},
 		{"allreduce, bf16, 4 ranks, 16 MiB", wire.KindAllreduce, bf16, 4, 16 << 20, RingChunked},
 		{"allreduce, bf16, 4 ranks, 1 KiB", wire.KindAllreduce, bf16, 4, 1 << 10, RecursiveDoubling},
+		{"allreduce, bf16, 4 ranks, 64 KiB", wire.KindAllreduce, bf16, 4, 64 << 10, RecursiveDoubling},
+		{"allreduce, bf16, 4 ranks, 128 KiB", wire.KindAllreduce, bf16, 4, 128 << 10, Rabenseifner},
+		{"allreduce, bf16, 2 ranks, 256 KiB", wire.KindAllreduce, bf16, 2, 256 << 10, Ring},
+		{"allreduce, fp16, 3 ranks, 256 KiB", wire.KindAllreduce, config{codec: codec.FP16, codecSet: true}, 3, 256 << 10, Ring},
+		{"allreduce, zstd, 2 ranks, 256 KiB", wire.KindAllreduce, config{codec: codec.Zstd, codecSet: true}, 2, 256 << 10, RecursiveDoubling},
 		{"bcast, no receipts, 4 ranks, 8 B", wire.KindBcast, noReceipts, 4, 8, Linear},
 		{"bcast, receipts, 4 ranks, 8 B", wire.KindBcast, config{}, 4, 8, Tree},
 		{"bcast, no receipts, 5 ranks, 8 B", wire.KindBcast, noReceipts, 5, 8, Tree},
