@@ -108,13 +108,15 @@ func WithAlgorithm(a Algorithm) Option { return Option{set: setAlgorithm, algo: 
 // WithChunkSize sets the bytes per chunk of the pipelined algorithms
 // (RingChunked, Chain, and the segments of Reduce's Tree). Every rank must
 // pass the same size; where the sizes cut the buffer differently, every
-// rank of the call fails with ErrMismatch. The default is GOCOLL_CHUNK when set, else the
-// tuning table's, else 256 KiB for Reduce's Tree and DefaultChunkSize for
-// the others, whose default with a lossy codec (BF16, FP16) is 1 MiB, so
-// that each chunk's encoding and decoding overlap the network's transfer of
-// its neighbours, and its wire bytes stay in the caches on their way
-// between the codec and the kernel. A size that would cut a buffer into
-// more than MaxChunks chunks is raised to fit.
+// rank fails with ErrMismatch, in the call (a rank that only sends in a
+// call without receipts, in its next call). The default is GOCOLL_CHUNK
+// when set, else the tuning table's, else 256 KiB for Reduce's Tree and
+// DefaultChunkSize for the others, whose default with a lossy codec
+// (BF16, FP16) is 1 MiB, so that each chunk's encoding and decoding
+// overlap the network's transfer of its neighbours, and its wire bytes
+// stay in the caches on their way between the codec and the kernel. A
+// size that would cut a buffer into more than MaxChunks chunks is raised
+// to fit.
 func WithChunkSize(bytes int) Option { return Option{set: setChunkSize, bytes: bytes} }
 
 // WithCompression sets the wire codec of a call's messages. Every rank
