@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,14 +163,30 @@ func eventsClosed(t *testing.T, c *Client) {
 	}
 }
 
-// freeAddr returns a loopback address that nothing listens on.
-func freeAddr(t *testing.T) string {
+// reservedAddr returns a loopback address whose port is bound but not
+// listened on: a dial there is refused, as by a host whose server has not
+// started, and no other process can take the port meanwhile. (A port
+// bound and freed again could be taken by another test's listener, whose
+// refusal of this job's secret a dialer rightly does not retry.) listen
+// starts listening on it.
+func reservedAddr(t *testing.T) (addr string, listen func() net.Listener) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	syscall.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "reserved port")
+	t.Cleanup(func() { f.Close() })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	require.True(t, ok)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port)), func() net.Listener {
+		require.NoError(t, syscall.Listen(fd, syscall.SOMAXCONN))
+		l, err := net.FileListener(f) // a duplicate of fd, which stays bound until f closes
+		require.NoError(t, err)
+		return l
+	}
 }
 
 func bg() (context.Context, context.CancelFunc) {

@@ -444,7 +444,7 @@ func TestGarbageFromMember(t *testing.T) {
 }
 
 func TestDialRetriesUntilServerStarts(t *testing.T) {
-	addr := freeAddr(t)
+	addr, listen := reservedAddr(t)
 	srv, err := NewServer(2, testSecret, nil)
 	require.NoError(t, err)
 	ctx, cancel := bg()
@@ -457,8 +457,7 @@ func TestDialRetriesUntilServerStarts(t *testing.T) {
 	}()
 
 	time.Sleep(200 * time.Millisecond) // the client knocks a few times first
-	l, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
+	l := listen()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	defer func() {
@@ -490,7 +489,7 @@ func TestDialRetriesUntilServerStarts(t *testing.T) {
 }
 
 func TestDialToNothingGivesUp(t *testing.T) {
-	addr := freeAddr(t)
+	addr, _ := reservedAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	c, err := Dial(ctx, addr, 1, 2, testSecret)
