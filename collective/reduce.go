@@ -127,12 +127,13 @@ func reduceHalving[T codec.Elem](k *call[T], send, buf []T, root int) error {
 // reduceSegment is the bytes of the segments in which reduceTree sends
 // each rank's partial result, where WithChunkSize does not set them (as
 // it does the chunks of the pipelined algorithms): a parent combines a
-// segment while it is
-// still in its caches and while its child sends the next. Over tcp on
-// one host (the AMD EPYC Zen 3 VM, 2026-11-30, four alternating rounds of
-// two ranks' Reduce, median µs) 64 KiB segments took 1.3 to 1.8 times
-// the whole buffer's time, 128 KiB 0.98 / 0.88 / 0.81 of it at 1 / 4 /
-// 16 MiB, 256 KiB 1.05 / 0.79 / 0.77 and 512 KiB 0.97 / 0.79 / 0.79.
+// segment while it is still in its caches and while its child sends the
+// next. Over tcp on one host (the AMD EPYC Zen 3 VM, 2026-11-30, four
+// alternating rounds of two ranks' Reduce, median µs) 64 KiB segments
+// took 1.3 to 1.8 times the whole buffer's time, 128 KiB 0.98 / 0.88 /
+// 0.81 of it at 1 / 4 / 16 MiB, 256 KiB 1.05 / 0.79 / 0.77 and 512 KiB
+// 0.97 / 0.79 / 0.79: every message over loopback costs some 10 µs
+// besides its bytes.
 const reduceSegment = 256 << 10
 
 // reduceWindow bounds the receives of segments a rank of reduceTree
@@ -161,10 +162,11 @@ const reduceFinalLevel = 64
 // (v = rank) and rank 0 sends the result to the root: one more message,
 // which only non-commutative reductions to a root other than 0 pay.
 //
-// The buffer goes up the tree in segments of reduceSegment bytes: a rank
-// sends its segment i on once it has combined segment i of all its
-// children, so every level works at once, as in a chain.
-func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err error) {
+// The buffer goes up the tree in segments (WithChunkSize's, else
+// reduceSegment bytes): a rank sends its segment i on once it has
+// combined segment i of all its children, so every level works at once,
+// as in a chain.
+func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) error {
 	p, me := k.c.Size(), k.c.Rank()
 	if p == 1 {
 		copyApart(buf, send)
@@ -175,13 +177,15 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 		top = 0
 	}
 	v := (me - top + p) % p
-	// Children at levels 0 … kids-1, the parent at level up (v > 0).
+	// Children at levels 0 … kids-1, the parent at level up (v > 0; the
+	// top's up is the word size, so that p alone bounds its children).
 	up := bits.TrailingZeros(uint(v))
 	kids := 0
-	for kids < up && v+1<<kids < p || v == 0 && 1<<kids < p {
+	for kids < up && v+1<<kids < p {
 		kids++
 	}
 	child := func(level int) int { return (v + 1<<level + top) % p }
+	parent := (v - 1<<up + top) % p
 	n := len(buf)
 	seg := min(capChunk(k.cfg.chunkElemsOr(k.size, reduceSegment), n), max(n, 1))
 	segs := max(1, (n+seg-1)/seg) // an empty buffer still goes up, as one empty message
@@ -192,7 +196,7 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 	acks := k.me.Kind == wire.KindReduce
 	for l := range kids {
 		if acks && treeLeaf(v+1<<l, p) {
-			if err = k.ack(child(l)); err != nil {
+			if err := k.ack(child(l)); err != nil {
 				return err
 			}
 		}
@@ -232,7 +236,7 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 		return err
 	}
 	for r := range min(reduceWindow, receives) {
-		if err = post(r); err != nil {
+		if err := post(r); err != nil {
 			return err
 		}
 	}
@@ -243,19 +247,20 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 			r := i*kids + l
 			in := ins[r%reduceWindow]
 			ins[r%reduceWindow] = inbound{}
-			if err = k.awaitReduce(&in, child(l), acc[lo:hi], lo, mine, landing(r), true, nil); err != nil {
+			if err := k.awaitReduce(&in, child(l), acc[lo:hi], lo, mine, landing(r), true, nil); err != nil {
 				return err
 			}
 			if r+reduceWindow < receives {
-				if err = post(r + reduceWindow); err != nil {
+				if err := post(r + reduceWindow); err != nil {
 					return err
 				}
 			}
 			mine = acc[lo:hi]
 		}
+		var err error
 		switch {
 		case v > 0:
-			err = k.send((v-1<<up+top)%p, step0+up*MaxChunks+i, mine, lo)
+			err = k.send(parent, step0+up*MaxChunks+i, mine, lo)
 		case top != root:
 			err = k.send(root, step0+reduceFinalLevel*MaxChunks+i, mine, lo)
 		}
@@ -264,14 +269,14 @@ func reduceTree[T codec.Elem](k *call[T], send, buf []T, root, step0 int) (err e
 		}
 	}
 	if v > 0 && acks && kids == 0 {
-		if err = k.awaitAck((v - 1<<up + top) % p); err != nil {
+		if err := k.awaitAck(parent); err != nil {
 			return err
 		}
 	}
 	if me == root && top != root {
 		for i := range segs {
 			lo, hi := chunkBounds(0, n, seg, i)
-			if err = k.recv(top, step0+reduceFinalLevel*MaxChunks+i, buf[lo:hi], lo); err != nil {
+			if err := k.recv(top, step0+reduceFinalLevel*MaxChunks+i, buf[lo:hi], lo); err != nil {
 				return err
 			}
 		}
