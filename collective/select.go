@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -303,15 +304,7 @@ func (c config) chunkElems(elemSize int) int {
 // chunkElemsOr is chunkElems with bytes, not the default of the ring and
 // the chain, where nothing sets the chunk.
 func (c config) chunkElemsOr(elemSize, bytes int) int {
-	switch {
-	case c.chunk != 0:
-		bytes = c.chunk
-	case envChunk() != 0:
-		bytes = envChunk()
-	case c.tunedChunk != 0:
-		bytes = c.tunedChunk
-	}
-	return max(1, bytes/elemSize)
+	return max(1, cmp.Or(c.chunk, envChunk(), c.tunedChunk, bytes)/elemSize)
 }
 
 // GOCOLL_ALGO overrides the selector for experiments, like NCCL_ALGO:
