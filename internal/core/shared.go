@@ -199,7 +199,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 			region, problem = shmem.Create("", size)
 		}
 		if problem == nil {
-			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield), ep.opts.yield)
+			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield, firstReach), ep.opts.yield)
 			id := region.Identity()
 			where = fmt.Sprintf("%d %d %d %d", os.Getpid(), region.FD(), id.Dev, id.Ino)
 		} else {

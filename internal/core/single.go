@@ -69,18 +69,22 @@ const (
 
 // The policies of a segment, as rank 0 records it.
 const (
-	singleNever   = iota // SingleCopyNone
-	singleAuto           // by timing
-	singleAlways         // SingleCopyCMA
-	singleCrowded        // by timing, large Gathers, Scatters and Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleNever           = iota // SingleCopyNone
+	singleAuto                   // by timing
+	singleAlways                 // SingleCopyCMA
+	singleCrowded                // by timing, large Gathers, Scatters and Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleCrowdedShadowed        // singleCrowded where a single copy's first reach of a page costs more (shmem.FirstReach)
 )
 
 // singlePolicy is the policy of a segment that rank 0 makes with the
-// setting mode, on a host that is crowded or not.
+// setting mode, on a host that is crowded or not; firstReach is what a
+// single copy's first reach of a page costs there (shmem.FirstReach),
+// asked only of a crowded host.
 //
 // Where ranks outnumber the CPUs (Crowded), only Gathers and Scatters
-// (from crowdedRootedSingleMin) and Alltoalls (from
-// crowdedAlltoallSingleMin) may copy once by choice. In
+// (from crowdedRootedSingleMin, or shadowedRootedSingleMin where that
+// first reach costs) and Alltoalls (from crowdedAlltoallSingleMin) may
+// copy once by choice. In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
 // its data is in; and every rank would wait for the decider's record,
@@ -107,16 +111,23 @@ const (
 // 64 MiB 9.6 / 8.2 ms; Scatter 16 MiB 1352 / 1136), and the timing that
 // chooses the way costs a few operations of a size class, at its start
 // and now and then.
-func singlePolicy(mode string, crowded bool) uint64 {
+func singlePolicy(mode string, crowded bool, firstReach func() time.Duration) uint64 {
 	switch {
 	case mode == SingleCopyCMA:
 		return singleAlways
 	case mode == SingleCopyNone:
 		return singleNever
+	case crowded && firstReach() > 0:
+		return singleCrowdedShadowed
 	case crowded:
 		return singleCrowded
 	}
 	return singleAuto
+}
+
+// crowdedPolicy reports whether the policy is one of a crowded host's.
+func (s *Segment) crowdedPolicy() bool {
+	return s.policy == singleCrowded || s.policy == singleCrowdedShadowed
 }
 
 // maySingle reports whether an operation of kind and bytes may copy
@@ -125,9 +136,13 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	switch {
 	case s.policy == singleNever:
 		return false
-	case s.policy == singleCrowded:
+	case s.crowdedPolicy():
+		rootedMin := crowdedRootedSingleMin
+		if s.policy == singleCrowdedShadowed {
+			rootedMin = shadowedRootedSingleMin
+		}
 		rooted := kind == wire.KindGather || kind == wire.KindScatter
-		return rooted && bytes >= crowdedRootedSingleMin || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
+		return rooted && bytes >= rootedMin || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
 	}
 	return true
 }
@@ -147,17 +162,30 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 const crowdedAlltoallSingleMin = 1 << 20
 
 // crowdedRootedSingleMin is crowdedAlltoallSingleMin for Gathers and
-// Scatters. Where a process switch is slow, the wait for the decider's
-// record costs them too: four ranks on two CPUs of a Zen 5 VM under PVM,
-// whose process switch takes 4.9 µs (1.95 on a Zen 3 VM), 2026-11-30,
-// µs, auto / always the slots / always once, two sets of five
-// alternating rounds: Gather 256 KiB 41.8 / 26.7 / 35.8 and 37.4 / 31.1
-// / 43.8, Scatter 29.4 / 25.1 / 30.2 and 29.5 / 27.4 / 41.0 (a third,
-// auto / auto with this minimum: Gather 37.1 / 27.7, Scatter 44.5 /
-// 29.2); at 512 KiB the three within each other's ranges (Gather 35.6
-// / 35.9 / 36.3, Scatter 35.3 / 33.8 / 34.1), at 1 MiB the single copy
-// ahead (Gather 42.0 / 54.1 / 38.4, Scatter 41.2 / 59.4 / 38.6).
-const crowdedRootedSingleMin = 512 << 10
+// Scatters, as large as directMinCrowded, below which their registered
+// buffers do not go direct either. Four ranks on two CPUs of a Zen 4 VM,
+// whose process switch takes 1.44 µs and where a single copy's first
+// reach of a page costs no more than a later one (2026-12-01, five
+// alternating rounds, µs, from 512 KiB / from 256 KiB / always once):
+// Scatter 256 KiB 29.6 / 20.4 / 19.6, 384 KiB 36.9 / 24.8 / 23.3;
+// Gather 22.9 / 20.7 / 17.6 and 28.9 / 24.8 / 22.0; three ranks, 384
+// KiB: Scatter 30.0 / 18.1 / 19.2, Gather 18.8 / 16.5 / 17.3.
+const crowdedRootedSingleMin = 256 << 10
+
+// shadowedRootedSingleMin is crowdedRootedSingleMin on a host whose
+// hypervisor shadows the guest's page tables (shmem.FirstReach), where a
+// process switch is slow too, and the wait for the decider's record
+// costs a Gather or a Scatter more than copying once wins: four ranks
+// on two CPUs of a Zen 5 VM under PVM, whose process switch takes 4.9 µs
+// (1.95 on a Zen 3 VM), 2026-11-30, µs, auto / always the slots / always
+// once, two sets of five alternating rounds: Gather 256 KiB 41.8 / 26.7
+// / 35.8 and 37.4 / 31.1 / 43.8, Scatter 29.4 / 25.1 / 30.2 and 29.5 /
+// 27.4 / 41.0 (a third, auto / auto with this minimum: Gather 37.1 /
+// 27.7, Scatter 44.5 / 29.2); at 512 KiB the three within each other's
+// ranges (Gather 35.6 / 35.9 / 36.3, Scatter 35.3 / 33.8 / 34.1), at 1
+// MiB the single copy ahead (Gather 42.0 / 54.1 / 38.4, Scatter 41.2 /
+// 59.4 / 38.6).
+const shadowedRootedSingleMin = 512 << 10
 
 // WithSingleCopy sets how the collectives of a segment copy between
 // ordinary buffers: SingleCopyAuto, SingleCopyCMA or SingleCopyNone.
@@ -220,7 +248,7 @@ func (s *Segment) probeSingle() {
 			break
 		}
 	}
-	if reads == readsAll && (s.policy == singleAuto || s.policy == singleCrowded) {
+	if reads == readsAll && (s.policy == singleAuto || s.crowdedPolicy()) {
 		// A call's single copies may reach the buffers of every rank.
 		// A buffer goes on huge pages at its second call
 		// (useHugePages), and a size class that rents copies through

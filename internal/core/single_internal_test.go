@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +30,15 @@ func TestSinglePolicy(t *testing.T) {
 		{SingleCopyNone, true, nil},
 	}
 	for _, tt := range tests {
-		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded)}
+		// Only a crowded host's automatic policy needs the first reach,
+		// which takes a process a few milliseconds to measure.
+		reach := func() time.Duration {
+			if !tt.crowded || tt.mode != SingleCopyAuto {
+				t.Errorf("%s, crowded=%v: the first reach measured", tt.mode, tt.crowded)
+			}
+			return 0
+		}
+		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded, reach)}
 		for _, kind := range kinds {
 			t.Run(fmt.Sprintf("%s/crowded=%v/%s", tt.mode, tt.crowded, kind), func(t *testing.T) {
 				require.Equal(t, slices.Contains(tt.may, kind), s.maySingle(kind, 1<<20))
@@ -39,28 +48,35 @@ func TestSinglePolicy(t *testing.T) {
 }
 
 // TestCrowdedSingleMins: on a crowded host, auto lets a Gather or a
-// Scatter copy once from crowdedRootedSingleMin bytes only, and an
-// Alltoall from crowdedAlltoallSingleMin; cma lets them at any size.
+// Scatter copy once from crowdedRootedSingleMin bytes only, or from
+// shadowedRootedSingleMin where a single copy's first reach of a page
+// costs more than a later one, and an Alltoall from
+// crowdedAlltoallSingleMin; cma lets them at any size.
 func TestCrowdedSingleMins(t *testing.T) {
 	tests := []struct {
-		mode  string
-		below bool // whether a call smaller than its kind's minimum may
+		name      string
+		mode      string
+		reach     time.Duration
+		rootedMin int
+		below     bool // whether a call smaller than its kind's minimum may
 	}{
-		{SingleCopyAuto, false},
-		{SingleCopyCMA, true},
-	}
-	mins := []struct {
-		kind wire.Kind
-		min  int
-	}{
-		{wire.KindGather, crowdedRootedSingleMin},
-		{wire.KindScatter, crowdedRootedSingleMin},
-		{wire.KindAlltoall, crowdedAlltoallSingleMin},
+		{"auto", SingleCopyAuto, 0, crowdedRootedSingleMin, false},
+		{"auto/shadowed", SingleCopyAuto, 8 * time.Microsecond, shadowedRootedSingleMin, false},
+		{"cma", SingleCopyCMA, 0, crowdedRootedSingleMin, true},
+		{"cma/shadowed", SingleCopyCMA, 8 * time.Microsecond, shadowedRootedSingleMin, true},
 	}
 	for _, tt := range tests {
-		s := &Segment{policy: singlePolicy(tt.mode, true)}
+		s := &Segment{policy: singlePolicy(tt.mode, true, func() time.Duration { return tt.reach })}
+		mins := []struct {
+			kind wire.Kind
+			min  int
+		}{
+			{wire.KindGather, tt.rootedMin},
+			{wire.KindScatter, tt.rootedMin},
+			{wire.KindAlltoall, crowdedAlltoallSingleMin},
+		}
 		for _, m := range mins {
-			t.Run(tt.mode+"/"+m.kind.String(), func(t *testing.T) {
+			t.Run(tt.name+"/"+m.kind.String(), func(t *testing.T) {
 				require.Equal(t, tt.below, s.maySingle(m.kind, m.min-1))
 				require.True(t, s.maySingle(m.kind, m.min))
 			})
@@ -85,7 +101,7 @@ func TestAllreduceMayCopyOnceAtEverySize(t *testing.T) {
 		{SingleCopyNone, false, false},
 	}
 	for _, tt := range tests {
-		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded)}
+		s := &Segment{policy: singlePolicy(tt.mode, tt.crowded, func() time.Duration { return 0 })}
 		t.Run(fmt.Sprintf("%s/crowded=%t", tt.mode, tt.crowded), func(t *testing.T) {
 			for _, bytes := range []int{64 << 10, 4 << 20, 4<<20 + 4, 64 << 20, 1 << 30} {
 				require.Equal(t, tt.may, s.maySingle(wire.KindAllreduce, bytes), "%d bytes", bytes)
