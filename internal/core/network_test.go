@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,6 +79,45 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 				s := c.Segment()
 				require.NotNil(t, s, "rank %d has no segment", r)
 				assert.Equal(t, tt.segment, s.single.FirstReach(), "rank %d's segment chooser", r)
+			}
+		})
+	}
+}
+
+// TestCrowdedPolicyFollowsFirstReach: where a host's ranks outnumber its
+// CPUs, rank 0 asks what a single copy's first reach of a page costs when
+// it makes the segment, and every rank takes the policy it recorded:
+// Gathers and Scatters copy once by choice from crowdedRootedSingleMin
+// where that costs nothing more than a later reach, and from
+// shadowedRootedSingleMin where it does.
+func TestCrowdedPolicyFollowsFirstReach(t *testing.T) {
+	crowded := runtime.NumCPU() + 1
+	tests := []struct {
+		name  string
+		reach time.Duration
+		want  uint64
+	}{
+		{"alike", 0, singleCrowded},
+		{"shadowed", 3 * time.Microsecond, singleCrowdedShadowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := firstReach
+			firstReach = func() time.Duration { return tt.reach }
+			t.Cleanup(func() { firstReach = old })
+
+			cs, err := NewLocal(crowded, WithTransport("shm"))
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			})
+			for r, c := range cs {
+				s := c.Segment()
+				require.NotNil(t, s, "rank %d has no segment", r)
+				require.True(t, s.Crowded(), "rank %d's segment", r)
+				assert.Equal(t, tt.want, s.policy, "rank %d's policy", r)
 			}
 		})
 	}
