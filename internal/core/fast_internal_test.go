@@ -143,6 +143,21 @@ var (
 	recordCall = wire.Call{Kind: wire.KindGather, DType: kernel.Uint8, Count: 1 << 20, Algorithm: wire.AlgoShm}
 )
 
+// pollJob is NewLocal of n ranks over transport tr with opts, closed
+// when the test ends. It builds on every platform, as the tests of
+// segments that use it must, for make cross to vet them.
+func pollJob(t *testing.T, tr string, n int, opts ...Option) []*Comm {
+	t.Helper()
+	cs, err := NewLocal(n, append([]Option{WithTransport(tr), WithTimeout(time.Minute)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	return cs
+}
+
 // segmentsOf is the segments of a pollJob of n ranks over shared memory.
 func segmentsOf(t *testing.T, n int, opts ...Option) []*Segment {
 	t.Helper()

@@ -68,14 +68,7 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 			linkOptions(tt.mode)
 			assert.Equal(t, tt.links, int(asked.Load()), "first reaches asked for by the links' options")
 
-			cs, err := NewLocal(ranks, WithTransport("shm"), WithSingleCopy(tt.mode), WithHugePages(tt.huge))
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			})
-			for r, c := range cs {
+			for r, c := range pollJob(t, "shm", ranks, WithSingleCopy(tt.mode), WithHugePages(tt.huge)) {
 				s := c.Segment()
 				require.NotNil(t, s, "rank %d has no segment", r)
 				assert.Equal(t, tt.segment, s.single.FirstReach(), "rank %d's segment chooser", r)
@@ -106,14 +99,7 @@ func TestCrowdedPolicyFollowsFirstReach(t *testing.T) {
 			firstReach = func() time.Duration { return tt.reach }
 			t.Cleanup(func() { firstReach = old })
 
-			cs, err := NewLocal(crowded, WithTransport("shm"))
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			})
-			for r, c := range cs {
+			for r, c := range pollJob(t, "shm", crowded) {
 				s := c.Segment()
 				require.NotNil(t, s, "rank %d has no segment", r)
 				require.True(t, s.Crowded(), "rank %d's segment", r)

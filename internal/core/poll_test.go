@@ -294,20 +294,6 @@ func TestLargeMessagesNeedNoWake(t *testing.T) {
 // pollTransports are the transports whose links are polled.
 var pollTransports = []string{"tcp", "shm"}
 
-// pollJob is NewLocal of n ranks over transport tr with opts, closed
-// when the test ends.
-func pollJob(t *testing.T, tr string, n int, opts ...Option) []*Comm {
-	t.Helper()
-	cs, err := NewLocal(n, append([]Option{WithTransport(tr), WithTimeout(time.Minute)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	})
-	return cs
-}
-
 // spinningPair is a pollJob of two ranks over tr that spin as long as
 // they may, whose polled links are read through testPollers; polled
 // returns the one through which rank 0 reads rank 1, once a message has
