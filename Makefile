@@ -90,6 +90,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30s ./internal/objcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 30s ./internal/objcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzRecvObject$$' -fuzztime 30s -fuzzminimizetime 20s ./collective
+	$(GO) test -run '^$$' -fuzz '^FuzzServer$$' -fuzztime 30s ./internal/transport/auth
+	$(GO) test -run '^$$' -fuzz '^FuzzServerFrames$$' -fuzztime 30s ./internal/rendezvous
 
 # Point-to-point and kernel benchmarks.
 # A short sweep (about a minute and a half on 2 cores) into bench/results/: allreduce,
