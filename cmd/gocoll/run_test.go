@@ -343,7 +343,10 @@ func startLauncher(t *testing.T, role string, want int, args ...string) *launche
 	require.NoError(t, err)
 	l := &launcher{ready: make(chan struct{}), exited: make(chan struct{})}
 	l.cmd = exec.Command(exe, append(append([]string{asLauncher, "run"}, args...), exe)...)
-	l.cmd.Env = append(os.Environ(), roleVar+"="+role)
+	// A launcher that a test kills (SIGKILL) cannot remove the directory
+	// it made for its ranks' dumps: made in the test's own, it goes
+	// with the test.
+	l.cmd.Env = append(os.Environ(), roleVar+"="+role, "TMPDIR="+t.TempDir())
 	l.cmd.Stderr = &l.stderr
 	out, err := l.cmd.StdoutPipe()
 	require.NoError(t, err)
