@@ -392,7 +392,8 @@ func TestOpIdentity(t *testing.T) {
 	// itself, even against another op made from the same function.
 	f := func(dst, src []int32) {}
 	a, b := codec.NewOp("f", f, true), codec.NewOp("f", f, true)
-	require.True(t, a == a)
+	same := a
+	require.True(t, a == same)
 	require.False(t, a == b)
 	require.False(t, a == codec.Sum)
 	sum := codec.Sum
