@@ -83,8 +83,8 @@ const (
 //
 // Where ranks outnumber the CPUs (Crowded), only Gathers and Scatters
 // (from crowdedRootedSingleMin, or shadowedRootedSingleMin where that
-// first reach costs) and Alltoalls (from crowdedAlltoallSingleMin) may
-// copy once by choice. In
+// first reach costs) and Alltoalls (from crowdedAlltoallSingleMin, or
+// shadowedAlltoallSingleMin) may copy once by choice. In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
 // its data is in; and every rank would wait for the decider's record,
@@ -137,29 +137,45 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.crowdedPolicy():
-		rootedMin := crowdedRootedSingleMin
+		rootedMin, alltoallMin := crowdedRootedSingleMin, crowdedAlltoallSingleMin
 		if s.policy == singleCrowdedShadowed {
-			rootedMin = shadowedRootedSingleMin
+			rootedMin, alltoallMin = shadowedRootedSingleMin, shadowedAlltoallSingleMin
 		}
 		rooted := kind == wire.KindGather || kind == wire.KindScatter
-		return rooted && bytes >= rootedMin || kind == wire.KindAlltoall && bytes >= crowdedAlltoallSingleMin
+		return rooted && bytes >= rootedMin || kind == wire.KindAlltoall && bytes >= alltoallMin
 	}
 	return true
 }
 
 // crowdedAlltoallSingleMin is the smallest Alltoall, in bytes, that may
-// copy once by choice on a crowded host. Below it, what choosing costs
-// was more than a single copy could win: every rank waits for the
-// decider's record before it moves any data, on two CPUs a turn of the
-// scheduler, and the runs that try the single copy are costly. Four
-// ranks on two CPUs of a Zen 4 VM (2026-11-29, five alternating runs, µs,
-// auto / auto with Alltoall kept to the slots / always the slots): 64
-// KiB 19.6 / 15.4 / 18.2, 256 KiB 33.6 / 26.1 / 40.2 (rounds 25-42),
-// where the single copy alone took 27.9 at 64 KiB; Gathers and Scatters
-// paid nothing alike (64 KiB, auto / slots: 9.9 / 9.8 and 10.1 / 10.3).
-// The Intel Xeon host's crowded Alltoalls won by copying once from 1
-// MiB (see singlePolicy), the smallest it tried.
-const crowdedAlltoallSingleMin = 1 << 20
+// copy once by choice on a crowded host where a single copy's first reach
+// of a page costs no more than a later one. Below it, what choosing costs
+// is more than a single copy can win: every rank waits for the decider's
+// record before it moves any data, on two CPUs a turn of the scheduler.
+// From it, the single copy wins by more than that on an Intel Xeon VM of
+// model 167, whose process switch takes 0.89 µs and whose shared-memory
+// handoff of 64 KiB (19.2 µs) takes three times process_vm_readv's (6.4):
+// four ranks on its two CPUs, 2026-12-01, eight alternating rounds,
+// median µs from 1 MiB / from 256 KiB (median of the rounds' ratios):
+// 256 KiB 54.9 / 41.1 (0.77), 512 KiB 152.4 / 88.7 (0.59), 1 MiB 218.0 /
+// 232.6 (1.07); always once took 34.3 at 256 KiB and 71.2 at 512 KiB in
+// an earlier set, where at 128 KiB the slots and the single copy were
+// level (35.2 / 35.7). Three ranks: 384 KiB 101.0 / 42.4 (0.41), 768
+// KiB 231.0 / 145.2 (0.64). Eight ranks on the two CPUs lose a little,
+// the record's wait being longer there: 256 KiB 147.0 / 163.4 (1.14),
+// 512 KiB 273.6 / 288.6 (1.05). On a Zen 4 VM
+// (2026-11-29) choosing had looked costly at 256 KiB, auto 33.6 against
+// 26.1 with Alltoalls kept to the slots, but the slots alone took 40.2
+// in the same rounds (25-42): within their noise.
+const crowdedAlltoallSingleMin = 256 << 10
+
+// shadowedAlltoallSingleMin is crowdedAlltoallSingleMin on a host whose
+// hypervisor shadows the guest's page tables (shmem.FirstReach), where a
+// process switch is slow too and the wait for the decider's record costs
+// more (see shadowedRootedSingleMin): the minimum all crowded hosts had
+// until 2026-12-01, the size from which the Intel Xeon host of model 207
+// won by copying once (see singlePolicy), the smallest it tried.
+const shadowedAlltoallSingleMin = 1 << 20
 
 // crowdedRootedSingleMin is crowdedAlltoallSingleMin for Gathers and
 // Scatters, as large as directMinCrowded, below which their registered

@@ -51,19 +51,21 @@ func TestSinglePolicy(t *testing.T) {
 // Scatter copy once from crowdedRootedSingleMin bytes only, or from
 // shadowedRootedSingleMin where a single copy's first reach of a page
 // costs more than a later one, and an Alltoall from
-// crowdedAlltoallSingleMin; cma lets them at any size.
+// crowdedAlltoallSingleMin, or shadowedAlltoallSingleMin there; cma lets
+// them at any size.
 func TestCrowdedSingleMins(t *testing.T) {
 	tests := []struct {
-		name      string
-		mode      string
-		reach     time.Duration
-		rootedMin int
-		below     bool // whether a call smaller than its kind's minimum may
+		name        string
+		mode        string
+		reach       time.Duration
+		rootedMin   int
+		alltoallMin int
+		below       bool // whether a call smaller than its kind's minimum may
 	}{
-		{"auto", SingleCopyAuto, 0, crowdedRootedSingleMin, false},
-		{"auto/shadowed", SingleCopyAuto, 8 * time.Microsecond, shadowedRootedSingleMin, false},
-		{"cma", SingleCopyCMA, 0, crowdedRootedSingleMin, true},
-		{"cma/shadowed", SingleCopyCMA, 8 * time.Microsecond, shadowedRootedSingleMin, true},
+		{"auto", SingleCopyAuto, 0, crowdedRootedSingleMin, crowdedAlltoallSingleMin, false},
+		{"auto/shadowed", SingleCopyAuto, 8 * time.Microsecond, shadowedRootedSingleMin, shadowedAlltoallSingleMin, false},
+		{"cma", SingleCopyCMA, 0, crowdedRootedSingleMin, crowdedAlltoallSingleMin, true},
+		{"cma/shadowed", SingleCopyCMA, 8 * time.Microsecond, shadowedRootedSingleMin, shadowedAlltoallSingleMin, true},
 	}
 	for _, tt := range tests {
 		s := &Segment{policy: singlePolicy(tt.mode, true, func() time.Duration { return tt.reach })}
@@ -73,7 +75,7 @@ func TestCrowdedSingleMins(t *testing.T) {
 		}{
 			{wire.KindGather, tt.rootedMin},
 			{wire.KindScatter, tt.rootedMin},
-			{wire.KindAlltoall, crowdedAlltoallSingleMin},
+			{wire.KindAlltoall, tt.alltoallMin},
 		}
 		for _, m := range mins {
 			t.Run(tt.name+"/"+m.kind.String(), func(t *testing.T) {
