@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/gocoll/gocoll/codec"
 	"github.com/gocoll/gocoll/comm"
 	"github.com/gocoll/gocoll/internal/core"
+	"github.com/gocoll/gocoll/internal/shmem"
 	"github.com/gocoll/gocoll/internal/wire"
 )
 
@@ -842,7 +844,8 @@ func TestSingleCopy(t *testing.T) {
 // or later where the host's first reach of a page is slow (three passes
 // on a Zen 5 VM; shmem.SingleCopy.SetFirstReach), so the matrix runs
 // until they have (twenty passes at most). Two ranks, so that the host
-// is not crowded, where auto never copies once.
+// is not crowded, where auto copies once in large Gathers, Scatters,
+// Alltoalls and Reduces only.
 func TestSingleCopyChosen(t *testing.T) {
 	cs := shmJob(t, 2, comm.WithSingleCopy(core.SingleCopyAuto))
 	require.False(t, (*core.Comm)(cs[0]).Segment().Crowded(), "two ranks of this process")
@@ -860,5 +863,55 @@ func TestSingleCopyChosen(t *testing.T) {
 	}
 	for r, ops := range singleOps(cs) {
 		require.Greater(t, ops, before[r], "rank %d's single copies", r)
+	}
+}
+
+// TestCrowdedReduceCopiesOnce: where the ranks outnumber the CPUs, auto
+// lets a Reduce of 256 KiB copy once where a single copy's first reach of
+// a page costs no more than a later one (shmem.FirstReach, which rank 0
+// asked when it made the segment, once a process), and never where it
+// costs more; every result is right either way. A size class's first
+// single copy comes with its fifth call, so forty calls are plenty.
+func TestCrowdedReduceCopiesOnce(t *testing.T) {
+	const elems, calls = 64 << 10, 40 // 256 KiB of float32
+	n := runtime.NumCPU() + 1
+	cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyAuto))
+	require.True(t, (*core.Comm)(cs[0]).Segment().Crowded(), "%d ranks of this process on %d CPUs", n, runtime.NumCPU())
+	shadowed := shmem.FirstReach() > 0
+	sends := make([][]float32, n)
+	for r := range sends {
+		sends[r] = make([]float32, elems)
+		for i := range sends[r] {
+			sends[r][i] = float32(r + i%101)
+		}
+	}
+	want := make([]float32, elems)
+	for i := range want {
+		want[i] = float32(n*(n-1)/2 + n*(i%101))
+	}
+	got := make([]float32, elems)
+	before := singleOps(cs)
+	copied := func() bool {
+		for r, ops := range singleOps(cs) {
+			if ops <= before[r] {
+				return false
+			}
+		}
+		return true
+	}
+	for call := 0; call < calls && (shadowed || !copied()); call++ {
+		clear(got)
+		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+			if c.Rank() == 1 {
+				return ReduceInto(ctx, c, sends[1], got, codec.Sum, 1)
+			}
+			return ReduceInto(ctx, c, sends[c.Rank()], nil, codec.Sum, 1)
+		})
+		require.Equal(t, want, got, "call %d's result", call)
+	}
+	if shadowed {
+		require.Equal(t, before, singleOps(cs), "single copies where a page's first reach costs %v more", shmem.FirstReach())
+	} else {
+		require.True(t, copied(), "no single copy in %d Reduces: before %v, after %v", calls, before, singleOps(cs))
 	}
 }

@@ -72,7 +72,7 @@ const (
 	singleNever           = iota // SingleCopyNone
 	singleAuto                   // by timing
 	singleAlways                 // SingleCopyCMA
-	singleCrowded                // by timing, large Gathers, Scatters and Alltoalls only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleCrowded                // by timing, large Gathers, Scatters, Alltoalls and Reduces only: SingleCopyAuto on a crowded host (see singlePolicy)
 	singleCrowdedShadowed        // singleCrowded where a single copy's first reach of a page costs more (shmem.FirstReach)
 )
 
@@ -83,8 +83,9 @@ const (
 //
 // Where ranks outnumber the CPUs (Crowded), only Gathers and Scatters
 // (from crowdedRootedSingleMin, or shadowedRootedSingleMin where that
-// first reach costs) and Alltoalls (from crowdedAlltoallSingleMin, or
-// shadowedAlltoallSingleMin) may copy once by choice. In
+// first reach costs), Alltoalls (from crowdedAlltoallSingleMin, or
+// shadowedAlltoallSingleMin) and, where it does not, Reduces (from
+// crowdedReduceSingleMin) may copy once by choice (crowdedSingleMin). In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
 // its data is in; and every rank would wait for the decider's record,
@@ -137,14 +138,32 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.crowdedPolicy():
-		rootedMin, alltoallMin := crowdedRootedSingleMin, crowdedAlltoallSingleMin
-		if s.policy == singleCrowdedShadowed {
-			rootedMin, alltoallMin = shadowedRootedSingleMin, shadowedAlltoallSingleMin
-		}
-		rooted := kind == wire.KindGather || kind == wire.KindScatter
-		return rooted && bytes >= rootedMin || kind == wire.KindAlltoall && bytes >= alltoallMin
+		least, may := crowdedSingleMin(kind, s.policy == singleCrowdedShadowed)
+		return may && bytes >= least
 	}
 	return true
+}
+
+// crowdedSingleMin is the smallest operation of kind, in bytes, that may
+// copy once by choice on a crowded host, one whose hypervisor shadows the
+// guest's page tables or not (singleCrowdedShadowed); may is false for the
+// kinds that never do there (see singlePolicy).
+func crowdedSingleMin(kind wire.Kind, shadowed bool) (least int, may bool) {
+	switch {
+	case kind == wire.KindGather || kind == wire.KindScatter:
+		if shadowed {
+			return shadowedRootedSingleMin, true
+		}
+		return crowdedRootedSingleMin, true
+	case kind == wire.KindAlltoall:
+		if shadowed {
+			return shadowedAlltoallSingleMin, true
+		}
+		return crowdedAlltoallSingleMin, true
+	case kind == wire.KindReduce && !shadowed:
+		return crowdedReduceSingleMin, true
+	}
+	return 0, false
 }
 
 // crowdedAlltoallSingleMin is the smallest Alltoall, in bytes, that may
@@ -187,6 +206,21 @@ const shadowedAlltoallSingleMin = 1 << 20
 // Gather 22.9 / 20.7 / 17.6 and 28.9 / 24.8 / 22.0; three ranks, 384
 // KiB: Scatter 30.0 / 18.1 / 19.2, Gather 18.8 / 16.5 / 17.3.
 const crowdedRootedSingleMin = 256 << 10
+
+// crowdedReduceSingleMin is crowdedRootedSingleMin for Reduces, which
+// copy once by choice on a crowded host only where a single copy's first
+// reach of a page costs no more than a later one: through the slots every
+// rank combines its share of every rank's slot, so each waits for all of
+// them in every round anyway, and copying once adds only the wait for
+// root's record. Four ranks on two CPUs of an Intel Xeon VM of model 167,
+// 2026-12-01, six alternating rounds, median µs through the slots / by
+// choice from this minimum (median of the rounds' ratios): 64 KiB, left
+// to the slots, 38.8 / 38.9 (1.01), 256 KiB 118.2 / 84.5 (0.75), 1 MiB
+// 502.2 / 321.5 (0.65), 4 MiB 2180 / 1610 (0.70), where Open MPI took
+// 39.4, 110.6, 674.2 and 4370; three ranks 384 KiB 0.69, 1.5 MiB 0.60;
+// eight 256 KiB 0.99, 1 MiB 0.76, 4 MiB 0.86. Where the first reach
+// costs, no crowded Reduce has been measured copying once.
+const crowdedReduceSingleMin = 256 << 10
 
 // shadowedRootedSingleMin is crowdedRootedSingleMin on a host whose
 // hypervisor shadows the guest's page tables (shmem.FirstReach), where a

@@ -13,17 +13,17 @@ import (
 
 // TestSinglePolicy: which operations may copy once under each setting,
 // on a host that is crowded and on one that is not: with auto on a
-// crowded host only Gathers, Scatters and Alltoalls (of 1 MiB, here;
-// see TestCrowdedSingleMins).
+// crowded host only Gathers, Scatters, Alltoalls and Reduces (of 1 MiB,
+// here; see TestCrowdedSingleMins).
 func TestSinglePolicy(t *testing.T) {
-	kinds := []wire.Kind{wire.KindAllreduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
+	kinds := []wire.Kind{wire.KindAllreduce, wire.KindReduce, wire.KindReduceScatter, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
 		mode    string
 		crowded bool
 		may     []wire.Kind
 	}{
 		{SingleCopyAuto, false, kinds},
-		{SingleCopyAuto, true, []wire.Kind{wire.KindGather, wire.KindScatter, wire.KindAlltoall}},
+		{SingleCopyAuto, true, []wire.Kind{wire.KindReduce, wire.KindGather, wire.KindScatter, wire.KindAlltoall}},
 		{SingleCopyCMA, false, kinds},
 		{SingleCopyCMA, true, kinds},
 		{SingleCopyNone, false, nil},
@@ -48,39 +48,43 @@ func TestSinglePolicy(t *testing.T) {
 }
 
 // TestCrowdedSingleMins: on a crowded host, auto lets a Gather or a
-// Scatter copy once from crowdedRootedSingleMin bytes only, or from
-// shadowedRootedSingleMin where a single copy's first reach of a page
-// costs more than a later one, and an Alltoall from
-// crowdedAlltoallSingleMin, or shadowedAlltoallSingleMin there; cma lets
-// them at any size.
+// Scatter copy once from crowdedRootedSingleMin bytes, an Alltoall from
+// crowdedAlltoallSingleMin and a Reduce from crowdedReduceSingleMin; where
+// a single copy's first reach of a page costs more than a later one,
+// Gathers and Scatters from shadowedRootedSingleMin, Alltoalls from
+// shadowedAlltoallSingleMin and Reduces never. cma lets them all at any
+// size.
 func TestCrowdedSingleMins(t *testing.T) {
+	const never = -1
+	const shadowedReach = 8 * time.Microsecond
 	tests := []struct {
-		name        string
-		mode        string
-		reach       time.Duration
-		rootedMin   int
-		alltoallMin int
-		below       bool // whether a call smaller than its kind's minimum may
+		kind          wire.Kind
+		least         int // the smallest that may copy once by choice, or never
+		shadowedLeast int
 	}{
-		{"auto", SingleCopyAuto, 0, crowdedRootedSingleMin, crowdedAlltoallSingleMin, false},
-		{"auto/shadowed", SingleCopyAuto, 8 * time.Microsecond, shadowedRootedSingleMin, shadowedAlltoallSingleMin, false},
-		{"cma", SingleCopyCMA, 0, crowdedRootedSingleMin, crowdedAlltoallSingleMin, true},
-		{"cma/shadowed", SingleCopyCMA, 8 * time.Microsecond, shadowedRootedSingleMin, shadowedAlltoallSingleMin, true},
+		{wire.KindGather, crowdedRootedSingleMin, shadowedRootedSingleMin},
+		{wire.KindScatter, crowdedRootedSingleMin, shadowedRootedSingleMin},
+		{wire.KindAlltoall, crowdedAlltoallSingleMin, shadowedAlltoallSingleMin},
+		{wire.KindReduce, crowdedReduceSingleMin, never},
+		{wire.KindBcast, never, never},
+		{wire.KindAllreduce, never, never},
 	}
 	for _, tt := range tests {
-		s := &Segment{policy: singlePolicy(tt.mode, true, func() time.Duration { return tt.reach })}
-		mins := []struct {
-			kind wire.Kind
-			min  int
-		}{
-			{wire.KindGather, tt.rootedMin},
-			{wire.KindScatter, tt.rootedMin},
-			{wire.KindAlltoall, tt.alltoallMin},
-		}
-		for _, m := range mins {
-			t.Run(tt.name+"/"+m.kind.String(), func(t *testing.T) {
-				require.Equal(t, tt.below, s.maySingle(m.kind, m.min-1))
-				require.True(t, s.maySingle(m.kind, m.min))
+		for _, shadowed := range []bool{false, true} {
+			reach, least := time.Duration(0), tt.least
+			if shadowed {
+				reach, least = shadowedReach, tt.shadowedLeast
+			}
+			t.Run(fmt.Sprintf("%s/shadowed=%v", tt.kind, shadowed), func(t *testing.T) {
+				auto := &Segment{policy: singlePolicy(SingleCopyAuto, true, func() time.Duration { return reach })}
+				cma := &Segment{policy: singlePolicy(SingleCopyCMA, true, func() time.Duration { return reach })}
+				if least == never {
+					require.False(t, auto.maySingle(tt.kind, 64<<20), "auto, 64 MiB")
+				} else {
+					require.False(t, auto.maySingle(tt.kind, least-1), "auto, just below")
+					require.True(t, auto.maySingle(tt.kind, least), "auto, at the minimum")
+				}
+				require.True(t, cma.maySingle(tt.kind, 1), "cma, 1 byte")
 			})
 		}
 	}
