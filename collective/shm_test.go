@@ -489,6 +489,17 @@ func singleOps(cs []*comm.Comm) []uint64 {
 	return ops
 }
 
+// copiedSince reports whether every rank of cs in this process has
+// copied once since singleOps said before.
+func copiedSince(cs []*comm.Comm, before []uint64) bool {
+	for r, ops := range singleOps(cs) {
+		if ops <= before[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // requireDirect requires the segment of every rank of cs in this process
 // to have taken want operations direct since directOps said before.
 func requireDirect(t *testing.T, cs []*comm.Comm, before []uint64, want int) {
@@ -850,15 +861,7 @@ func TestSingleCopyChosen(t *testing.T) {
 	cs := shmJob(t, 2, comm.WithSingleCopy(core.SingleCopyAuto))
 	require.False(t, (*core.Comm)(cs[0]).Segment().Crowded(), "two ranks of this process")
 	before := singleOps(cs)
-	copied := func() bool {
-		for r, ops := range singleOps(cs) {
-			if ops <= before[r] {
-				return false
-			}
-		}
-		return true
-	}
-	for pass := 0; pass < 20 && !copied(); pass++ {
+	for pass := 0; pass < 20 && !copiedSince(cs, before); pass++ {
 		checkShm(t, cs, Auto)
 	}
 	for r, ops := range singleOps(cs) {
@@ -891,15 +894,7 @@ func TestCrowdedReduceCopiesOnce(t *testing.T) {
 	}
 	got := make([]float32, elems)
 	before := singleOps(cs)
-	copied := func() bool {
-		for r, ops := range singleOps(cs) {
-			if ops <= before[r] {
-				return false
-			}
-		}
-		return true
-	}
-	for call := 0; call < calls && (shadowed || !copied()); call++ {
+	for call := 0; call < calls && (shadowed || !copiedSince(cs, before)); call++ {
 		clear(got)
 		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
 			if c.Rank() == 1 {
@@ -912,6 +907,6 @@ func TestCrowdedReduceCopiesOnce(t *testing.T) {
 	if shadowed {
 		require.Equal(t, before, singleOps(cs), "single copies where a page's first reach costs %v more", shmem.FirstReach())
 	} else {
-		require.True(t, copied(), "no single copy in %d Reduces: before %v, after %v", calls, before, singleOps(cs))
+		require.True(t, copiedSince(cs, before), "no single copy in %d Reduces: before %v, after %v", calls, before, singleOps(cs))
 	}
 }
