@@ -80,9 +80,9 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 // TestCrowdedPolicyFollowsFirstReach: where a host's ranks outnumber its
 // CPUs, rank 0 asks what a single copy's first reach of a page costs when
 // it makes the segment, and every rank takes the policy it recorded:
-// Gathers and Scatters copy once by choice from crowdedRootedSingleMin
-// where that costs nothing more than a later reach, and from
-// shadowedRootedSingleMin where it does.
+// singleCrowded where that costs nothing more than a later reach,
+// singleCrowdedShadowed where it does (crowdedSingleMin gives each its
+// minimums).
 func TestCrowdedPolicyFollowsFirstReach(t *testing.T) {
 	crowded := runtime.NumCPU() + 1
 	tests := []struct {

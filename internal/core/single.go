@@ -192,8 +192,8 @@ const crowdedAlltoallSingleMin = 256 << 10
 // hypervisor shadows the guest's page tables (shmem.FirstReach), where a
 // process switch is slow too and the wait for the decider's record costs
 // more (see shadowedRootedSingleMin): the minimum all crowded hosts had
-// until 2026-12-01, the size from which the Intel Xeon host of model 207
-// won by copying once (see singlePolicy), the smallest it tried.
+// until 2026-12-01, the size from which an Intel Xeon host won by
+// copying once (2026-11-29, see singlePolicy), the smallest it tried.
 const shadowedAlltoallSingleMin = 1 << 20
 
 // crowdedRootedSingleMin is crowdedAlltoallSingleMin for Gathers and
