@@ -856,7 +856,7 @@ func TestSingleCopy(t *testing.T) {
 // on a Zen 5 VM; shmem.SingleCopy.SetFirstReach), so the matrix runs
 // until they have (twenty passes at most). Two ranks, so that the host
 // is not crowded, where auto copies once in large Gathers, Scatters,
-// Alltoalls and Reduces only.
+// Alltoalls, Reduces and Bcasts only.
 func TestSingleCopyChosen(t *testing.T) {
 	cs := shmJob(t, 2, comm.WithSingleCopy(core.SingleCopyAuto))
 	require.False(t, (*core.Comm)(cs[0]).Segment().Crowded(), "two ranks of this process")
@@ -869,17 +869,55 @@ func TestSingleCopyChosen(t *testing.T) {
 	}
 }
 
-// TestCrowdedReduceCopiesOnce: where the ranks outnumber the CPUs, auto
-// lets a Reduce of 256 KiB copy once where a single copy's first reach of
-// a page costs no more than a later one (shmem.FirstReach, which rank 0
-// asked when it made the segment, once a process), and never where it
-// costs more; every result is right either way. A size class's first
-// single copy comes with its fifth call, so forty calls are plenty.
-func TestCrowdedReduceCopiesOnce(t *testing.T) {
-	const elems, calls = 64 << 10, 40 // 256 KiB of float32
+// TestCrowdedCopiesOnce: where the ranks outnumber the CPUs, auto lets a
+// Reduce or a Bcast of 256 KiB copy once where a single copy's first
+// reach of a page costs no more than a later one (shmem.FirstReach,
+// which rank 0 asked when it made the segment, once a process), and
+// never where it costs more; every result is right either way. A size
+// class's first single copy comes with its fifth call, so forty calls
+// are plenty.
+func TestCrowdedCopiesOnce(t *testing.T) {
+	const elems, calls, root = 64 << 10, 40, 1 // 256 KiB of float32
+	tests := []struct {
+		name string
+		// call makes rank c's call on its send, whose result lands in
+		// got, and want is every rank's got after it (nil: not checked).
+		call func(ctx context.Context, c *comm.Comm, send, got []float32) error
+		want func(sends [][]float32, r int) []float32
+	}{
+		{
+			name: "Reduce",
+			call: func(ctx context.Context, c *comm.Comm, send, got []float32) error {
+				if c.Rank() != root {
+					got = nil
+				}
+				return ReduceInto(ctx, c, send, got, codec.Sum, root)
+			},
+			want: func(sends [][]float32, r int) []float32 {
+				if r != root {
+					return nil
+				}
+				sum := make([]float32, elems)
+				for _, send := range sends {
+					for i, v := range send {
+						sum[i] += v
+					}
+				}
+				return sum
+			},
+		},
+		{
+			name: "Bcast",
+			call: func(ctx context.Context, c *comm.Comm, send, got []float32) error {
+				if c.Rank() == root {
+					copy(got, send)
+				}
+				return Bcast(ctx, c, got, root)
+			},
+			want: func(sends [][]float32, r int) []float32 { return sends[root] },
+		},
+	}
 	n := runtime.NumCPU() + 1
-	cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyAuto))
-	require.True(t, (*core.Comm)(cs[0]).Segment().Crowded(), "%d ranks of this process on %d CPUs", n, runtime.NumCPU())
 	shadowed := shmem.FirstReach() > 0
 	sends := make([][]float32, n)
 	for r := range sends {
@@ -888,25 +926,33 @@ func TestCrowdedReduceCopiesOnce(t *testing.T) {
 			sends[r][i] = float32(r + i%101)
 		}
 	}
-	want := make([]float32, elems)
-	for i := range want {
-		want[i] = float32(n*(n-1)/2 + n*(i%101))
-	}
-	got := make([]float32, elems)
-	before := singleOps(cs)
-	for call := 0; call < calls && (shadowed || !copiedSince(cs, before)); call++ {
-		clear(got)
-		allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
-			if c.Rank() == 1 {
-				return ReduceInto(ctx, c, sends[1], got, codec.Sum, 1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyAuto))
+			require.True(t, (*core.Comm)(cs[0]).Segment().Crowded(), "%d ranks of this process on %d CPUs", n, runtime.NumCPU())
+			gots := make([][]float32, n)
+			for r := range gots {
+				gots[r] = make([]float32, elems)
 			}
-			return ReduceInto(ctx, c, sends[c.Rank()], nil, codec.Sum, 1)
+			before := singleOps(cs)
+			for call := 0; call < calls && (shadowed || !copiedSince(cs, before)); call++ {
+				for _, got := range gots {
+					clear(got)
+				}
+				allOK(t, cs, func(ctx context.Context, c *comm.Comm) error {
+					return tt.call(ctx, c, sends[c.Rank()], gots[c.Rank()])
+				})
+				for r, got := range gots {
+					if want := tt.want(sends, r); want != nil {
+						require.Equal(t, want, got, "call %d, rank %d's result", call, r)
+					}
+				}
+			}
+			if shadowed {
+				require.Equal(t, before, singleOps(cs), "single copies where a page's first reach costs %v more", shmem.FirstReach())
+			} else {
+				require.True(t, copiedSince(cs, before), "no single copy in %d calls: before %v, after %v", calls, before, singleOps(cs))
+			}
 		})
-		require.Equal(t, want, got, "call %d's result", call)
-	}
-	if shadowed {
-		require.Equal(t, before, singleOps(cs), "single copies where a page's first reach costs %v more", shmem.FirstReach())
-	} else {
-		require.True(t, copiedSince(cs, before), "no single copy in %d Reduces: before %v, after %v", calls, before, singleOps(cs))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 
@@ -72,7 +73,7 @@ const (
 	singleNever           = iota // SingleCopyNone
 	singleAuto                   // by timing
 	singleAlways                 // SingleCopyCMA
-	singleCrowded                // by timing, large Gathers, Scatters, Alltoalls and Reduces only: SingleCopyAuto on a crowded host (see singlePolicy)
+	singleCrowded                // by timing, large Gathers, Scatters, Alltoalls, Reduces and Bcasts only: SingleCopyAuto on a crowded host (see singlePolicy)
 	singleCrowdedShadowed        // singleCrowded where a single copy's first reach of a page costs more (shmem.FirstReach)
 )
 
@@ -85,7 +86,8 @@ const (
 // (from crowdedRootedSingleMin, or shadowedRootedSingleMin where that
 // first reach costs), Alltoalls (from crowdedAlltoallSingleMin, or
 // shadowedAlltoallSingleMin) and, where it does not, Reduces (from
-// crowdedReduceSingleMin) may copy once by choice (crowdedSingleMin). In
+// crowdedReduceSingleMin) and Bcasts (from crowdedBcastSingleMin to
+// crowdedBcastSingleMax) may copy once by choice (crowdedSingleSizes). In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
 // its data is in; and every rank would wait for the decider's record,
@@ -138,32 +140,35 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.crowdedPolicy():
-		least, may := crowdedSingleMin(kind, s.policy == singleCrowdedShadowed)
-		return may && bytes >= least
+		least, most, may := crowdedSingleSizes(kind, s.policy == singleCrowdedShadowed)
+		return may && bytes >= least && bytes <= most
 	}
 	return true
 }
 
-// crowdedSingleMin is the smallest operation of kind, in bytes, that may
-// copy once by choice on a crowded host, one whose hypervisor shadows the
-// guest's page tables or not (singleCrowdedShadowed); may is false for the
-// kinds that never do there (see singlePolicy).
-func crowdedSingleMin(kind wire.Kind, shadowed bool) (least int, may bool) {
+// crowdedSingleSizes is the smallest and the largest operation of kind,
+// in bytes, that may copy once by choice on a crowded host, one whose
+// hypervisor shadows the guest's page tables or not
+// (singleCrowdedShadowed); may is false for the kinds that never do
+// there (see singlePolicy).
+func crowdedSingleSizes(kind wire.Kind, shadowed bool) (least, most int, may bool) {
 	switch {
 	case kind == wire.KindGather || kind == wire.KindScatter:
 		if shadowed {
-			return shadowedRootedSingleMin, true
+			return shadowedRootedSingleMin, math.MaxInt, true
 		}
-		return crowdedRootedSingleMin, true
+		return crowdedRootedSingleMin, math.MaxInt, true
 	case kind == wire.KindAlltoall:
 		if shadowed {
-			return shadowedAlltoallSingleMin, true
+			return shadowedAlltoallSingleMin, math.MaxInt, true
 		}
-		return crowdedAlltoallSingleMin, true
+		return crowdedAlltoallSingleMin, math.MaxInt, true
 	case kind == wire.KindReduce && !shadowed:
-		return crowdedReduceSingleMin, true
+		return crowdedReduceSingleMin, math.MaxInt, true
+	case kind == wire.KindBcast && !shadowed:
+		return crowdedBcastSingleMin, crowdedBcastSingleMax, true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // crowdedAlltoallSingleMin is the smallest Alltoall, in bytes, that may
@@ -221,6 +226,29 @@ const crowdedRootedSingleMin = 256 << 10
 // eight 256 KiB 0.99, 1 MiB 0.76, 4 MiB 0.86. Where the first reach
 // costs, no crowded Reduce has been measured copying once.
 const crowdedReduceSingleMin = 256 << 10
+
+// crowdedBcastSingleMin and crowdedBcastSingleMax bound the Bcasts that
+// copy once by choice on a crowded host where a single copy's first
+// reach of a page costs no more than a later one. Through the slots
+// every other rank waits for root's data anyway, as it waits for root's
+// record when copying once; and each copies the data once instead of
+// twice, a share of it root's (bcastDirect). Four ranks on two CPUs of
+// an Intel Xeon VM of model 167, 2026-12-01, five alternating rounds,
+// median µs through the slots / by choice from 256 KiB (median of the
+// rounds' ratios), Open MPI: 256 KiB 40.9 / 25.9 (0.53) / 57.7, 512 KiB
+// 104.2 / 50.0 (0.48), 1 MiB 210.2 / 120.0 (0.65) / 288.8, 4 MiB 759 /
+// 610 (0.78) / 1227, 16 MiB 3391 / 3211 (0.94); from 128 KiB, 128 KiB
+// gained nothing (1.02). Three ranks, four rounds: 256 KiB 0.50, 1 MiB
+// 0.40, 4 MiB 0.57, 16 MiB 0.85. Eight ranks on the two CPUs: 256 KiB
+// 1.09, 1 MiB 0.89, 4 MiB 0.97, but 16 MiB 1.33 (4.7-6.0 ms through the
+// slots, 5.4-7.7 by choice), and an Intel Xeon host lost four ranks' 16
+// MiB Bcasts copying once (see singlePolicy): larger Bcasts stay in the
+// slots. Where the first reach costs, no crowded Bcast has been measured
+// copying once.
+const (
+	crowdedBcastSingleMin = 256 << 10
+	crowdedBcastSingleMax = 4 << 20
+)
 
 // shadowedRootedSingleMin is crowdedRootedSingleMin on a host whose
 // hypervisor shadows the guest's page tables (shmem.FirstReach), where a

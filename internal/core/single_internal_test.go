@@ -13,8 +13,8 @@ import (
 
 // TestSinglePolicy: which operations may copy once under each setting,
 // on a host that is crowded and on one that is not: with auto on a
-// crowded host only Gathers, Scatters, Alltoalls and Reduces (of 1 MiB,
-// here; see TestCrowdedSingleMins).
+// crowded host only Gathers, Scatters, Alltoalls, Reduces and Bcasts (of
+// 1 MiB, here; see TestCrowdedSingleSizes).
 func TestSinglePolicy(t *testing.T) {
 	kinds := []wire.Kind{wire.KindAllreduce, wire.KindReduce, wire.KindReduceScatter, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAllgather, wire.KindAllgatherv, wire.KindAlltoall}
 	tests := []struct {
@@ -23,7 +23,7 @@ func TestSinglePolicy(t *testing.T) {
 		may     []wire.Kind
 	}{
 		{SingleCopyAuto, false, kinds},
-		{SingleCopyAuto, true, []wire.Kind{wire.KindReduce, wire.KindGather, wire.KindScatter, wire.KindAlltoall}},
+		{SingleCopyAuto, true, []wire.Kind{wire.KindReduce, wire.KindBcast, wire.KindGather, wire.KindScatter, wire.KindAlltoall}},
 		{SingleCopyCMA, false, kinds},
 		{SingleCopyCMA, true, kinds},
 		{SingleCopyNone, false, nil},
@@ -47,27 +47,28 @@ func TestSinglePolicy(t *testing.T) {
 	}
 }
 
-// TestCrowdedSingleMins: on a crowded host, auto lets a Gather or a
+// TestCrowdedSingleSizes: on a crowded host, auto lets a Gather or a
 // Scatter copy once from crowdedRootedSingleMin bytes, an Alltoall from
-// crowdedAlltoallSingleMin and a Reduce from crowdedReduceSingleMin; where
-// a single copy's first reach of a page costs more than a later one,
+// crowdedAlltoallSingleMin, a Reduce from crowdedReduceSingleMin and a
+// Bcast from crowdedBcastSingleMin to crowdedBcastSingleMax; where a
+// single copy's first reach of a page costs more than a later one,
 // Gathers and Scatters from shadowedRootedSingleMin, Alltoalls from
-// shadowedAlltoallSingleMin and Reduces never. cma lets them all at any
-// size.
-func TestCrowdedSingleMins(t *testing.T) {
+// shadowedAlltoallSingleMin, and Reduces and Bcasts never. cma lets them
+// all at any size.
+func TestCrowdedSingleSizes(t *testing.T) {
 	const never = -1
 	const shadowedReach = 8 * time.Microsecond
 	tests := []struct {
 		kind          wire.Kind
-		least         int // the smallest that may copy once by choice, or never
+		least, most   int // the smallest and largest that may copy once by choice (most 0: no largest), or least never
 		shadowedLeast int
 	}{
-		{wire.KindGather, crowdedRootedSingleMin, shadowedRootedSingleMin},
-		{wire.KindScatter, crowdedRootedSingleMin, shadowedRootedSingleMin},
-		{wire.KindAlltoall, crowdedAlltoallSingleMin, shadowedAlltoallSingleMin},
-		{wire.KindReduce, crowdedReduceSingleMin, never},
-		{wire.KindBcast, never, never},
-		{wire.KindAllreduce, never, never},
+		{wire.KindGather, crowdedRootedSingleMin, 0, shadowedRootedSingleMin},
+		{wire.KindScatter, crowdedRootedSingleMin, 0, shadowedRootedSingleMin},
+		{wire.KindAlltoall, crowdedAlltoallSingleMin, 0, shadowedAlltoallSingleMin},
+		{wire.KindReduce, crowdedReduceSingleMin, 0, never},
+		{wire.KindBcast, crowdedBcastSingleMin, crowdedBcastSingleMax, never},
+		{wire.KindAllreduce, never, 0, never},
 	}
 	for _, tt := range tests {
 		for _, shadowed := range []bool{false, true} {
@@ -78,13 +79,23 @@ func TestCrowdedSingleMins(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/shadowed=%v", tt.kind, shadowed), func(t *testing.T) {
 				auto := &Segment{policy: singlePolicy(SingleCopyAuto, true, func() time.Duration { return reach })}
 				cma := &Segment{policy: singlePolicy(SingleCopyCMA, true, func() time.Duration { return reach })}
-				if least == never {
+				switch {
+				case least == never:
+					require.False(t, auto.maySingle(tt.kind, 1<<20), "auto, 1 MiB")
 					require.False(t, auto.maySingle(tt.kind, 64<<20), "auto, 64 MiB")
-				} else {
+				case tt.most > 0:
+					require.True(t, auto.maySingle(tt.kind, tt.most), "auto, at the maximum")
+					require.False(t, auto.maySingle(tt.kind, tt.most+1), "auto, just above")
+					fallthrough
+				default:
 					require.False(t, auto.maySingle(tt.kind, least-1), "auto, just below")
 					require.True(t, auto.maySingle(tt.kind, least), "auto, at the minimum")
 				}
+				if tt.most == 0 && least != never {
+					require.True(t, auto.maySingle(tt.kind, 1<<30), "auto, 1 GiB")
+				}
 				require.True(t, cma.maySingle(tt.kind, 1), "cma, 1 byte")
+				require.True(t, cma.maySingle(tt.kind, 1<<30), "cma, 1 GiB")
 			})
 		}
 	}
