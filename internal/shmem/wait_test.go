@@ -2,6 +2,7 @@ package shmem
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +93,36 @@ func TestWaiter(t *testing.T) {
 			}
 			require.LessOrEqual(t, got-tc.start, moved)
 			require.Zero(t, sleepers.Load(), "a waiter that is done no longer counts as a sleeper")
+		})
+	}
+}
+
+// TestWaiterBursts: a waiter polls longer between yields that find
+// nothing else to run, up to burstMax, or burstCrowded where the
+// processes cannot all have a CPU; and shorter after a yield that ran
+// another thread and ended the wait, down to burstMin.
+func TestWaiterBursts(t *testing.T) {
+	tests := []struct {
+		crowded     bool
+		first, most int
+	}{
+		{false, burstMax, burstMax},
+		{true, burstMin, burstCrowded},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("crowded=%v", tt.crowded), func(t *testing.T) {
+			w := NewWaiter(time.Hour, time.Hour, tt.crowded)
+			require.Equal(t, tt.first, w.burst, "the first burst")
+			for range 20 {
+				w.adapt(false, false) // a yield that returned at once
+			}
+			require.Equal(t, tt.most, w.burst, "after yields that found nothing to run")
+			w.adapt(true, false) // ran another thread, but the wait goes on
+			require.Equal(t, tt.most, w.burst, "after a yield that did not end the wait")
+			for range 20 {
+				w.adapt(true, true) // ran the peer, which ended the wait
+			}
+			require.Equal(t, burstMin, w.burst, "after yields that ran the peer")
 		})
 	}
 }
