@@ -123,7 +123,7 @@ func TestSegmentChooserLendsAllreducesLosses(t *testing.T) {
 	drive := func(kind wire.Kind, bytes, ops int) int {
 		first := -1
 		for op := range ops {
-			c := s.single.Choose(int(kind), singleFamily(kind), bytes)
+			c := s.single.Choose(int(kind), singleFamily(kind, false), bytes)
 			if c.Single && first < 0 {
 				first = op
 			}

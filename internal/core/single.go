@@ -380,7 +380,7 @@ func (op *SegmentOp) chooseWay(rec []byte, decider int) {
 	case s.policy == singleAlways:
 		op.way = singleCopy
 	default:
-		op.choice = s.single.Choose(int(op.call.Kind), singleFamily(op.call.Kind), op.bytes())
+		op.choice = s.single.Choose(int(op.call.Kind), singleFamily(op.call.Kind, s.crowdedPolicy()), op.bytes())
 		if op.choice.Single {
 			op.way = singleCopy
 		} else if op.choice.Timed {
@@ -420,16 +420,35 @@ func (op *SegmentOp) chosen(decider int) bool {
 // (shmem.SingleCopy.LendAcrossSizes), which then need not time that
 // loss at their start. The kinds that only move data do not: on many
 // hosts the slots win below some 64 KiB and the single copy above.
+//
+// On a crowded host Bcasts are a family of their own: they may copy
+// once only up to crowdedBcastSingleMax, and their root copies a share
+// and waits for every reader, so their single copy need not win or lose
+// where a Gather's or a Scatter's does. As one of the kinds that move
+// data, a Bcast that had found copying once faster lent it to the
+// Scatter after it, which then went through the slots first at its
+// first run, on pages of the segment not yet touched, inside the timed
+// calls. Four ranks on two CPUs of an Intel Xeon VM of model 167,
+// 2026-12-01, median of alternating rounds' time ratios against the
+// build before Bcasts could copy once there, one family / families
+// apart: a sweep of Bcast then Scatter, ten rounds, Scatter 1 MiB 1.47 /
+// 1.09, 4 MiB 0.96 / 0.94; with the waiters' bursts bounded
+// (shmem.NewWaiter), a sweep of Bcast, Gather, Scatter, Alltoall and
+// Reduce, six rounds: Gather 1 MiB 1.13 / 1.05, 4 MiB 1.13 / 0.99,
+// Scatter 256 KiB 1.14 / 0.98, 16 MiB 0.86 / 0.72.
 const (
 	familyMoves = iota
 	familyCombines
+	familyCrowdedBcast
 )
 
-// singleFamily is the family of kind.
-func singleFamily(kind wire.Kind) int {
-	switch kind {
-	case wire.KindAllreduce, wire.KindReduce, wire.KindReduceScatter:
+// singleFamily is the family of kind, on a crowded host or not.
+func singleFamily(kind wire.Kind, crowded bool) int {
+	switch {
+	case kind == wire.KindAllreduce || kind == wire.KindReduce || kind == wire.KindReduceScatter:
 		return familyCombines
+	case kind == wire.KindBcast && crowded:
+		return familyCrowdedBcast
 	}
 	return familyMoves
 }

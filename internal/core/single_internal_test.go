@@ -130,26 +130,29 @@ func TestAllreduceMayCopyOnceAtEverySize(t *testing.T) {
 // TestSingleFamily: Allreduce, Reduce and ReduceScatter, whose ranks
 // combine what they read, are one family and do not borrow their
 // single-copy choice from the kinds that only move data, nor they from
-// them; those kinds are another.
+// them; those kinds are another, but for a crowded host's Bcasts, which
+// are a third.
 func TestSingleFamily(t *testing.T) {
 	tests := []struct {
-		kind   wire.Kind
-		family int
+		kind             wire.Kind
+		family, crowdedF int
 	}{
-		{wire.KindAllreduce, familyCombines},
-		{wire.KindReduce, familyCombines},
-		{wire.KindReduceScatter, familyCombines},
-		{wire.KindBcast, familyMoves},
-		{wire.KindGather, familyMoves},
-		{wire.KindScatter, familyMoves},
-		{wire.KindAllgather, familyMoves},
-		{wire.KindAllgatherv, familyMoves},
-		{wire.KindAlltoall, familyMoves},
+		{wire.KindAllreduce, familyCombines, familyCombines},
+		{wire.KindReduce, familyCombines, familyCombines},
+		{wire.KindReduceScatter, familyCombines, familyCombines},
+		{wire.KindBcast, familyMoves, familyCrowdedBcast},
+		{wire.KindGather, familyMoves, familyMoves},
+		{wire.KindScatter, familyMoves, familyMoves},
+		{wire.KindAllgather, familyMoves, familyMoves},
+		{wire.KindAllgatherv, familyMoves, familyMoves},
+		{wire.KindAlltoall, familyMoves, familyMoves},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind.String(), func(t *testing.T) {
-			require.Equal(t, tt.family, singleFamily(tt.kind))
+			require.Equal(t, tt.family, singleFamily(tt.kind, false), "a host with a CPU for each rank")
+			require.Equal(t, tt.crowdedF, singleFamily(tt.kind, true), "a crowded host")
 		})
 	}
-	require.NotEqual(t, familyMoves, familyCombines)
+	families := []int{familyMoves, familyCombines, familyCrowdedBcast}
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(families))), len(families), "families apart")
 }

@@ -244,10 +244,10 @@ func (t *twoWays) chooseWhole(kind, family, bytes int) (second bool, ops uint64,
 // against 1561-1690 copying once alone (an Intel Xeon host, 2026-11-29).
 // The kinds of a family (core's: those that only move data) have won
 // and lost together, size by size, wherever docs/performance.md records
-// both (the Bcasts and Allgathers that lost where Gathers won on a
-// crowded host do not copy once there), so a class's first kind pays
-// for what the others take; a kind that differs finds out at its first
-// run.
+// both (on a crowded host Allgathers, which lost where Gathers won, do
+// not copy once, and Bcasts, which copy once there only up to 4 MiB, are
+// a family of their own), so a class's first kind pays for what the
+// others take; a kind that differs finds out at its first run.
 //
 // A kind of a lending family (SingleCopy.LendAcrossSizes) with nothing to
 // borrow in its class takes the first way where its nearest smaller
