@@ -93,18 +93,19 @@ type Waiter struct {
 // There a yield that returns at once shows only that nothing else waits
 // for this CPU now: a peer that runs on the other CPU may come to wait
 // behind this one at the next turn of the scheduler. A waiter whose
-// bursts had grown to burstMax then held such a peer off for a whole
-// burst each time, and a job settled into taking turns of some 16 µs
-// for as long as it ran: four ranks' 256 KiB Gathers on two CPUs of an
-// Intel Xeon VM of model 167 took 10-13 µs in some runs and 21-55 in
-// others, calls of each run at one of those plateaus (2026-12-01). With
-// bursts of at most 64 polls, the median of five alternating rounds'
-// time ratios against 1024, four ranks: Gather 256 KiB 0.28, 1 MiB 0.45;
+// bursts had grown to burstMax (some 25 µs there, where a PAUSE took
+// 22-27 ns) then held such a peer off for a whole burst each time, and a
+// job settled into turns that kept its calls on plateaus some 16 µs
+// apart for hundreds of calls at a time: four ranks' 256 KiB Gathers on
+// two CPUs of an Intel Xeon VM of model 167 took 10-13 µs in some runs
+// and 21-55 in others (2026-12-01). With bursts
+// of at most 64 polls, the median of five alternating rounds' time
+// ratios against 1024, four ranks: Gather 256 KiB 0.28, 1 MiB 0.45;
 // Bcast 64 KiB 0.66, 1 MiB 0.75; Reduce 64 KiB 0.61; Alltoall 64 KiB
-// 0.74; Scatter 64 KiB 0.74; the geometric mean of the 32 points from
-// 64 KiB to 4 MiB 0.844, the worst Allgather 1 MiB 1.11 (16 polls:
-// 0.853, 32: 0.872, 128: 0.944). Three ranks: 0.946 over 15 points;
-// eight: 1.013 over 36 points, Alltoall 256 KiB 1.20 the worst.
+// 0.74; Scatter 64 KiB 0.74; the geometric mean of the 32 points from 64
+// KiB to 4 MiB 0.844, the worst Allgather 1 MiB 1.11 (16 polls: 0.853,
+// 32: 0.872, 128: 0.944). Three ranks: 0.946 over 15 points; eight:
+// 1.013 over 36 points, Alltoall 256 KiB 1.20 the worst.
 func NewWaiter(spinFor, sleepFor time.Duration, crowded bool) Waiter {
 	w := Waiter{spinFor: spinFor, sleepFor: sleepFor, burst: burstMax, most: burstMax}
 	if crowded {
@@ -218,9 +219,10 @@ func (w *Waiter) Wait(idx *atomic.Uint64, base, need uint64, b Bell, yield Yield
 		if yield&ToProcess != 0 {
 			yieldCPU()
 		}
+		ranOther := time.Since(t) > switched
 		v := idx.Load()
 		done := v-base >= need
-		w.adapt(time.Since(t) > switched, done)
+		w.adapt(ranOther, done)
 		if done {
 			return v, nil
 		}
