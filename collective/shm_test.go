@@ -869,70 +869,66 @@ func TestSingleCopyChosen(t *testing.T) {
 	}
 }
 
-// TestCrowdedCopiesOnce: where the ranks outnumber the CPUs, auto lets a
-// Reduce or a Bcast of 256 KiB copy once where a single copy's first
-// reach of a page costs no more than a later one (shmem.FirstReach,
-// which rank 0 asked when it made the segment, once a process), and
-// never where it costs more; every result is right either way. A size
-// class's first single copy comes with its fifth call, so forty calls
-// are plenty.
+// TestCrowdedCopiesOnce: where the ranks outnumber the CPUs (here two
+// ranks or fewer to a CPU), auto lets a Reduce of 256 KiB and a Bcast of
+// 64 KiB or more copy once where a single copy's first reach of a page
+// costs no more than a later one (shmem.FirstReach, which rank 0 asked
+// when it made the segment, once a process), and never where it costs
+// more; every result is right either way. A size class's first single
+// copy comes with its fifth call, so forty calls are plenty.
 func TestCrowdedCopiesOnce(t *testing.T) {
-	const elems, calls, root = 64 << 10, 40, 1 // 256 KiB of float32
+	const calls, root = 40, 1
+	// A call makes rank c's call on its send, whose result lands in got,
+	// and its want is every rank's got after it (nil: not checked).
+	type caller func(ctx context.Context, c *comm.Comm, send, got []float32) error
+	type wanted func(sends [][]float32, r int) []float32
+	reduce := func(ctx context.Context, c *comm.Comm, send, got []float32) error {
+		if c.Rank() != root {
+			got = nil
+		}
+		return ReduceInto(ctx, c, send, got, codec.Sum, root)
+	}
+	reduced := func(sends [][]float32, r int) []float32 {
+		if r != root {
+			return nil
+		}
+		sum := make([]float32, len(sends[0]))
+		for _, send := range sends {
+			for i, v := range send {
+				sum[i] += v
+			}
+		}
+		return sum
+	}
+	bcast := func(ctx context.Context, c *comm.Comm, send, got []float32) error {
+		if c.Rank() == root {
+			copy(got, send)
+		}
+		return Bcast(ctx, c, got, root)
+	}
+	bcasted := func(sends [][]float32, r int) []float32 { return sends[root] }
 	tests := []struct {
-		name string
-		// call makes rank c's call on its send, whose result lands in
-		// got, and want is every rank's got after it (nil: not checked).
-		call func(ctx context.Context, c *comm.Comm, send, got []float32) error
-		want func(sends [][]float32, r int) []float32
+		name  string
+		elems int // float32s
+		call  caller
+		want  wanted
 	}{
-		{
-			name: "Reduce",
-			call: func(ctx context.Context, c *comm.Comm, send, got []float32) error {
-				if c.Rank() != root {
-					got = nil
-				}
-				return ReduceInto(ctx, c, send, got, codec.Sum, root)
-			},
-			want: func(sends [][]float32, r int) []float32 {
-				if r != root {
-					return nil
-				}
-				sum := make([]float32, elems)
-				for _, send := range sends {
-					for i, v := range send {
-						sum[i] += v
-					}
-				}
-				return sum
-			},
-		},
-		{
-			name: "Bcast",
-			call: func(ctx context.Context, c *comm.Comm, send, got []float32) error {
-				if c.Rank() == root {
-					copy(got, send)
-				}
-				return Bcast(ctx, c, got, root)
-			},
-			want: func(sends [][]float32, r int) []float32 { return sends[root] },
-		},
+		{"Reduce/256KiB", 64 << 10, reduce, reduced},
+		{"Bcast/256KiB", 64 << 10, bcast, bcasted},
+		{"Bcast/64KiB", 16 << 10, bcast, bcasted},
 	}
 	n := runtime.NumCPU() + 1
 	shadowed := shmem.FirstReach() > 0
-	sends := make([][]float32, n)
-	for r := range sends {
-		sends[r] = make([]float32, elems)
-		for i := range sends[r] {
-			sends[r][i] = float32(r + i%101)
-		}
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := shmJob(t, n, comm.WithSingleCopy(core.SingleCopyAuto))
 			require.True(t, (*core.Comm)(cs[0]).Segment().Crowded(), "%d ranks of this process on %d CPUs", n, runtime.NumCPU())
-			gots := make([][]float32, n)
-			for r := range gots {
-				gots[r] = make([]float32, elems)
+			sends, gots := make([][]float32, n), make([][]float32, n)
+			for r := range sends {
+				sends[r], gots[r] = make([]float32, tt.elems), make([]float32, tt.elems)
+				for i := range sends[r] {
+					sends[r][i] = float32(r + i%101)
+				}
 			}
 			before := singleOps(cs)
 			for call := 0; call < calls && (shadowed || !copiedSince(cs, before)); call++ {

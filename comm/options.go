@@ -82,8 +82,9 @@ func WithSegmentSlot(bytes int) Option { return Option(core.WithSegmentSlot(byte
 // allows it; "none" always copies twice, through the segment. On a host
 // whose ranks outnumber its CPUs, auto tries one copy only in Gathers,
 // Scatters, Alltoalls and Reduces of 256 KiB and more and in Bcasts of
-// 256 KiB to 4 MiB (where the hypervisor shadows the guest's page
-// tables, in Gathers and Scatters of 512 KiB and Alltoalls of 1 MiB). Which is faster depends on
+// 64 KiB (256 KiB with more than two ranks a CPU) to 4 MiB (where the
+// hypervisor shadows the guest's page tables, in Gathers and Scatters of
+// 512 KiB and Alltoalls of 1 MiB). Which is faster depends on
 // the host: on one of this project's machines two copies matched or beat
 // one everywhere, on another one copy took a third of the time of a
 // handoff through shared memory (64 KiB: 3.4 µs against 10.5) and made

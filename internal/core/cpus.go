@@ -45,6 +45,16 @@ func parseCPUs(v string) cpuSet {
 // them (ranksOnMachine, cpusOnMachine).
 func (p *peerTable) crowded(rank int) bool { return p.ranksOnMachine(rank) > p.cpusOnMachine(rank) }
 
+// crowding is how many ranks of rank's machine there are to each of its
+// CPUs, rounded up, where they outnumber the CPUs; else 0.
+func (p *peerTable) crowding(rank int) int {
+	if !p.crowded(rank) {
+		return 0
+	}
+	cpus := max(p.cpusOnMachine(rank), 1)
+	return (p.ranksOnMachine(rank) + cpus - 1) / cpus
+}
+
 // procsShare is the GOMAXPROCS that Init leaves rank's process, which
 // runs at procs on a machine of numCPU CPUs (runtime.NumCPU): its share
 // of the CPUs the ranks of its machine may run on between them, at

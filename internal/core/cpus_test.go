@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"testing"
 
@@ -79,6 +80,33 @@ func TestCrowded(t *testing.T) {
 			for r, want := range tt.want {
 				require.Equal(t, want, p.crowded(r), fmt.Sprint("rank ", r))
 			}
+		})
+	}
+}
+
+// TestCrowding: how many ranks of a machine there are to each of its
+// CPUs, rounded up, where they outnumber them; else 0.
+func TestCrowding(t *testing.T) {
+	both := cpuSet{0b11}
+	tests := []struct {
+		ranks int
+		cpus  cpuSet
+		want  int
+	}{
+		{2, both, 0},
+		{3, both, 2},
+		{4, both, 2},
+		{5, both, 3},
+		{8, both, 4},
+		{2, cpuSet{0b1}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d ranks on %d CPUs", tt.ranks, bits.OnesCount64(tt.cpus[0])), func(t *testing.T) {
+			p := peerTable{hosts: make([]string, tt.ranks), cpus: make([]cpuSet, tt.ranks)}
+			for r := range tt.ranks {
+				p.hosts[r], p.cpus[r] = "a", tt.cpus
+			}
+			require.Equal(t, tt.want, p.crowding(0))
 		})
 	}
 }

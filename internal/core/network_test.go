@@ -81,10 +81,11 @@ func TestFirstReachIsPassedOn(t *testing.T) {
 // CPUs, rank 0 asks what a single copy's first reach of a page costs when
 // it makes the segment, and every rank takes the policy it recorded:
 // singleCrowded where that costs nothing more than a later reach,
-// singleCrowdedShadowed where it does (crowdedSingleMin gives each its
-// minimums).
+// singleCrowdedShadowed where it does (crowdedSingleSizes gives each its
+// minimums); and every rank takes how crowded rank 0 found the host.
 func TestCrowdedPolicyFollowsFirstReach(t *testing.T) {
 	crowded := runtime.NumCPU() + 1
+	crowding := (crowded + runtime.NumCPU() - 1) / runtime.NumCPU()
 	tests := []struct {
 		name  string
 		reach time.Duration
@@ -104,6 +105,7 @@ func TestCrowdedPolicyFollowsFirstReach(t *testing.T) {
 				require.NotNil(t, s, "rank %d has no segment", r)
 				require.True(t, s.Crowded(), "rank %d's segment", r)
 				assert.Equal(t, tt.want, s.policy, "rank %d's policy", r)
+				assert.Equal(t, crowding, s.crowding, "rank %d's ranks to a CPU", r)
 			}
 		})
 	}

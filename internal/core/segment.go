@@ -86,6 +86,7 @@ type Segment struct {
 	// chooses between a single copy and the slots, and what reads.
 	policy    uint64 // singleNever, singleAuto, singleAlways or singleCrowded, as rank 0 set it
 	crowded   bool   // Crowded, as rank 0 found it
+	crowding  int    // ranks of the host per CPU, rounded up, as rank 0 found it where crowded; else 0
 	cookie    *uint64
 	allRead   atomic.Int32
 	single    shmem.SingleCopy
@@ -108,7 +109,7 @@ const (
 	segLine      = 128
 	segMagic     = 0x67636f6c6c534547 // "gcollSEG"
 	segSingle    = 24                 // uint64 in the first line: the single-copy policy (single.go)
-	segCrowded   = 32                 // uint64 in the first line: 1 when the host is crowded (Crowded)
+	segCrowded   = 32                 // uint64 in the first line: the host's ranks per CPU, rounded up, where they outnumber the CPUs (Crowded); else 0
 	segSleepers  = segLine            // uint32: ranks sleeping on segEpoch
 	segEpoch     = 2 * segLine        // uint32: futex word, bumped to wake sleepers
 	segControl   = 3 * segLine        // one line per rank: its step, gone mark and cookie (single.go), uint64s

@@ -199,7 +199,7 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 			region, problem = shmem.Create("", size)
 		}
 		if problem == nil {
-			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield, firstReach), ep.opts.yield)
+			initSegment(region.Bytes(), n, slot, singlePolicy(ep.opts.singleCopy, ep.opts.yield, firstReach), ep.crowding(ep.rank))
 			id := region.Identity()
 			where = fmt.Sprintf("%d %d %d %d", os.Getpid(), region.FD(), id.Dev, id.Ino)
 		} else {
@@ -255,7 +255,8 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	s.policy = s.word64(segSingle).Load()
 	s.single.LendAcrossSizes(familyCombines)
 	s.huge = newCollapser(&ep.opts, c.rank)
-	s.crowded = s.word64(segCrowded).Load() == 1
+	s.crowding = int(s.word64(segCrowded).Load())
+	s.crowded = s.crowding > 0
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
@@ -280,15 +281,16 @@ func (c *Comm) segmentFault() error {
 	return nil
 }
 
-func initSegment(mem []byte, ranks, slot int, single uint64, crowded bool) {
+// initSegment lays out a new segment of ranks ranks' slots of slot
+// bytes, with the single-copy policy single, on a host whose ranks are
+// crowding to a CPU, rounded up, where they outnumber its CPUs (else 0).
+func initSegment(mem []byte, ranks, slot int, single uint64, crowding int) {
 	s := Segment{mem: mem}
 	s.word64(0).Store(segMagic)
 	s.word64(8).Store(uint64(ranks))
 	s.word64(16).Store(uint64(slot))
 	s.word64(segSingle).Store(single)
-	if crowded {
-		s.word64(segCrowded).Store(1)
-	}
+	s.word64(segCrowded).Store(uint64(crowding))
 }
 
 // openSegment maps the segment that rank 0 published as where.

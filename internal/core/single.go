@@ -86,7 +86,8 @@ const (
 // (from crowdedRootedSingleMin, or shadowedRootedSingleMin where that
 // first reach costs), Alltoalls (from crowdedAlltoallSingleMin, or
 // shadowedAlltoallSingleMin) and, where it does not, Reduces (from
-// crowdedReduceSingleMin) and Bcasts (from crowdedBcastSingleMin to
+// crowdedReduceSingleMin) and Bcasts (from crowdedBcastSingleMin, or
+// packedBcastSingleMin where there are more than two ranks to a CPU, to
 // crowdedBcastSingleMax) may copy once by choice (crowdedSingleSizes). In
 // the others, a rank whose buffer others use must wait for them, each
 // wait a turn of the scheduler, while through the slots it leaves once
@@ -140,7 +141,7 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 	case s.policy == singleNever:
 		return false
 	case s.crowdedPolicy():
-		least, most, may := crowdedSingleSizes(kind, s.policy == singleCrowdedShadowed)
+		least, most, may := crowdedSingleSizes(kind, s.policy == singleCrowdedShadowed, s.crowding)
 		return may && bytes >= least && bytes <= most
 	}
 	return true
@@ -149,9 +150,10 @@ func (s *Segment) maySingle(kind wire.Kind, bytes int) bool {
 // crowdedSingleSizes is the smallest and the largest operation of kind,
 // in bytes, that may copy once by choice on a crowded host, one whose
 // hypervisor shadows the guest's page tables or not
-// (singleCrowdedShadowed); may is false for the kinds that never do
-// there (see singlePolicy).
-func crowdedSingleSizes(kind wire.Kind, shadowed bool) (least, most int, may bool) {
+// (singleCrowdedShadowed), whose ranks are crowding to a CPU (rounded
+// up); may is false for the kinds that never do there (see
+// singlePolicy).
+func crowdedSingleSizes(kind wire.Kind, shadowed bool, crowding int) (least, most int, may bool) {
 	switch {
 	case kind == wire.KindGather || kind == wire.KindScatter:
 		if shadowed {
@@ -165,6 +167,8 @@ func crowdedSingleSizes(kind wire.Kind, shadowed bool) (least, most int, may boo
 		return crowdedAlltoallSingleMin, math.MaxInt, true
 	case kind == wire.KindReduce && !shadowed:
 		return crowdedReduceSingleMin, math.MaxInt, true
+	case kind == wire.KindBcast && !shadowed && crowding > 2:
+		return packedBcastSingleMin, crowdedBcastSingleMax, true
 	case kind == wire.KindBcast && !shadowed:
 		return crowdedBcastSingleMin, crowdedBcastSingleMax, true
 	}
@@ -229,24 +233,31 @@ const crowdedReduceSingleMin = 256 << 10
 
 // crowdedBcastSingleMin and crowdedBcastSingleMax bound the Bcasts that
 // copy once by choice on a crowded host where a single copy's first
-// reach of a page costs no more than a later one. Through the slots
-// every other rank waits for root's data anyway, as it waits for root's
-// record when copying once; and each copies the data once instead of
-// twice, a share of it root's (bcastDirect). Four ranks on two CPUs of
-// an Intel Xeon VM of model 167, 2026-12-01, five alternating rounds,
-// median µs through the slots / by choice from 256 KiB (median of the
-// rounds' ratios), Open MPI: 256 KiB 40.9 / 25.9 (0.53) / 57.7, 512 KiB
-// 104.2 / 50.0 (0.48), 1 MiB 210.2 / 120.0 (0.65) / 288.8, 4 MiB 759 /
-// 610 (0.78) / 1227, 16 MiB 3391 / 3211 (0.94); from 128 KiB, 128 KiB
-// gained nothing (1.02). Three ranks, four rounds: 256 KiB 0.50, 1 MiB
-// 0.40, 4 MiB 0.57, 16 MiB 0.85. Eight ranks on the two CPUs: 256 KiB
-// 1.09, 1 MiB 0.89, 4 MiB 0.97, but 16 MiB 1.33 (4.7-6.0 ms through the
-// slots, 5.4-7.7 by choice), and an Intel Xeon host lost four ranks' 16
-// MiB Bcasts copying once (see singlePolicy): larger Bcasts stay in the
-// slots. Where the first reach costs, no crowded Bcast has been measured
-// copying once.
+// reach of a page costs no more than a later one and there are at most
+// two ranks to a CPU (packedBcastSingleMin where there are more).
+// Through the slots every other rank waits for root's data anyway, as
+// it waits for root's record when copying once; and each copies the
+// data once instead of twice, a share of it root's (bcastDirect). Four
+// ranks on two CPUs of an Intel Xeon VM of model 167, 2026-12-01, five
+// alternating rounds, median µs through the slots / by choice from 256
+// KiB (median of the rounds' ratios), Open MPI: 256 KiB 40.9 / 25.9
+// (0.53) / 57.7, 512 KiB 104.2 / 50.0 (0.48), 1 MiB 210.2 / 120.0 (0.65)
+// / 288.8, 4 MiB 759 / 610 (0.78) / 1227, 16 MiB 3391 / 3211 (0.94).
+// Three ranks, four rounds: 256 KiB 0.50, 1 MiB 0.40, 4 MiB 0.57, 16 MiB
+// 0.85. Eight ranks on the two CPUs: 256 KiB 1.09, 1 MiB 0.89, 4 MiB
+// 0.97, but 16 MiB 1.33 (4.7-6.0 ms through the slots, 5.4-7.7 by
+// choice), and an Intel Xeon host lost four ranks' 16 MiB Bcasts
+// copying once (see singlePolicy): larger Bcasts stay in the slots.
+// Smaller ones gained nothing by choice (from 128 KiB, 1.02 at 128 KiB)
+// until a crowded host's waiters stopped polling long between yields
+// (shmem.NewWaiter); since, from 64 KiB against from 256 KiB, ten
+// rounds: four ranks 64 KiB 14.3 / 11.6 µs (0.80), Open MPI 12.4, 128
+// KiB 19.6 / 13.8 (0.72); three ranks, six rounds, 0.71 and 0.61; but
+// eight ranks 1.48 and 1.22, where 256 KiB gained (0.68). Where the
+// first reach costs, no crowded Bcast has been measured copying once.
 const (
-	crowdedBcastSingleMin = 256 << 10
+	crowdedBcastSingleMin = 64 << 10
+	packedBcastSingleMin  = 256 << 10
 	crowdedBcastSingleMax = 4 << 20
 )
 

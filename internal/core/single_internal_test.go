@@ -50,7 +50,8 @@ func TestSinglePolicy(t *testing.T) {
 // TestCrowdedSingleSizes: on a crowded host, auto lets a Gather or a
 // Scatter copy once from crowdedRootedSingleMin bytes, an Alltoall from
 // crowdedAlltoallSingleMin, a Reduce from crowdedReduceSingleMin and a
-// Bcast from crowdedBcastSingleMin to crowdedBcastSingleMax; where a
+// Bcast from crowdedBcastSingleMin, or packedBcastSingleMin where there
+// are more than two ranks to a CPU, to crowdedBcastSingleMax; where a
 // single copy's first reach of a page costs more than a later one,
 // Gathers and Scatters from shadowedRootedSingleMin, Alltoalls from
 // shadowedAlltoallSingleMin, and Reduces and Bcasts never. cma lets them
@@ -59,26 +60,34 @@ func TestCrowdedSingleSizes(t *testing.T) {
 	const never = -1
 	const shadowedReach = 8 * time.Microsecond
 	tests := []struct {
-		kind          wire.Kind
-		least, most   int // the smallest and largest that may copy once by choice (most 0: no largest), or least never
-		shadowedLeast int
+		kind wire.Kind
+		// The smallest that may copy once by choice with two ranks to a
+		// CPU, with four, and where the first reach costs (or never),
+		// and the largest (0: no largest).
+		least, packedLeast, shadowedLeast, most int
 	}{
-		{wire.KindGather, crowdedRootedSingleMin, 0, shadowedRootedSingleMin},
-		{wire.KindScatter, crowdedRootedSingleMin, 0, shadowedRootedSingleMin},
-		{wire.KindAlltoall, crowdedAlltoallSingleMin, 0, shadowedAlltoallSingleMin},
-		{wire.KindReduce, crowdedReduceSingleMin, 0, never},
-		{wire.KindBcast, crowdedBcastSingleMin, crowdedBcastSingleMax, never},
-		{wire.KindAllreduce, never, 0, never},
+		{wire.KindGather, crowdedRootedSingleMin, crowdedRootedSingleMin, shadowedRootedSingleMin, 0},
+		{wire.KindScatter, crowdedRootedSingleMin, crowdedRootedSingleMin, shadowedRootedSingleMin, 0},
+		{wire.KindAlltoall, crowdedAlltoallSingleMin, crowdedAlltoallSingleMin, shadowedAlltoallSingleMin, 0},
+		{wire.KindReduce, crowdedReduceSingleMin, crowdedReduceSingleMin, never, 0},
+		{wire.KindBcast, crowdedBcastSingleMin, packedBcastSingleMin, never, crowdedBcastSingleMax},
+		{wire.KindAllreduce, never, never, never, 0},
+	}
+	hosts := []struct {
+		name     string
+		crowding int
+		reach    time.Duration
+	}{
+		{"two ranks a CPU", 2, 0},
+		{"four ranks a CPU", 4, 0},
+		{"shadowed", 2, shadowedReach},
 	}
 	for _, tt := range tests {
-		for _, shadowed := range []bool{false, true} {
-			reach, least := time.Duration(0), tt.least
-			if shadowed {
-				reach, least = shadowedReach, tt.shadowedLeast
-			}
-			t.Run(fmt.Sprintf("%s/shadowed=%v", tt.kind, shadowed), func(t *testing.T) {
-				auto := &Segment{policy: singlePolicy(SingleCopyAuto, true, func() time.Duration { return reach })}
-				cma := &Segment{policy: singlePolicy(SingleCopyCMA, true, func() time.Duration { return reach })}
+		for i, host := range hosts {
+			least := [...]int{tt.least, tt.packedLeast, tt.shadowedLeast}[i]
+			t.Run(fmt.Sprintf("%s/%s", tt.kind, host.name), func(t *testing.T) {
+				auto := &Segment{policy: singlePolicy(SingleCopyAuto, true, func() time.Duration { return host.reach }), crowding: host.crowding}
+				cma := &Segment{policy: singlePolicy(SingleCopyCMA, true, func() time.Duration { return host.reach }), crowding: host.crowding}
 				switch {
 				case least == never:
 					require.False(t, auto.maySingle(tt.kind, 1<<20), "auto, 1 MiB")
