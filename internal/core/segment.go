@@ -85,8 +85,7 @@ type Segment struct {
 	// copy), whether every rank can read every other's memory, what
 	// chooses between a single copy and the slots, and what reads.
 	policy    uint64 // singleNever, singleAuto, singleAlways or singleCrowded, as rank 0 set it
-	crowded   bool   // Crowded, as rank 0 found it
-	crowding  int    // ranks of the host per CPU, rounded up, as rank 0 found it where crowded; else 0
+	crowding  int    // ranks of the host per CPU, rounded up, as rank 0 found it where they outnumber the CPUs; else 0
 	cookie    *uint64
 	allRead   atomic.Int32
 	single    shmem.SingleCopy
@@ -155,7 +154,7 @@ func (s *Segment) Rank() int { return s.c.rank }
 // the CPU that one needs. It is what rank 0 found when it made the
 // segment, so that every rank gets the same answer: the collectives
 // shape their rounds by it.
-func (s *Segment) Crowded() bool { return s.crowded }
+func (s *Segment) Crowded() bool { return s.crowding > 0 }
 
 // SlotBytes is the size of one rank's slot in one half.
 func (s *Segment) SlotBytes() int { return s.slot }

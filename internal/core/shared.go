@@ -256,7 +256,6 @@ func (c *Comm) attachSegment(ctx context.Context) (*Segment, error) {
 	s.single.LendAcrossSizes(familyCombines)
 	s.huge = newCollapser(&ep.opts, c.rank)
 	s.crowding = int(s.word64(segCrowded).Load())
-	s.crowded = s.crowding > 0
 	for r := range n {
 		s.pids[r] = ep.pids[c.group[r]]
 	}
